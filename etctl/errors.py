@@ -5,6 +5,7 @@ Every exception etctl raises on purpose derives from :class:`EtctlError`::
     EtctlError
     ├── ConfigError             bad settings, kubeconfig, CLI values, plugin registration
     ├── TransportError          the request never got an HTTP answer (refused, reset, timed out)
+    │   └── RequestNotSent      the connection was never established: the server never saw it
     ├── ApiError                the API server answered with a non-2xx ``Status``
     │   ├── BadRequest          400
     │   ├── Unauthorized        401
@@ -45,6 +46,7 @@ __all__ = [
     "LeaderElectionLost",
     "MethodNotAllowed",
     "NotFound",
+    "RequestNotSent",
     "ServerError",
     "TerminalError",
     "TooManyRequests",
@@ -68,6 +70,14 @@ class TransportError(EtctlError):
 
     Always transient from the client's point of view: retried with backoff where the verb is safe to
     retry.
+    """
+
+
+class RequestNotSent(TransportError):
+    """The connection to the server could not be established: the request was never sent.
+
+    Unlike a plain :class:`TransportError` (the answer was lost, so the server may have acted), this
+    one proves the server did nothing: even a write that is not idempotent may be sent again.
     """
 
 

@@ -52,3 +52,10 @@ def test_every_error_is_an_etctl_error() -> None:
         obj = getattr(errors, name)
         if isinstance(obj, type):
             assert issubclass(obj, errors.EtctlError)
+
+
+def test_request_not_sent_is_a_transport_error() -> None:
+    # Callers that only care that no answer came catch TransportError; the retry rules and the
+    # reflector tell the two apart.
+    assert issubclass(errors.RequestNotSent, errors.TransportError)
+    assert "RequestNotSent" in errors.__all__

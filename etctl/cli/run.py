@@ -12,7 +12,9 @@ silently), the lease was lost, or the API server is unreachable; 2 for usage err
 
 :func:`serve` is the same operator without the process concerns (argument parsing, logging setup,
 signal handlers, exit statuses), for embedding and for tests; :func:`build_manager` assembles it
-without running it (``etctl sandbox`` runs it beside the embedded API server).
+without running it (``etctl sandbox`` runs it beside the embedded API server). The ``etctl run``
+process also stops exporting prometheus-client's ``*_created`` series, which controller-runtime
+does not have.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ import os
 import sys
 from collections.abc import Sequence
 from typing import Any
+
+import prometheus_client
 
 from etctl.cli.settings import RunSettings, SettingsError, add_run_arguments, settings_from
 from etctl.common.plugin import JobSettings
@@ -181,6 +185,9 @@ def command(args: argparse.Namespace) -> int:
         if not entries:
             return _usage_error("no job plugins are installed")
         configure(fmt=settings.log_format, level=settings.log_level)
+        # controller-runtime exports no ``*_created`` series. The switch is process-wide, so the
+        # binary flips it here; the library never does (an embedding program keeps its choice).
+        prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
         asyncio.run(serve(settings, entries, handle_signals=True))
     except ConfigError as exc:
         return _usage_error(str(exc))

@@ -20,7 +20,10 @@
 7. **Extra objects** (:mod:`etctl.common.children`).
 8. **Replicas** (:mod:`etctl.common.replicas`): scale, restart, create pods and services.
 9. **Status** (:mod:`etctl.common.status`): computed by pure functions, the plugin's verdict
-   included, and written once as a guarded merge patch when it changed.
+   included, and written once as a guarded merge patch when it changed. When that write conflicts
+   with a change of the job, what the reconcile did (restarts, a failure enforced by deleting
+   every pod) is applied to the job as it is now (:meth:`~etctl.common.writer.JobWriter.record`);
+   the rest is judged again by the next reconcile.
 
 The reconcile returns ``Result(requeue_after=...)`` for the earliest timer (deadline, TTL, gate
 deadline, expectation expiry), so time-based policies fire with no other event. Errors of writes
@@ -48,7 +51,13 @@ from etctl.common.replicas import ReplicaSync
 from etctl.common.round import Round
 from etctl.common.runpolicy import RunPolicy
 from etctl.common.slots import is_terminating
-from etctl.common.status import ConditionChange, compute_status, status_patch
+from etctl.common.status import (
+    ConditionChange,
+    compute_status,
+    parse_status,
+    status_patch,
+    stored_status,
+)
 from etctl.common.tracking import ChildEventHandler, child_key, job_prefix, replica_key
 from etctl.common.validation import parse_problems
 from etctl.common.writer import JobWriter
@@ -214,7 +223,7 @@ class JobController(Generic[JobT]):
             return parse_problems(exc)
 
     async def _reject(self, raw: ObjectView, job: JobT | None, problems: list[str]) -> Result:
-        current = job.status if job is not None else _lenient_status(raw)
+        current = job.status if job is not None else parse_status(raw)
         message = f"{self.kind} {objects.name(raw)} is invalid: " + "; ".join(problems)
         change = ConditionChange(
             JobConditionType.FAILED, ConditionStatus.TRUE, f"{self.kind}Invalid", message
@@ -227,7 +236,7 @@ class JobController(Generic[JobT]):
             restart_count=current.restart_count,
             now=self._clock.now(),
         )
-        patch = status_patch(_stored_status(raw), status, {})
+        patch = status_patch(stored_status(raw), status, {})
         if patch is not None:
             if await self._writer.write_status(raw, patch) is None:
                 return Result(requeue_after=_CONFLICT_REQUEUE)
@@ -332,9 +341,11 @@ class JobController(Generic[JobT]):
             now=rnd.now,
         )
         extra = self._extended(rnd, status)
-        patch = status_patch(_stored_status(rnd.raw), status, extra)
+        patch = status_patch(stored_status(rnd.raw), status, extra)
         if patch is not None:
             if await self._writer.write_status(rnd.raw, patch) is None:
+                if delta := rnd.delta():
+                    await self._writer.record(rnd.raw, delta, now=rnd.now, restarts=rnd.restarts)
                 return Result(requeue_after=_CONFLICT_REQUEUE)
             self._writer.announce(
                 rnd.raw, rnd.job.status.conditions, status.conditions, restarts=rnd.restarts
@@ -361,15 +372,3 @@ def _index_by_job(cache: ChildReader, res: Resource) -> None:
         # Another JobController sharing the cache registered it already: the name is reserved
         # for this very function.
         return
-
-
-def _stored_status(raw: ObjectView) -> dict[str, Any]:
-    status = raw.get("status")
-    return dict(status) if isinstance(status, dict) else {}
-
-
-def _lenient_status(raw: ObjectView) -> JobStatus:
-    try:
-        return JobStatus.model_validate(_stored_status(raw))
-    except ValidationError:
-        return JobStatus()

@@ -148,6 +148,7 @@ class ReplicaSync(Generic[JobT]):
                     "BackoffLimitExceeded",
                     f"{rnd.kind} {rnd.name} has failed because it reached its backoffLimit of "
                     f"{limit} restarts; pod {ref.name} of replica type {rtype} failed again",
+                    acted=True,
                 )
                 await delete_all(self._control, rnd)
                 return False

@@ -9,6 +9,9 @@ reconcile (the next one observes the world again). It keeps:
 * the decisions: condition changes in the order they were decided, the new start time and restart
   count, whether the whole job restarted, timers to requeue for, and errors of writes that failed
   (raised only after the status is written, so a failed write never loses a recorded restart);
+  :meth:`Round.delta` is the part of them that records what the round did to the world (restarts,
+  a failure enforced by deleting every pod), which the status must carry even when the job changed
+  meanwhile;
 * the effects: pods created and deleted during the round, so :meth:`Round.state` describes the
   world as the round leaves it (deleted pods terminating, created pods present), which is what the
   status reports and what the plugin's verdict judges.
@@ -34,7 +37,7 @@ from etctl.common.api import (
 from etctl.common.labels import replica_selector, replica_type_of, selector_string
 from etctl.common.plugin import JobSettings, JobState, PlansReplicas, ReplicaRef
 from etctl.common.slots import default_plan, is_terminating, parse_indexes
-from etctl.common.status import ConditionChange, replica_statuses
+from etctl.common.status import ConditionChange, StatusDelta, replica_statuses
 from etctl.errors import EtctlError
 from etctl.runtime import objects
 from etctl.runtime.objects import ObjectView
@@ -60,6 +63,7 @@ class Round(Generic[JobT]):
     extras: dict[Resource, list[ObjectView]] = field(default_factory=dict)
     podgroup: ObjectView | None = None
     changes: list[ConditionChange] = field(default_factory=list)
+    acted: list[ConditionChange] = field(default_factory=list)
     restarting: ConditionChange | None = None
     start_time: datetime | None = None
     restart_count: int = 0
@@ -70,6 +74,7 @@ class Round(Generic[JobT]):
     restarts: int = 0
     planner: PlansReplicas[Any] | None = None
     _plans: dict[str, tuple[ReplicaRef, ...]] | None = field(default=None, init=False)
+    _deleted: set[str] = field(default_factory=set, init=False)
     _specs: dict[str, ReplicaSpec] = field(default_factory=dict, init=False)
     _by_lower: dict[str, str] = field(default_factory=dict, init=False)
 
@@ -112,15 +117,35 @@ class Round(Generic[JobT]):
         """Record a condition change (applied in the order recorded)."""
         self.changes.append(ConditionChange(cond_type, status, reason, message))
 
-    def fail(self, reason: str, message: str) -> None:
-        """Record that the job failed; the plugin's verdict is no longer asked."""
+    def fail(self, reason: str, message: str, *, acted: bool = False) -> None:
+        """Record that the job failed; the plugin's verdict is no longer asked.
+
+        Args:
+            reason: the condition's reason.
+            message: the condition's message.
+            acted: the round deletes the job's pods because of this failure, so the failure is
+                part of :meth:`delta`: once the pods are gone, nothing else would show it.
+        """
         self.change("Failed", ConditionStatus.TRUE, reason, message)
+        if acted:
+            self.acted.append(self.changes[-1])
         self.judge = False
 
     def wake_in(self, seconds: float | None) -> None:
         """Ask for a reconcile after ``seconds`` (ignored when None)."""
         if seconds is not None:
             self.requeue.append(max(seconds, 0.001))
+
+    def delta(self) -> StatusDelta:
+        """What the round did that only the status will remember (restarts, enforced failures)."""
+        conditions = [*self.acted]
+        if self.restarting is not None:
+            conditions.append(self.restarting)
+        return StatusDelta(
+            restarts=self.restart_count - self.job.status.restart_count,
+            conditions=tuple(conditions),
+            forget_completions=self.restarted_whole,
+        )
 
     # -- effects
 
@@ -131,6 +156,7 @@ class Round(Generic[JobT]):
         reconcile, once the deletion is observed (a graceful deletion may take a while).
         """
         name = objects.name(pod)
+        self._deleted.add(name)
         stamp = format_timestamp(self.now)
         self.pods = [
             {**p, "metadata": {**objects.meta(p), "deletionTimestamp": stamp}}
@@ -192,12 +218,14 @@ class Round(Generic[JobT]):
         plans: dict[str, tuple[ReplicaRef, ...] | None] = (
             dict(self.plans()) if planned else dict.fromkeys(self._specs)
         )
+        counted = [pod for pod in self.pods if objects.name(pod) not in self._deleted]
         return replica_statuses(
-            {rtype: self.pods_of(rtype) for rtype in self._specs},
+            {rtype: [p for p in counted if self.replica_type(p) == rtype] for rtype in self._specs},
             plans=plans,
             recorded=self.job.status.replica_statuses,
             selectors={rtype: self.selector(rtype) for rtype in self._specs},
             restarted=self.restarted_whole,
+            suspended=self.job.run_policy().suspend,
         )
 
     def completed(self, replica_type: str) -> set[int]:

@@ -13,7 +13,9 @@ deleted. Other children (extra objects) stay until the job itself is deleted.
 
 A job that is suspended, or that fails because it passed ``activeDeadlineSeconds`` or
 ``backoffLimit``, loses *all* its pods and services whatever the policy: nothing of it may keep
-running (kubeflow applies the policy only to jobs already marked finished).
+running (kubeflow applies the policy only to jobs already marked finished). The failure's reason
+says so durably: when a delete of that round failed, the retry finds a finished job and deletes
+what is left, still whatever the policy.
 
 Timers are computed from status timestamps and returned as delays, so the reconcile asks for a
 ``requeue_after`` and the check fires with no other event (kubeflow's no-op ``AddAfter`` never
@@ -37,7 +39,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from etctl.common.api import CleanPodPolicy, ConditionStatus, JobConditionType
-from etctl.common.conditions import is_true
+from etctl.common.conditions import get_condition, is_true
 from etctl.common.control import ChildControl
 from etctl.common.plugin import Capabilities, JobPlugin
 from etctl.common.podgroups import PodGroupSync
@@ -54,6 +56,8 @@ from etctl.runtime.resources import PODS, SERVICES
 __all__ = ["RunPolicy", "deadline_remaining", "pods_to_clean", "ttl_remaining"]
 
 _RUNNING_PHASES = frozenset({"Running", "Pending"})
+# Failures that take every pod and service with them, whatever cleanPodPolicy says.
+_LIMIT_REASONS = frozenset({"DeadlineExceeded", "BackoffLimitExceeded"})
 
 
 def pods_to_clean(pods: Iterable[ObjectView], policy: CleanPodPolicy) -> list[ObjectView]:
@@ -111,9 +115,13 @@ class RunPolicy:
         """Clean a finished job up per cleanPodPolicy; seconds until its TTL deletes it."""
         rnd.judge = False
         policy = rnd.job.run_policy()
-        services = {objects.name(s): s for s in rnd.services}
-        for pod in pods_to_clean(rnd.live_pods(), policy.clean_pod_policy):
-            await self._delete(rnd, pod, services.get(objects.name(pod)))
+        failed = get_condition(rnd.job.status.conditions, JobConditionType.FAILED)
+        if failed is not None and failed.reason in _LIMIT_REASONS:
+            await delete_all(self._control, rnd)
+        else:
+            services = {objects.name(s): s for s in rnd.services}
+            for pod in pods_to_clean(rnd.live_pods(), policy.clean_pod_policy):
+                await self._delete(rnd, pod, services.get(objects.name(pod)))
         await self._drop_podgroup(rnd)
         return ttl_remaining(
             rnd.job.status.completion_time, policy.ttl_seconds_after_finished, rnd.now
@@ -204,7 +212,7 @@ class RunPolicy:
         return True
 
     async def _terminate(self, rnd: Round[Any], reason: str, message: str) -> None:
-        rnd.fail(reason, message)
+        rnd.fail(reason, message, acted=True)
         await delete_all(self._control, rnd)
         await self._drop_podgroup(rnd)
 

@@ -7,14 +7,18 @@ The controller owns these status fields and nothing else: ``conditions``, ``repl
 written: a status write that changes only a timestamp triggers the job's watch, which reconciles
 and writes again, forever.
 
-Replica statuses (:func:`replica_statuses`) count the live pods of each replica type: ``active``
-(Pending or Running), ``failed``, plus the label ``selector`` of its pods. Pods the controller
-deletes during a reconcile are not counted, and pods it creates count as active. ``succeeded``
-counts *slots*, not pods: ``completedIndexes`` remembers (as batch/v1 Job does) the index of every
-slot whose pod succeeded, so a completed pod that was garbage-collected or deleted by hand stays
-counted, the verdict does not go back on it, and its slot is not run again (kubeflow recreated
-such pods and re-ran finished work: trainer#1186). Indexes of slots the job no longer plans (after
-a scale down) are dropped; a whole-job restart forgets them all.
+Replica statuses (:func:`replica_statuses`) count the pods of each replica type as kubeflow's
+``updateJobReplicaStatuses`` does: ``active`` is the Running pods (a Pending pod, one just created
+included, is not counted at all), ``failed`` the Failed pods plus the Running pods being deleted
+(a pod on a lost node never reaches Failed), with the label ``selector`` of its pods. Deletions
+the controller makes on purpose do not read as failures: pods the reconcile itself deletes are not
+counted, and neither are pods being deleted from slots the job no longer plans (a scale down) or
+while the job is suspended. ``succeeded`` counts *slots*, not pods: ``completedIndexes``
+remembers (as batch/v1 Job does) the index of every slot whose pod succeeded, so a completed pod
+that was garbage-collected or deleted by hand stays counted, the verdict does not go back on it,
+and its slot is not run again (kubeflow recreated such pods and re-ran finished work:
+trainer#1186). Indexes of slots the job no longer plans (after a scale down) are dropped; a
+whole-job restart forgets them all.
 
 Conditions (:func:`compute_status`) are the current conditions with an ordered list of
 :class:`ConditionChange` applied by :func:`~etctl.common.conditions.set_job_condition` (so nothing
@@ -24,6 +28,13 @@ Succeeded or Failed.
 :func:`status_patch` turns the wanted owned fields into an RFC 7386 merge patch against the
 object's current status, or None when nothing changed: a reconcile that changes nothing writes
 nothing.
+
+A :class:`StatusDelta` is the part of a reconcile's status that records what the reconcile *did*
+and that the world no longer shows once it is done: restarts (the deleted pods and their in-place
+restarts are gone), a failure enforced by deleting every pod (the restarts that exceeded the limit
+went with them), completions a whole-job restart dropped. When the status write meets a Conflict,
+the controller applies the delta to the job as it is now (:meth:`StatusDelta.apply`) instead of
+losing it; everything else in the status is judged again by the next reconcile.
 """
 
 from __future__ import annotations
@@ -33,21 +44,26 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from pydantic import ValidationError
+
 from etctl.common.api import ConditionStatus, JobStatus, ReplicaStatus, to_timestamp
 from etctl.common.conditions import is_finished, set_job_condition
 from etctl.common.labels import replica_index_of
 from etctl.common.plugin import ReplicaRef
 from etctl.common.restarts import pod_phase
-from etctl.common.slots import format_indexes, parse_indexes
+from etctl.common.slots import format_indexes, is_terminating, parse_indexes
 from etctl.runtime.objects import ObjectView
 
 __all__ = [
     "OWNED_FIELDS",
     "ConditionChange",
+    "StatusDelta",
     "compute_status",
     "merge_diff",
+    "parse_status",
     "replica_statuses",
     "status_patch",
+    "stored_status",
 ]
 
 OWNED_FIELDS = ("conditions", "replicaStatuses", "startTime", "completionTime", "restartCount")
@@ -67,6 +83,52 @@ class ConditionChange:
     message: str
 
 
+@dataclass(frozen=True, slots=True)
+class StatusDelta:
+    """What a reconcile did that only the status remembers (see the module docstring)."""
+
+    restarts: int = 0
+    """Added to ``restartCount``."""
+    conditions: tuple[ConditionChange, ...] = ()
+    """Conditions that describe what was done (applied in order)."""
+    forget_completions: bool = False
+    """Every pod was deleted for a whole-job restart: recorded completions no longer hold."""
+
+    def __bool__(self) -> bool:
+        return bool(self.restarts or self.conditions or self.forget_completions)
+
+    def apply(self, current: JobStatus, *, now: datetime) -> JobStatus:
+        """``current`` with the delta applied (the rest of it unchanged)."""
+        replicas = dict(current.replica_statuses)
+        if self.forget_completions:
+            replicas = {
+                rtype: status.model_copy(update={"succeeded": 0, "completed_indexes": None})
+                for rtype, status in replicas.items()
+            }
+        return compute_status(
+            current,
+            changes=self.conditions,
+            replicas=replicas,
+            start_time=current.start_time,
+            restart_count=current.restart_count + self.restarts,
+            now=now,
+        )
+
+
+def stored_status(raw: ObjectView) -> dict[str, Any]:
+    """The ``status`` stanza of a raw job (empty when it has none)."""
+    status = raw.get("status")
+    return dict(status) if isinstance(status, Mapping) else {}
+
+
+def parse_status(raw: ObjectView) -> JobStatus:
+    """The common status of a raw job, or an empty one when it does not parse."""
+    try:
+        return JobStatus.model_validate(stored_status(raw))
+    except ValidationError:
+        return JobStatus()
+
+
 def replica_statuses(
     pods: Mapping[str, Iterable[ObjectView]],
     *,
@@ -74,27 +136,35 @@ def replica_statuses(
     recorded: Mapping[str, ReplicaStatus],
     selectors: Mapping[str, str],
     restarted: bool = False,
+    suspended: bool = False,
 ) -> dict[str, ReplicaStatus]:
     """The pod counts of every replica type in ``plans`` (see the module docstring).
 
     Args:
-        pods: the live pods by replica type, after this reconcile's creations and deletions.
+        pods: the pods by replica type, those being deleted included, after this reconcile's
+            creations (pods it deleted left out).
         plans: the slots of every replica type the job has (None: not planned yet, so recorded
             completions are not filtered by slot).
         recorded: the replica statuses the job's status records now.
         selectors: the selector string of every replica type.
         restarted: the whole job restarted in this reconcile: recorded completions are dropped.
+        suspended: the job is suspended: the pods being deleted are its own doing, not failures.
     """
     out: dict[str, ReplicaStatus] = {}
     for rtype, plan in plans.items():
         before = recorded.get(rtype)
         done = set() if restarted or before is None else parse_indexes(before.completed_indexes)
-        if plan is not None:
-            done &= {ref.index for ref in plan}
+        planned = {ref.index for ref in plan} if plan is not None else None
+        if planned is not None:
+            done &= planned
         active = failed = unindexed = 0
         for pod in pods.get(rtype, ()):
             phase = pod_phase(pod)
-            if phase in ("Pending", "Running"):
+            if is_terminating(pod):
+                wanted = not suspended and (planned is None or replica_index_of(pod) in planned)
+                if wanted and phase in ("Running", "Failed"):
+                    failed += 1
+            elif phase == "Running":
                 active += 1
             elif phase == "Failed":
                 failed += 1

@@ -13,6 +13,15 @@ returned (it caught up, or someone wrote after us and the cache has it).
 Conflict (the job changed meanwhile) is not an error: nothing is logged above debug, and the key
 is requeued shortly (the change's own watch event usually gets there first).
 
+**Recording what was done.** A reconcile that acted before its status write (deleted a failed pod
+for a restart, deleted every pod to enforce a limit) cannot leave the record of it to the next
+reconcile: the deleted pods no longer show it. On a Conflict, :meth:`JobWriter.record` re-reads
+the job and applies the reconcile's :class:`~etctl.common.status.StatusDelta` to the status as it
+is now, guarded by the version just read, a few times over if the job keeps changing. So a
+restart is counted exactly once whatever else writes the job. The one window left is a process
+that dies between the act and the write: that restart is not counted (the pod it replaced is gone
+with its history), which errs on the side of one more restart, never of a lost job.
+
 **Transitions.** After a successful write, every condition that became True (or a Suspended that
 became False: a resume) is announced once: an Event with the condition's reason and message
 (Warning for Failed), and the job counters of :mod:`etctl.common.jobmetrics`. Restarting is
@@ -22,11 +31,13 @@ announced where the restart happens, pod by pod.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from etctl.common import jobmetrics
 from etctl.common.api import ConditionStatus, JobCondition, JobConditionType
 from etctl.common.control import ChildReader, Recorder
+from etctl.common.status import StatusDelta, parse_status, status_patch, stored_status
 from etctl.errors import Conflict, NotFound
 from etctl.log import get_logger
 from etctl.runtime import objects
@@ -39,6 +50,10 @@ from etctl.runtime.resources import Resource
 __all__ = ["JobWriter"]
 
 log = get_logger(__name__)
+
+# Reads and writes one record may take when the job keeps changing (client-go's RetryOnConflict
+# makes five attempts too).
+_RECORD_ATTEMPTS = 5
 
 _COUNTERS = {
     JobConditionType.CREATED.value: jobmetrics.JOBS_CREATED,
@@ -121,6 +136,42 @@ class JobWriter:
             return None
         self._written[f"{namespace}/{name}"] = objects.resource_version(stored)
         return stored
+
+    async def record(
+        self, job: ObjectView, delta: StatusDelta, *, now: datetime, restarts: int = 0
+    ) -> bool:
+        """Apply ``delta`` to the job's status as the server has it now, after a Conflict.
+
+        Each attempt reads the job, applies the delta to its status and writes the result guarded
+        by the version read; the transitions it makes are announced as :meth:`announce` does.
+
+        Args:
+            job: the job as the reconcile read it (its uid identifies the job).
+            delta: what the reconcile did.
+            now: the reconcile's time (condition timestamps).
+            restarts: the restarts the reconcile performed (the restart counter).
+
+        Returns:
+            True when the status carries the delta, False when the job is gone or kept changing.
+        """
+        for _ in range(_RECORD_ATTEMPTS):
+            current = await self.fresh(job)
+            if current is None:
+                return False
+            before = parse_status(current)
+            after = delta.apply(before, now=now)
+            patch = status_patch(stored_status(current), after, {})
+            if patch is None:
+                return True
+            if await self.write_status(current, patch) is not None:
+                self.announce(current, before.conditions, after.conditions, restarts=restarts)
+                return True
+        log.error(
+            "the job kept changing: what this reconcile did is not recorded in its status",
+            name=objects.name(job),
+            restarts=delta.restarts,
+        )
+        return False
 
     def announce(
         self,

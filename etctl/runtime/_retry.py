@@ -30,9 +30,8 @@ from typing import TypeVar
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
-from etctl.errors import ApiError, ServerError, TooManyRequests, TransportError
+from etctl.errors import ApiError, RequestNotSent, ServerError, TooManyRequests, TransportError
 from etctl.log import get_logger
-from etctl.runtime._transport import RequestNotSent
 from etctl.runtime.clock import Clock
 
 __all__ = ["RetryPolicy", "RetrySafety", "backoff_delay", "is_retryable", "run_with_retries"]

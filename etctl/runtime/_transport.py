@@ -13,9 +13,9 @@ Invariants:
   kubernetes_asyncio's generated models are never built;
 * every attempt increments ``rest_client_requests_total``: the status code, or ``<error>`` when no
   HTTP answer arrived (client-go's convention);
-* a connection that could not be established raises :class:`RequestNotSent` (the server never saw
-  the request, so even a non-idempotent write may be retried); any other failure to get an answer
-  raises plain :class:`~etctl.errors.TransportError` (the server may have acted).
+* a connection that could not be established raises :class:`~etctl.errors.RequestNotSent` (the
+  server never saw the request, so even a non-idempotent write may be retried); any other failure
+  to get an answer raises plain :class:`~etctl.errors.TransportError` (the server may have acted).
 """
 
 from __future__ import annotations
@@ -30,21 +30,17 @@ import orjson
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.stream import WsApiClient
 
-from etctl.errors import ApiError, TransportError, api_error_from_status
+from etctl.errors import ApiError, RequestNotSent, TransportError, api_error_from_status
 from etctl.runtime.kubeconfig import ClusterConfig
 from etctl.runtime.metrics import REST_CLIENT_REQUESTS
 
-__all__ = ["Query", "RawResponse", "RequestNotSent", "Transport", "error_from_response"]
+__all__ = ["Query", "RawResponse", "Transport", "error_from_response"]
 
 Query = Sequence[tuple[str, str]]
 """Query parameters in order; a key may repeat (exec's ``command``)."""
 
 _AUTH = ["BearerToken"]
 _ERROR_BODY_LIMIT = 64 * 1024
-
-
-class RequestNotSent(TransportError):
-    """The connection to the server could not be established: the request was never sent."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,12 +7,19 @@ kubernetes_asyncio's generated model classes are never built (they cost several 
 and the decode time). This module and its private helpers are the only importers of
 kubernetes_asyncio.
 
+The client is one class in a few modules, one concept each: construction and the reads and
+watches here, the write verbs in :mod:`etctl.runtime._writes`, the pod subresources (``exec``,
+``log``) in :mod:`etctl.runtime._pods`, request addressing in :mod:`etctl.runtime._addressing`,
+and :class:`ClientOptions` in :mod:`etctl.runtime.client_options` (all importable from here).
+
 Guarantees:
 
 * every request has a timeout (connect and total from :class:`ClientOptions`); a watch has a connect
   timeout and a read-idle timeout, so no call can hang forever;
 * every non-2xx answer raises the matching :mod:`etctl.errors` class (``Status`` body parsed,
-  ``Retry-After`` honoured); no HTTP answer raises :class:`~etctl.errors.TransportError`;
+  ``Retry-After`` honoured); no HTTP answer raises :class:`~etctl.errors.TransportError`, or its
+  subclass :class:`~etctl.errors.RequestNotSent` when the connection was never established (the
+  server provably did nothing);
 * transient failures are retried with capped, jittered exponential backoff on the injected clock,
   where retrying is safe (the rules are in :mod:`etctl.runtime._retry`); a 409 never is;
 * a 401 reloads the credentials once (exec plugin, token file) and repeats the request;
@@ -31,39 +38,34 @@ is gone, which is what was asked.
 
 from __future__ import annotations
 
-import asyncio
 import os
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import dataclass, field
-from typing import Any
-from urllib.parse import quote
 
 import aiohttp
 
-from etctl._version import __version__
-from etctl.errors import NotFound, TransportError
 from etctl.runtime import _requests as wire
-from etctl.runtime import objects
+from etctl.runtime._addressing import namespace_for, path_for
 from etctl.runtime._caller import Caller
-from etctl.runtime._exec import PROTOCOLS, ExecResult, ExecSession
+from etctl.runtime._exec import ExecResult
+from etctl.runtime._pods import PodVerbs
 from etctl.runtime._requests import ObjectList, PatchType, PropagationPolicy
-from etctl.runtime._retry import RetryPolicy, RetrySafety
+from etctl.runtime._retry import RetryPolicy
 from etctl.runtime._transport import Transport
 from etctl.runtime._watch import WatchEvent, WatchEventType, WatchIdleTimeout, WatchStream
-from etctl.runtime.clock import Clock, RealClock
+from etctl.runtime._writes import WriteVerbs
+from etctl.runtime.client_options import ClientOptions
 from etctl.runtime.kubeconfig import (
     ClusterConfig,
     in_cluster_available,
     load_in_cluster,
     load_kubeconfig,
 )
-from etctl.runtime.objects import KubeObject, ObjectView
-from etctl.runtime.resources import PODS, Resource
+from etctl.runtime.objects import KubeObject
+from etctl.runtime.resources import Resource
 
 _Objects = list[KubeObject]
 _Pairs = list[tuple[str, str]]
-_LIST = list
 
 __all__ = [
     "Client",
@@ -80,37 +82,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ClientOptions:
-    """Timeouts, retries and identity of a :class:`Client`.
-
-    Attributes:
-        connect_timeout: seconds to open a TCP (and TLS) connection.
-        request_timeout: seconds for a whole request, answer body included (per attempt).
-        watch_idle_timeout: default seconds a watch may receive nothing before it is ended with
-            :class:`WatchIdleTimeout` (bookmarks count as traffic).
-        retry: how transient failures are retried.
-        pool_size: concurrent request connections.
-        watch_pool_size: concurrent watch connections (0: no limit).
-        max_line_bytes: the longest watch event line accepted.
-        user_agent: the ``User-Agent`` header.
-        field_manager: the default field manager of server-side apply.
-        clock: the clock retry sleeps and credential refreshes run on.
-    """
-
-    connect_timeout: float = 5.0
-    request_timeout: float = 30.0
-    watch_idle_timeout: float = 90.0
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
-    pool_size: int = 100
-    watch_pool_size: int = 0
-    max_line_bytes: int = 32 * 1024 * 1024
-    user_agent: str = f"etctl/{__version__}"
-    field_manager: str = "etctl"
-    clock: Clock = field(default_factory=RealClock)
-
-
-class Client:
+class Client(WriteVerbs, PodVerbs):
     """An asynchronous client of one Kubernetes API server.
 
     Build it with :meth:`from_kubeconfig`, :meth:`in_cluster` or :meth:`auto` (inside a running
@@ -195,36 +167,6 @@ class Client:
         """The API server URL."""
         return self.cluster.host
 
-    # -- addressing
-
-    @staticmethod
-    def _namespace(res: Resource, namespace: str | None, obj: ObjectView | None = None) -> str:
-        """The namespace a request on one object of ``res`` goes to ("" when cluster-scoped)."""
-        if not res.namespaced:
-            return ""
-        from_obj = objects.namespace(obj) if obj is not None else ""
-        if namespace and from_obj and namespace != from_obj:
-            msg = f"namespace {namespace!r} does not match the object's namespace {from_obj!r}"
-            raise ValueError(msg)
-        ns = namespace or from_obj
-        if not ns:
-            msg = f"{res} is namespaced: a namespace is required"
-            raise ValueError(msg)
-        return ns
-
-    @staticmethod
-    def _path(
-        res: Resource, namespace: str | None, name: str | None = None, sub: str | None = None
-    ) -> str:
-        if name is not None and not name:
-            msg = f"a name is required to address one {res.kind}"
-            raise ValueError(msg)
-        return res.path(
-            quote(namespace, safe="") if namespace and res.namespaced else None,
-            quote(name, safe="") if name is not None else None,
-            sub,
-        )
-
     # -- reads
 
     async def get(self, res: Resource, name: str, *, namespace: str | None = None) -> KubeObject:
@@ -233,14 +175,14 @@ class Client:
         Raises:
             NotFound: no such object (or namespace).
         """
-        path = self._path(res, self._namespace(res, namespace), name)
+        path = path_for(res, namespace_for(res, namespace), name)
         return wire.decode_object(await self._caller.send("GET", path))
 
     async def get_subresource(
         self, res: Resource, name: str, subresource: str, *, namespace: str | None = None
     ) -> KubeObject:
         """Read a subresource of one object (``status``, ``scale``)."""
-        path = self._path(res, self._namespace(res, namespace), name, subresource)
+        path = path_for(res, namespace_for(res, namespace), name, subresource)
         return wire.decode_object(await self._caller.send("GET", path))
 
     async def pages(
@@ -261,7 +203,7 @@ class Client:
         Raises:
             Gone: a continue token expired (the snapshot is too old): list again from scratch.
         """
-        path = self._path(res, namespace)
+        path = path_for(res, namespace)
         token = ""
         while True:
             query = wire.list_query(
@@ -344,7 +286,7 @@ class Client:
         ns = namespace if namespace and res.namespaced else None
         description = f"{res} in {ns}" if ns else str(res)
         idle = idle_timeout or self.options.watch_idle_timeout
-        return self._watch(self._path(res, ns), query, description, idle)
+        return self._watch(path_for(res, ns), query, description, idle)
 
     @asynccontextmanager
     async def _watch(
@@ -364,318 +306,3 @@ class Client:
             yield stream
         finally:
             stream.close()
-
-    # -- writes
-
-    async def create(
-        self,
-        res: Resource,
-        obj: ObjectView,
-        *,
-        namespace: str | None = None,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-    ) -> KubeObject:
-        """Create an object; returns it as stored (uid, resourceVersion, defaults).
-
-        Raises:
-            AlreadyExists: the name is taken (see the module's retry rule for creates).
-            Invalid: the object failed validation.
-        """
-        path = self._path(res, self._namespace(res, namespace, obj))
-        raw = await self._caller.send(
-            "POST",
-            path,
-            query=wire.write_query(dry_run=dry_run, field_manager=field_manager),
-            body=wire.typed(res, obj),
-            safety=RetrySafety.IDEMPOTENT if objects.name(obj) else RetrySafety.UNSENT,
-        )
-        return wire.decode_object(raw)
-
-    async def _put(
-        self,
-        res: Resource,
-        obj: ObjectView,
-        *,
-        namespace: str | None,
-        sub: str | None,
-        dry_run: bool,
-        field_manager: str | None,
-    ) -> KubeObject:
-        path = self._path(res, self._namespace(res, namespace, obj), objects.name(obj), sub)
-        raw = await self._caller.send(
-            "PUT",
-            path,
-            query=wire.write_query(dry_run=dry_run, field_manager=field_manager),
-            body=wire.typed(res, obj),
-        )
-        return wire.decode_object(raw)
-
-    async def replace(
-        self,
-        res: Resource,
-        obj: ObjectView,
-        *,
-        namespace: str | None = None,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-    ) -> KubeObject:
-        """Replace an object (PUT); a ``metadata.resourceVersion`` in ``obj`` makes it conditional.
-
-        Retried on transient failures: a PUT of the same body is idempotent, and with a
-        resourceVersion a repeat after a lost success answers Conflict, the honest outcome.
-
-        Raises:
-            Conflict: the resourceVersion is stale (never retried).
-            NotFound: no such object.
-        """
-        return await self._put(
-            res, obj, namespace=namespace, sub=None, dry_run=dry_run, field_manager=field_manager
-        )
-
-    async def replace_status(
-        self,
-        res: Resource,
-        obj: ObjectView,
-        *,
-        namespace: str | None = None,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-    ) -> KubeObject:
-        """Replace the ``status`` of an object through the ``/status`` subresource."""
-        return await self._put(
-            res,
-            obj,
-            namespace=namespace,
-            sub="status",
-            dry_run=dry_run,
-            field_manager=field_manager,
-        )
-
-    async def patch(
-        self,
-        res: Resource,
-        name: str,
-        patch: Mapping[str, Any] | Sequence[Mapping[str, Any]],
-        *,
-        namespace: str | None = None,
-        patch_type: PatchType = PatchType.MERGE,
-        subresource: str | None = None,
-        field_manager: str | None = None,
-        force: bool | None = None,
-        dry_run: bool = False,
-    ) -> KubeObject:
-        """Patch an object (or one of its subresources).
-
-        Server-side apply (``PatchType.APPLY``) sends the fields this manager owns; its field
-        manager defaults to ``options.field_manager``, and ``force=True`` takes fields over from
-        other managers. Merge, strategic and apply patches are retried; a JSON patch only when it
-        starts with a ``test`` op (see :func:`etctl.runtime._requests.patch_body`).
-
-        Raises:
-            Conflict: a resourceVersion in the patch is stale, or an apply conflicts with another
-                manager's fields (without ``force``).
-            UnsupportedMediaType: a strategic merge patch on a custom resource.
-        """
-        if force is not None and patch_type is not PatchType.APPLY:
-            msg = "force is only valid for server-side apply"
-            raise ValueError(msg)
-        if patch_type is PatchType.APPLY:
-            field_manager = field_manager or self.options.field_manager
-        body, safety = wire.patch_body(res, patch, patch_type)
-        path = self._path(res, self._namespace(res, namespace), name, subresource)
-        raw = await self._caller.send(
-            "PATCH",
-            path,
-            query=wire.write_query(dry_run=dry_run, field_manager=field_manager, force=force),
-            body=body,
-            content_type=patch_type.value,
-            safety=safety,
-        )
-        return wire.decode_object(raw)
-
-    async def patch_status(
-        self,
-        res: Resource,
-        name: str,
-        patch: Mapping[str, Any] | Sequence[Mapping[str, Any]],
-        *,
-        namespace: str | None = None,
-        patch_type: PatchType = PatchType.MERGE,
-        field_manager: str | None = None,
-        force: bool | None = None,
-        dry_run: bool = False,
-    ) -> KubeObject:
-        """Patch the ``/status`` subresource (see :meth:`patch`)."""
-        return await self.patch(
-            res,
-            name,
-            patch,
-            namespace=namespace,
-            patch_type=patch_type,
-            subresource="status",
-            field_manager=field_manager,
-            force=force,
-            dry_run=dry_run,
-        )
-
-    async def delete(
-        self,
-        res: Resource,
-        name: str,
-        *,
-        namespace: str | None = None,
-        propagation_policy: PropagationPolicy | None = None,
-        grace_period_seconds: int | None = None,
-        preconditions: Mapping[str, str] | None = None,
-        dry_run: bool = False,
-    ) -> KubeObject | None:
-        """Delete an object.
-
-        Args:
-            res: the resource.
-            name: the object's name.
-            namespace: its namespace (namespaced resources).
-            propagation_policy: what happens to dependents (the server's default when ``None``).
-            grace_period_seconds: pods only: seconds before the kubelet kills it.
-            preconditions: ``{"uid": ..., "resourceVersion": ...}`` the object must still have.
-            dry_run: validate without deleting.
-
-        Returns:
-            The object's last state (still present with a ``deletionTimestamp`` while finalizers or
-            a grace period hold it), or ``None`` when the server answered with a ``Status`` or the
-            object vanished during a retry.
-
-        Raises:
-            NotFound: no such object.
-            Conflict: a precondition failed.
-        """
-        path = self._path(res, self._namespace(res, namespace), name)
-        query, body = wire.delete_options(
-            propagation_policy=propagation_policy,
-            grace_period_seconds=grace_period_seconds,
-            preconditions=preconditions,
-            dry_run=dry_run,
-        )
-        uncertain: list[bool] = []
-        try:
-            raw = await self._caller.send(
-                "DELETE", path, query=query, body=body, uncertain=uncertain
-            )
-        except NotFound:
-            if uncertain:
-                return None
-            raise
-        result = wire.decode_object(raw)
-        return None if result.get("kind") == "Status" else result
-
-    async def delete_collection(
-        self,
-        res: Resource,
-        *,
-        namespace: str | None = None,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        propagation_policy: PropagationPolicy | None = None,
-        grace_period_seconds: int | None = None,
-        dry_run: bool = False,
-    ) -> _Objects:
-        """Delete every matching object of a namespace (or of a cluster-scoped resource).
-
-        Returns:
-            The deleted objects' last states, as the server reported them.
-        """
-        path = self._path(res, self._namespace(res, namespace))
-        query, body = wire.delete_options(
-            propagation_policy=propagation_policy,
-            grace_period_seconds=grace_period_seconds,
-            preconditions=None,
-            dry_run=dry_run,
-            label_selector=label_selector,
-            field_selector=field_selector,
-        )
-        result = wire.decode_object(await self._caller.send("DELETE", path, query=query, body=body))
-        items = result.get("items")
-        return items if isinstance(items, _LIST) else []
-
-    # -- pods
-
-    async def exec(
-        self,
-        namespace: str,
-        pod: str,
-        command: Sequence[str],
-        *,
-        container: str | None = None,
-        stdin: bytes | None = None,
-        timeout: float,
-    ) -> ExecResult:
-        """Run ``command`` in a pod's container and wait for it to exit.
-
-        Args:
-            namespace: the pod's namespace.
-            pod: the pod's name.
-            command: the program and its arguments (no shell unless you run one).
-            container: the container (required when the pod has several).
-            stdin: bytes fed to the command's standard input (closed afterwards where the server
-                speaks ``v5.channel.k8s.io``).
-            timeout: seconds for the whole exchange, connection included.
-
-        Returns:
-            stdout, stderr and the exit code (a non-zero exit code is a result, not an error).
-
-        Raises:
-            ApiError: the exec was refused (no such pod or container, 403) or could not start.
-            TransportError: the connection failed or ``timeout`` passed.
-        """
-        if not command:
-            msg = "exec needs a command"
-            raise ValueError(msg)
-        query = [("command", part) for part in command]
-        if container:
-            query.append(("container", container))
-        query += [
-            ("stdin", wire.flag(stdin is not None)),
-            ("stdout", "true"),
-            ("stderr", "true"),
-            ("tty", "false"),
-        ]
-        path = self._path(PODS, namespace, pod, "exec")
-        transport = self._caller.transport
-        try:
-            async with asyncio.timeout(timeout):
-                ws = await transport.ws_connect(
-                    path, query=query, protocols=PROTOCOLS, timeout=timeout
-                )
-                async with ws:
-                    return await ExecSession(ws, stdin=stdin).run()
-        except TimeoutError as exc:
-            msg = f"exec in {namespace}/{pod} did not finish within {timeout} s"
-            raise TransportError(msg) from exc
-
-    async def logs(
-        self,
-        namespace: str,
-        pod: str,
-        *,
-        container: str | None = None,
-        tail_lines: int | None = None,
-        since_seconds: int | None = None,
-        previous: bool = False,
-        timestamps: bool = False,
-    ) -> str:
-        """A container's log so far (not followed), as text."""
-        query: _Pairs = []
-        if container:
-            query.append(("container", container))
-        if tail_lines is not None:
-            query.append(("tailLines", str(tail_lines)))
-        if since_seconds is not None:
-            query.append(("sinceSeconds", str(since_seconds)))
-        if previous:
-            query.append(("previous", "true"))
-        if timestamps:
-            query.append(("timestamps", "true"))
-        path = self._path(PODS, namespace, pod, "log")
-        raw = await self._caller.send("GET", path, query=query, accept="*/*")
-        return raw.body.decode("utf-8", "replace")

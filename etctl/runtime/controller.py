@@ -118,6 +118,7 @@ class Controller:
         )
         self._watches: list[tuple[EventSource, EnqueueingHandler]] = []
         self._started = False
+        self._working = False
         # controller-runtime pre-creates every series at zero, so rates and alerts work from the
         # first scrape; the children are kept to keep label lookups off the reconcile path.
         self._total = {result: metrics.RECONCILE_TOTAL.labels(name, result) for result in _RESULTS}
@@ -134,6 +135,16 @@ class Controller:
     def queue(self) -> WorkQueue[Request]:
         """The controller's workqueue (for sources that enqueue directly, and for tests)."""
         return self._queue
+
+    @property
+    def sources(self) -> tuple[EventSource, ...]:
+        """The event sources this controller watches, in the order they were added."""
+        return tuple(source for source, _ in self._watches)
+
+    @property
+    def working(self) -> bool:
+        """True while the workers run: from the end of the start-up sync until the stop."""
+        return self._working
 
     def watch(self, source: EventSource, handler: EventHandler, *predicates: Predicate) -> None:
         """Enqueue the requests ``handler`` maps each ``source`` event to, if the predicates pass.
@@ -170,9 +181,11 @@ class Controller:
             group.create_task(self._queue.run(), name=f"controller:{self.name}:queue")
             for index in range(self._workers):
                 group.create_task(self._worker(), name=f"controller:{self.name}:worker-{index}")
+            self._working = True
             try:
                 await asyncio.get_running_loop().create_future()  # until cancelled
             finally:
+                self._working = False
                 clog.info("stopping controller", in_flight=self._queue.processing)
                 if not await self._queue.shut_down_with_drain(self._shutdown_grace):
                     clog.warning(

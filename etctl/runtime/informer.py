@@ -59,6 +59,8 @@ __all__ = ["Informer", "StoreReader"]
 log = get_logger(__name__)
 
 _RESYNC_JITTER = 0.1
+# Running informers per ``etctl_informer_objects`` series (one event loop: no lock needed).
+_RUNNING: dict[str, int] = {}
 
 
 class StoreReader(Protocol):
@@ -268,6 +270,11 @@ class Informer:
             msg = f"the informer of {self.describe()} is already running"
             raise RuntimeError(msg)
         self._running = True
+        # The objects gauge counts what running informers hold: informers of one resource add
+        # up, and the series goes once the last of them stops (no stale value to scrape).
+        _RUNNING[self._label] = _RUNNING.get(self._label, 0) + 1
+        self._objects = metrics.INFORMER_OBJECTS.labels(self._label)
+        self._objects.inc(len(self._store))
         try:
             async with asyncio.TaskGroup() as group:
                 name = f"informer:{self.describe()}"
@@ -276,6 +283,11 @@ class Informer:
                     group.create_task(self._resync_loop(self._resync), name=f"{name}:resync")
         finally:
             self._running = False
+            self._objects.dec(len(self._store))
+            _RUNNING[self._label] -= 1
+            if not _RUNNING[self._label]:
+                del _RUNNING[self._label]
+                metrics.INFORMER_OBJECTS.remove(self._label)
 
     async def _resync_loop(self, period: float) -> None:
         while True:

@@ -205,10 +205,20 @@ class Manager:
     # -- state
 
     @property
+    def controllers(self) -> tuple[Controller, ...]:
+        """Every controller this manager runs (those needing leadership only while leading)."""
+        return tuple(self._controllers.values())
+
+    @property
+    def running(self) -> bool:
+        """True from the start of :meth:`run` until its shutdown begins."""
+        return self._started and not self._stopping
+
+    @property
     def is_leader(self) -> bool:
         """True while leader-only work may run: leading, or not electing and running."""
         if self.elector is None:
-            return self._started and not self._stopping
+            return self.running
         return self.elector.is_leader
 
     @property

@@ -46,10 +46,9 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from etctl.errors import ApiError, Gone, TooManyRequests, TransportError
+from etctl.errors import ApiError, Gone, RequestNotSent, TooManyRequests, TransportError
 from etctl.log import get_logger
 from etctl.runtime import metrics, objects
-from etctl.runtime._transport import RequestNotSent
 from etctl.runtime.backoff import Backoff
 from etctl.runtime.client import ObjectList, WatchEvent, WatchIdleTimeout
 from etctl.runtime.clock import Clock

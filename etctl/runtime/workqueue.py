@@ -236,6 +236,18 @@ class WorkQueue(Generic[T]):
         return len(self._ready_at)
 
     @property
+    def idle(self) -> bool:
+        """True when nothing happens until the clock moves.
+
+        No item is queued or processing, and no delayed item's time has come (:meth:`run`
+        releases those as soon as it runs). Items still waiting for their delay are fine.
+        """
+        if self._dirty or self._processing:
+            return False
+        now = self._clock.monotonic()
+        return all(ready_at - now > _DUE_TOLERANCE for ready_at in self._ready_at.values())
+
+    @property
     def shutting_down(self) -> bool:
         """True once :meth:`shut_down` was called."""
         return self._shutting_down

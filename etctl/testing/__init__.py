@@ -8,6 +8,8 @@ The public surface is small:
 * :class:`BackgroundApiServer`: the same server on its own thread, shareable across event loops;
 * :class:`Kubelet` (with :class:`KubeletConfig`, :class:`NodeConfig`, :class:`Behaviour` and
   :class:`PodPolicy`): the simulated nodes, scheduler and kubelet (``ApiServer(kubelet=...)``);
+* :func:`wait_idle`: wait until an operator under test (and the server) has nothing left to do
+  before moving a FakeClock;
 * the pytest plugin (``etctl.testing.pytest_plugin``, loaded automatically): fixtures
   ``etctl_apiserver``, ``etctl_shared_apiserver``, ``etctl_kubeconfig`` and ``etctl_kubelet``.
 
@@ -22,6 +24,7 @@ from etctl.testing.apiserver.requestlog import RequestLog, RequestRecord
 from etctl.testing.apiserver.server import ApiServer, kubeconfig_document
 from etctl.testing.apiserver.storage import ListResult, Storage, WriteOptions
 from etctl.testing.apiserver.store import Event
+from etctl.testing.idle import wait_idle
 from etctl.testing.kubelet import Behaviour, Kubelet, KubeletConfig, NodeConfig, PodPolicy
 
 __all__ = [
@@ -43,4 +46,5 @@ __all__ = [
     "SubresourceRequest",
     "WriteOptions",
     "kubeconfig_document",
+    "wait_idle",
 ]

@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import aiohttp
+import prometheus_client
 import pytest
 import yaml
 
@@ -134,6 +135,11 @@ async def test_run_serves_probes_reconciles_and_drains_on_sigterm(tmp_path: Path
             status, text = await get(f"http://127.0.0.1:{metrics}/metrics")
             assert status == 200
             assert 'controller_runtime_reconcile_total{controller="tfjob"' in text
+            # controller-runtime exports no creation-time series; neither does the operator.
+            samples = [
+                line.split("{")[0].split()[0] for line in text.splitlines() if line[:1] != "#"
+            ]
+            assert [name for name in samples if name.endswith("_created")] == []
 
             process.send_signal(signal.SIGTERM)
             _, err = await asyncio.wait_for(process.communicate(), timeout=20)
@@ -218,8 +224,9 @@ def test_bad_usage_exits_2(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # The command configures process-wide logging; a test must not.
+    # The command configures process-wide logging and metrics exposition; a test must not.
     monkeypatch.setattr(run_command, "configure", lambda **_: None)
+    monkeypatch.setattr(prometheus_client, "disable_created_metrics", lambda: None)
     monkeypatch.setattr(run_command, "discover", with_api_only_kind)
     for key in list(os.environ):
         if key.startswith("ETCTL_"):
@@ -253,3 +260,19 @@ async def test_bad_usage_in_a_process_is_one_line_not_a_traceback() -> None:
         "use for example 15s, 1m30s or 500ms"
     )
     assert b"Traceback" not in err
+
+
+async def test_the_library_keeps_prometheus_created_series() -> None:
+    # The switch is process-wide: only the operator binary may turn it off, never an import.
+    probe = (
+        "import etctl.cli.run, etctl.runtime.manager, etctl.testing, prometheus_client as p\n"
+        "registry = p.CollectorRegistry()\n"
+        "p.Counter('probe', 'a counter', registry=registry).inc()\n"
+        "print(p.generate_latest(registry).decode())\n"
+    )
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", probe, stdout=asyncio.subprocess.PIPE
+    )
+    out, _ = await asyncio.wait_for(process.communicate(), timeout=20)
+    assert process.returncode == 0
+    assert b"probe_created " in out

@@ -55,6 +55,9 @@ async def test_orphans_are_adopted_and_foreign_pods_left_alone(tmp_path: Path) -
         assert "train-worker-1" in event["message"]
         assert event["type"] == "Warning"
         # The job counts only what it controls.
+        for name in pods:
+            await h.set_phase(name, "Running")
+        await h.step("train")
         status = (await h.job("train"))["status"]
         assert status["replicaStatuses"]["Worker"]["active"] == 2
 

@@ -46,7 +46,8 @@ async def test_first_reconcile_creates_workers_configmap_and_service(tmp_path: P
         assert conditions["LeaderCreated"] == ("False", "WaitingForWorkers")
         status = (await h.job("train"))["status"]
         assert status["startTime"] == "2026-01-01T00:00:00Z"
-        assert status["replicaStatuses"]["Worker"]["active"] == 2
+        # The new pods are Pending: kubeflow counts only Running pods as active.
+        assert status["replicaStatuses"]["Worker"].get("active", 0) == 0
         assert [e["reason"] for e in await h.events("SuccessfulCreatePod")] == [
             "SuccessfulCreatePod"
         ] * 2
@@ -257,6 +258,11 @@ async def test_planned_replicas_and_extended_status(tmp_path: Path) -> None:
         assert sorted(await h.pods()) == ["train-worker-3", "train-worker-5"]
         job = await h.client.get(PHASEDJOBS, "train", namespace=NAMESPACE)
         assert job["status"]["members"] == ["train-worker-3", "train-worker-5"]
+        assert job["status"]["phase"] == "Created"
+        for name in await h.pods():
+            await h.set_phase(name, "Running")
+        await h.step("train")
+        job = await h.client.get(PHASEDJOBS, "train", namespace=NAMESPACE)
         assert job["status"]["phase"] == "Running"
         job["metadata"]["annotations"] = {"members": "5,6"}
         await h.client.replace(PHASEDJOBS, job)

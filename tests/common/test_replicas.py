@@ -13,6 +13,8 @@ async def test_scaling_down_deletes_the_highest_slots(tmp_path: Path) -> None:
     async with harness(tmp_path) as h:
         await h.submit(simplejob("train", workers=4))
         await h.step("train")
+        for name in await h.pods():
+            await h.set_phase(name, "Running")
         job = await h.job("train")
         job["spec"]["replicaSpecs"]["Worker"]["replicas"] = 2
         await h.client.replace(SIMPLEJOBS, job)

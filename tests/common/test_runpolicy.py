@@ -9,7 +9,9 @@ import pytest
 
 from etctl.common.api import CleanPodPolicy
 from etctl.common.runpolicy import deadline_remaining, pods_to_clean, ttl_remaining
+from etctl.errors import Forbidden
 from etctl.runtime.resources import SERVICES
+from etctl.testing import Fault
 from tests.common._harness import harness, simplejob
 from tests.common.simplejob import SIMPLEJOBS
 
@@ -97,3 +99,23 @@ async def test_suspend_and_resume(tmp_path: Path) -> None:
         assert sorted(await h.pods()) == ["train-worker-0", "train-worker-1"]
         assert [e["reason"] for e in await h.events("SimpleJobResumed")] == ["SimpleJobResumed"]
         assert len(await h.events("SimpleJobSuspended")) == 1
+
+
+async def test_a_job_failed_by_its_limits_loses_the_pods_a_refused_delete_left(
+    tmp_path: Path,
+) -> None:
+    policy = {"activeDeadlineSeconds": 60, "cleanPodPolicy": "None"}
+    async with harness(tmp_path) as h:
+        await h.submit(simplejob("train", workers=2, run_policy=policy))
+        await h.step("train")
+        for name in ("train-worker-0", "train-worker-1"):
+            await h.set_phase(name, "Running")
+        h.server.inject(Fault(verb="delete", resource="pods", status=403, times=1))
+        await h.clock.advance(60)
+        with pytest.raises(Forbidden):
+            await h.step("train")
+        assert (await h.conditions("train"))["Failed"] == ("True", "DeadlineExceeded")
+        assert len(await h.pods()) == 1  # the delete that was refused
+        # The retry finds a finished job: its failure, not cleanPodPolicy, says what goes.
+        await h.step("train")
+        assert await h.pods() == {}

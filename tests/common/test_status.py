@@ -19,9 +19,12 @@ from etctl.common.status import (
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def pod(phase: str, index: int | None = None) -> dict[str, Any]:
+def pod(phase: str, index: int | None = None, *, deleting: bool = False) -> dict[str, Any]:
     labels = {} if index is None else {"training.kubeflow.org/replica-index": str(index)}
-    return {"metadata": {"labels": labels}, "status": {"phase": phase}}
+    metadata: dict[str, Any] = {"labels": labels}
+    if deleting:
+        metadata["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    return {"metadata": metadata, "status": {"phase": phase}}
 
 
 def plan(count: int) -> tuple[ReplicaRef, ...]:
@@ -36,10 +39,31 @@ def test_replica_counts_by_phase_with_selectors() -> None:
         recorded={},
         selectors={"Worker": "a=b"},
     )
+    # kubeflow's rule: only Running pods are active; a Pending one is not counted at all.
     assert counted["Worker"] == ReplicaStatus(
-        active=2, succeeded=1, failed=1, selector="a=b", completed_indexes="2"
+        active=1, succeeded=1, failed=1, selector="a=b", completed_indexes="2"
     )
     assert counted["PS"] == ReplicaStatus()
+
+
+def test_a_running_pod_being_deleted_counts_as_failed() -> None:
+    # A pod on a lost node is deleted but never reaches Failed: it counts as a failure, as in
+    # kubeflow. Pods of slots the job no longer plans are deleted on purpose and not counted.
+    pods = [
+        pod("Running", 0),
+        pod("Running", 1, deleting=True),
+        pod("Pending", 2, deleting=True),
+        pod("Running", 7, deleting=True),
+    ]
+    counted = replica_statuses(
+        {"Worker": pods}, plans={"Worker": plan(3)}, recorded={}, selectors={}
+    )
+    assert counted["Worker"] == ReplicaStatus(active=1, failed=1)
+    # A suspended job deletes every pod itself.
+    suspended = replica_statuses(
+        {"Worker": pods}, plans={"Worker": plan(3)}, recorded={}, selectors={}, suspended=True
+    )
+    assert suspended["Worker"] == ReplicaStatus(active=1)
 
 
 def test_completed_slots_are_remembered_by_index() -> None:

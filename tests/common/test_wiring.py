@@ -12,7 +12,7 @@ from etctl.common.wiring import setup_job_controller
 from etctl.errors import CacheSyncError
 from etctl.runtime import objects
 from etctl.runtime.resources import CONFIGMAPS, EVENTS, PODS, SERVICES
-from etctl.testing import Fault
+from etctl.testing import Fault, wait_idle
 from etctl.testing.kubelet import KubeletConfig
 from tests.common._harness import simplejob
 from tests.common._operator import NAMESPACE, Cluster, cluster, eventually, running
@@ -29,6 +29,7 @@ async def test_a_job_runs_to_success(tmp_path: Path) -> None:
             for name in ("train-worker-0", "train-worker-1"):
                 c.set_phase(name, "Running")
             await eventually(lambda: "train-leader-0" in c.pods())
+            await wait_idle(c.server, op.manager)  # its service comes after the pod
             pods = c.pods()
             for pod in pods.values():
                 assert objects.controller_ref(pod) == objects.uid(job)
@@ -42,6 +43,7 @@ async def test_a_job_runs_to_success(tmp_path: Path) -> None:
             stored = c.job("train")
             assert stored is not None
             assert stored["status"]["replicaStatuses"]["Leader"]["succeeded"] == 1
+            await wait_idle(c.server, op.manager)  # the transition's event is recorded
             await op.manager.recorder("simplejob-controller").flush()
             reasons = {e["reason"] for e in c.objects(EVENTS).values()}
             assert {"SimpleJobCreated", "SuccessfulCreatePod", "SimpleJobSucceeded"} <= reasons
@@ -57,7 +59,9 @@ async def test_the_deadline_fires_with_no_other_event(tmp_path: Path) -> None:
             await eventually(lambda: len(c.pods()) == 1)
             c.set_phase("train-worker-0", "Running")
             await eventually(lambda: c.condition("train", "Running") is not None)
+            await wait_idle(c.server, op.manager)
             await c.clock.advance(119)
+            await wait_idle(c.server, op.manager)
             assert c.condition("train", "Failed") is None
             await c.clock.advance(1)
             await eventually(lambda: c.condition("train", "Failed") == ("True", "DeadlineExceeded"))
@@ -73,7 +77,9 @@ async def test_the_ttl_deletes_a_finished_job(tmp_path: Path) -> None:
             await eventually(lambda: len(c.pods()) == 1)
             c.set_phase("train-worker-0", "Succeeded", exit_code=0)
             await eventually(lambda: c.condition("train", "Succeeded") is not None)
+            await wait_idle(c.server, op.manager)
             await c.clock.advance(59)
+            await wait_idle(c.server, op.manager)
             assert c.job("train") is not None
             await c.clock.advance(1)
             await eventually(lambda: c.job("train") is None)
@@ -107,6 +113,8 @@ async def test_an_operator_restarted_mid_reconcile_converges(tmp_path: Path) -> 
         async with running(second):
             await eventually(lambda: c.condition("train", "Created") is not None)
             await eventually(lambda: len(c.pods()) == 6)
+            for name in c.pods():
+                c.set_phase(name, "Running")
             await eventually(
                 lambda: (
                     (c.job("train") or {})
@@ -170,6 +178,7 @@ async def test_a_job_runs_to_success_on_the_simulated_kubelet(tmp_path: Path) ->
                 lambda: phases(c) == {"train-worker-0": "Running", "train-worker-1": "Running"}
             )
             await eventually(lambda: phases(c).get("train-leader-0") == "Running")
+            await wait_idle(c.server, op.manager)
             await c.clock.advance(30)
             await eventually(
                 lambda: c.condition("train", "Succeeded") == ("True", "SimpleJobSucceeded")
@@ -195,9 +204,11 @@ async def test_oom_kills_are_restarted_until_the_backoff_limit(tmp_path: Path) -
             await c.client.create(SIMPLEJOBS, body)
             for restarts in (1, 2):
                 await eventually(lambda: phases(c).get("train-worker-0") == "Running")
+                await wait_idle(c.server, op.manager)
                 await c.clock.advance(10)
                 await eventually(partial(restarted, c, restarts))
             await eventually(lambda: phases(c).get("train-worker-0") == "Running")
+            await wait_idle(c.server, op.manager)
             await c.clock.advance(10)
             await eventually(
                 lambda: c.condition("train", "Failed") == ("True", "BackoffLimitExceeded")
@@ -245,6 +256,7 @@ async def test_an_invalid_job_fails_and_the_operator_keeps_running(tmp_path: Pat
                 lambda: c.condition("broken", "Failed") == ("True", "SimpleJobInvalid")
             )
             await eventually(lambda: sorted(c.pods()) == ["fine-worker-0"])
+            await wait_idle(c.server, op.manager)
             await op.manager.recorder("simplejob-controller").flush()
             (event,) = [e for e in c.objects(EVENTS).values() if e["reason"] == "SimpleJobInvalid"]
             assert "spec.replicaSpecs.Other: unknown replica type" in event["message"]

@@ -532,3 +532,13 @@ async def test_reconcile_time_is_measured_on_the_clock() -> None:
     assert h.metric("controller_runtime_reconcile_time_seconds_sum") == 2.0
     assert h.metric("controller_runtime_reconcile_time_seconds_bucket", le="2.0") == 1
     assert h.metric("controller_runtime_reconcile_time_seconds_bucket", le="1.75") == 0
+
+
+async def test_sources_and_working_describe_the_running_controller() -> None:
+    h = Harness()
+    assert h.controller.sources == (h.source,)
+    assert not h.controller.working
+    async with h.running():
+        await until(lambda: h.controller.working)
+        assert h.controller.queue.idle
+    assert not h.controller.working

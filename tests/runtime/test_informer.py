@@ -12,6 +12,7 @@ from etctl.errors import CacheSyncError
 from etctl.runtime import objects
 from etctl.runtime.client import PatchType
 from etctl.runtime.informer import Informer
+from etctl.runtime.metrics import REGISTRY
 from etctl.runtime.objects import ObjectView, Tombstone
 from etctl.runtime.resources import CONFIGMAPS, Resource
 from etctl.testing import Fault
@@ -334,11 +335,36 @@ async def test_metrics_count_events_and_cached_objects(tmp_path: Path) -> None:
             env.configmap("c")
             env.delete("a")
             await eventually(lambda: len(inf.store) == 2)
+            assert sample("etctl_informer_objects", resource=LABEL) - cached == 2
         assert sample("etctl_informer_events_total", resource=LABEL, type="ADDED") - added == 2
         assert sample("etctl_informer_events_total", resource=LABEL, type="DELETED") - deleted == 1
-        assert sample("etctl_informer_objects", resource=LABEL) - cached == 2
         last = sample("etctl_informer_last_event_timestamp_seconds", resource=LABEL)
         assert last == env.clock.now().timestamp()
+
+
+def _objects_series() -> float | None:
+    return REGISTRY.get_sample_value("etctl_informer_objects", {"resource": LABEL})
+
+
+async def test_a_stopped_informer_drops_its_objects_series(tmp_path: Path) -> None:
+    async with cluster(tmp_path) as env:
+        env.namespace("other")
+        env.configmap("a")
+        env.configmap("b", namespace="other")
+        here, there = informer(env, namespace="default"), informer(env, namespace="other")
+        async with running(there):
+            await there.wait_for_sync(5)
+            async with running(here):
+                await here.wait_for_sync(5)
+                assert _objects_series() == 2  # informers of one resource add up
+            # One of the resource's informers still runs: its objects stay counted.
+            assert _objects_series() == 1
+        # Nothing caches configmaps any more: no stale series is left to scrape.
+        assert _objects_series() is None
+        async with running(here):
+            # A restarted informer counts what it holds again.
+            await eventually(lambda: _objects_series() == 1)
+        assert _objects_series() is None
 
 
 async def test_an_informer_runs_once_at_a_time(tmp_path: Path) -> None:

@@ -137,6 +137,10 @@ async def running(*operators: Operator) -> AsyncIterator[None]:
                 op.manager.stop()
 
 
+def running_now(op: Operator) -> bool:
+    return op.manager.running
+
+
 def ended_with(op: Operator) -> BaseException | None:
     assert op.task is not None
     assert op.task.done()
@@ -618,7 +622,9 @@ async def test_names_are_unique_and_setup_ends_at_start(server: ApiServer, clien
     async def idle() -> None:
         await asyncio.get_running_loop().create_future()
 
-    op.manager.controller("c", reconcile).for_(CONFIGMAPS).build()
+    controller = op.manager.controller("c", reconcile).for_(CONFIGMAPS).build()
+    assert op.manager.controllers == (controller,)
+    assert not running_now(op)
     await client.create(CONFIGMAPS, configmap("late-event"))
     with pytest.raises(ValueError, match="unique"):
         op.manager.controller("c", reconcile).for_(CONFIGMAPS).build()
@@ -627,6 +633,7 @@ async def test_names_are_unique_and_setup_ends_at_start(server: ApiServer, clien
     assert op.manager.recorder("x") is op.manager.recorder("x")
     async with running(op):
         await eventually(lambda: op.work.started == [0.0])
+        assert running_now(op)
         with pytest.raises(RuntimeError, match="started"):
             op.manager.add_runnable("late", idle, needs_leader_election=False)
         with pytest.raises(RuntimeError, match="runs once"):
@@ -636,5 +643,6 @@ async def test_names_are_unique_and_setup_ends_at_start(server: ApiServer, clien
         assert obj is not None
         late.event(obj, "Normal", "Late", "recorded after start")
         await eventually(lambda: answered(server, verb="create", resource="events") == 1)
+    assert not running_now(op)
     recorded = await client.list(EVENTS, namespace="default")
     assert [e["message"] for e in recorded.items] == ["recorded after start"]

@@ -9,9 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from etctl.errors import ApiError, Gone, ServerError
+from etctl.errors import ApiError, Gone, RequestNotSent, ServerError
 from etctl.runtime import objects
-from etctl.runtime._transport import RequestNotSent
 from etctl.runtime.client import ObjectList, WatchEvent
 from etctl.runtime.objects import KubeObject
 from etctl.runtime.reflector import ChangeType, ListerWatcher, Reflector, is_too_large_rv

@@ -494,3 +494,23 @@ async def test_an_unnamed_queue_records_no_metrics() -> None:
     queue: WorkQueue[str] = WorkQueue(clock=FakeClock())
     queue.add("a")
     assert sample("workqueue_adds_total", name="", controller="") == before
+
+
+async def test_idle_until_an_item_is_queued_processing_or_due() -> None:
+    clock = FakeClock()
+    queue: WorkQueue[str] = WorkQueue(clock=clock)
+
+    def idle() -> bool:
+        return queue.idle
+
+    assert idle()
+    queue.add("a")
+    assert not idle()
+    assert await queue.get() == "a"
+    assert not idle()  # processing
+    queue.done("a")
+    assert idle()
+    queue.add_after("b", 10)
+    assert idle()  # waiting for its delay is not work
+    await clock.advance(10)
+    assert not idle()  # due: run() has not released it (it is not running here)

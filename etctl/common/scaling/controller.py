@@ -11,17 +11,12 @@ several workers):
    to the job's status (``targetWorkers``, ``currentWorkers``, ``lastWorkerIndex``) when it
    changed. The job controller creates and deletes pods from what is written here, only.
 3. **The active scaler** (``status.currentScaler``) advances through the state machine
-   (:func:`~etctl.common.scaling.machine.advance`) until it waits: each transition's decision is
-   written to the scaler's status first, then its action to the job (targets, the desired count),
-   then its script runs on the launcher (``pods/exec``, hard timeout: the script's own plus a
-   grace) and its outcome is written. When none is active and the job can scale, the oldest
-   pending adopted scaler becomes active (FIFO): ``currentScaler`` and the job's ``Scaling``
-   condition are written before it starts. When it finishes, they are cleared (``Scaling`` False
-   with the outcome as reason: ``ScalingOutSucceeded``, ``ScalingInFailed``...).
-4. **/scale**: with no scaler in flight, a desired count outside the bounds is written back
-   clamped (Warning ``ReplicasClamped``), and a desired count that differs from the job's size
-   creates ``<job>-replicas-<generation>``, a ScaleOut or ScaleIn owned by the job, which then runs
-   like any other. A failed one is not created again: set the replicas again to retry.
+   (:func:`~etctl.common.scaling.machine.advance`) until it waits; when none is active and the
+   job can scale, the oldest pending adopted scaler becomes active (FIFO). How each transition is
+   written and acted on (decision first, then targets, desired count, script, outcome) is
+   :mod:`~etctl.common.scaling.steps`.
+4. **/scale**: with no scaler in flight, the desired count is clamped into its bounds or turned
+   into a scaler (:mod:`~etctl.common.scaling.desired`).
 
 Every write is guarded by the version read; a Conflict ends the reconcile quietly and the object's
 own event brings the job back. The reconcile asks to be requeued when the active scaler's timeout
@@ -39,13 +34,13 @@ import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
-from etctl.common.api import ConditionStatus, JobConditionType
-from etctl.common.conditions import get_condition, is_finished, set_condition, set_job_condition
+from etctl.common.conditions import is_finished
 from etctl.common.plugin import Capabilities, JobPlugin, JobSettings, ScalesElastically
 from etctl.common.scaling import metrics
 from etctl.common.scaling.adoption import SELECTOR_INDEX, Recorder
-from etctl.common.scaling.api import SCALEINS, SCALEOUTS, ScaleStep, phase_of
-from etctl.common.scaling.machine import advance, script_finished
+from etctl.common.scaling.api import SCALEINS, SCALEOUTS
+from etctl.common.scaling.desired import DesiredCount
+from etctl.common.scaling.machine import advance
 from etctl.common.scaling.observe import (
     Observation,
     ObservedScaler,
@@ -53,17 +48,17 @@ from etctl.common.scaling.observe import (
     parse_scaler,
 )
 from etctl.common.scaling.roster import settle
-from etctl.common.scaling.scaler import Direction, Note, Outcome, Scaler, ScriptRun, Transition
-from etctl.common.scaling.selection import clamp, fifo
+from etctl.common.scaling.scaler import Transition
+from etctl.common.scaling.steps import ScalerSteps
 from etctl.common.scaling.writes import GuardedWriter, Reader
-from etctl.errors import AlreadyExists, ApiError, ConfigError, Conflict, TransportError
+from etctl.errors import ConfigError, Conflict
 from etctl.log import get_logger
 from etctl.runtime import objects
 from etctl.runtime.client import Client
 from etctl.runtime.clock import Clock
-from etctl.runtime.objects import KubeObject, ObjectView
+from etctl.runtime.objects import ObjectView
 from etctl.runtime.reconcile import Request, Result
-from etctl.runtime.resources import PODS, Resource
+from etctl.runtime.resources import PODS
 
 __all__ = ["ScalingController"]
 
@@ -115,6 +110,24 @@ class ScalingController:
         self._recorder = recorder
         self._clock = clock
         self._settings = settings or JobSettings()
+        self._desired = DesiredCount(
+            kind=self.kind,
+            jobs=self.jobs,
+            client=client,
+            cache=cache,
+            writer=self._writer,
+            recorder=recorder,
+        )
+        self._steps = ScalerSteps(
+            kind=self.kind,
+            jobs=self.jobs,
+            client=client,
+            writer=self._writer,
+            recorder=recorder,
+            clock=clock,
+            desired=self._desired,
+            settle=self._settle,
+        )
 
     # -- wiring
 
@@ -141,7 +154,7 @@ class ScalingController:
         seen = await self._observe(raw, job)
         try:
             if is_finished(seen.status.conditions):
-                await self._close(seen)
+                await self._steps.close(seen)
                 return Result()
             return await self._sync(seen)
         except Conflict:
@@ -178,7 +191,7 @@ class ScalingController:
         for _ in range(_MAX_STEPS):
             await self._settle(seen, active)
             if active is None:
-                active = await self._pick(seen)
+                active = await self._steps.pick(seen)
                 if active is None:
                     break
                 continue
@@ -187,9 +200,9 @@ class ScalingController:
                 if transition.wait is not None:
                     waits.append(transition.wait)
                 break
-            active = await self._apply(seen, active, transition)
+            active = await self._steps.apply(seen, active, transition)
         if active is None:
-            await self._scale_subresource(seen)
+            await self._desired.sync(seen)
         return Result(requeue_after=max(min(waits), 0.001)) if waits else Result()
 
     # -- 2. membership
@@ -231,220 +244,3 @@ class ScalingController:
             if observed.scaler.full_name == named and not observed.scaler.status.finished():
                 return observed
         return None
-
-    async def _pick(self, seen: Observation) -> ObservedScaler | None:
-        named = seen.status.current_scaler
-        if named:
-            found = next((o for o in seen.scalers if o.scaler.full_name == named), None)
-            if found is not None and found.scaler.status.finished():
-                # It finished, but the job's write after it did not happen (a conflict).
-                await self._announce_end(seen, found.scaler)
-            else:
-                message = f"{named} was deleted before it finished; what it did stays done"
-                await self._set_current(seen, None, "ScalerGone", message)
-        if not seen.elasticity.ready:
-            return None
-        pending = {
-            o.queued: o
-            for o in seen.scalers
-            if o.scaler.status.adopted() and not o.scaler.status.finished()
-        }
-        if not pending:
-            return None
-        chosen = pending[fifo(pending)[0]]
-        message = f"{self.kind} {seen.name} runs {chosen.scaler.full_name}"
-        await self._set_current(seen, chosen.scaler.full_name, "ScalingStart", message)
-        self._recorder.event(seen.raw, "Normal", "ScalingStart", message)
-        return chosen
-
-    async def _set_current(
-        self, seen: Observation, scaler: str | None, reason: str, message: str
-    ) -> None:
-        status = ConditionStatus.TRUE if scaler is not None else ConditionStatus.FALSE
-        conditions = set_job_condition(
-            seen.status.conditions,
-            JobConditionType.SCALING,
-            status,
-            reason=reason,
-            message=message,
-            now=seen.now,
-        )
-        fields = {
-            "currentScaler": scaler,
-            "conditions": [c.to_dict() for c in conditions],
-            "phase": phase_of(conditions),
-        }
-        seen.refresh(await self._writer.patch_status(self.jobs, seen.raw, fields))
-
-    async def _apply(
-        self, seen: Observation, active: ObservedScaler, t: Transition
-    ) -> ObservedScaler | None:
-        res = SCALEOUTS if active.scaler.direction is Direction.OUT else SCALEINS
-        if t.status is not None:
-            written = await self._writer.patch_status(res, active.raw, t.status.to_dict())
-            active = seen.scaler_written(active, written)
-        if t.targets is not None:
-            await self._settle(seen, active, t)
-        if t.replicas is not None:
-            await self._write_replicas(seen, t.replicas)
-        self._notes(seen, active, t.notes)
-        if t.script is not None:
-            code, detail = await self._run(seen, t.script)
-            after = script_finished(
-                active.scaler, seen.view, self._clock.now(), exit_code=code, detail=detail
-            )
-            return await self._apply(seen, active, after)
-        if t.outcome is not None:
-            await self._finished(seen, active, t.outcome)
-            return None
-        return active
-
-    def _notes(self, seen: Observation, active: ObservedScaler, notes: Iterable[Note]) -> None:
-        for note in notes:
-            target = active.raw if note.on == "scaler" else seen.raw
-            self._recorder.event(target, note.type, note.reason, note.message)
-
-    async def _run(self, seen: Observation, run: ScriptRun) -> tuple[int | None, str]:
-        executor = seen.elasticity.executor
-        if executor is None:
-            return None, "no launcher to run it on"
-        started = self._clock.monotonic()
-        try:
-            result = await self._client.exec(
-                seen.namespace,
-                executor.pod,
-                run.command,
-                container=executor.container,
-                timeout=run.timeout,
-            )
-        except (ApiError, TransportError) as exc:
-            return None, str(exc)
-        finally:
-            elapsed = self._clock.monotonic() - started
-            metrics.EXEC_DURATION.labels(kind=self.kind, purpose="script").observe(elapsed)
-        stderr = result.stderr.decode(errors="replace").strip()
-        return result.exit_code, stderr[-512:]
-
-    async def _finished(self, seen: Observation, active: ObservedScaler, outcome: Outcome) -> None:
-        scaler = active.scaler
-        direction = "out" if scaler.direction is Direction.OUT else "in"
-        metrics.SCALE_OPERATIONS.labels(kind=self.kind, direction=direction, result=outcome).inc()
-        await self._announce_end(seen, scaler)
-
-    async def _announce_end(self, seen: Observation, scaler: Scaler) -> None:
-        """Clear ``currentScaler``; ``Scaling`` turns False with the finished scaler's outcome."""
-        verb = "Out" if scaler.direction is Direction.OUT else "In"
-        conditions = scaler.status.conditions
-        succeeded = get_condition(conditions, JobConditionType.SCALE_SUCCEEDED)
-        failed = get_condition(conditions, JobConditionType.SCALE_FAILED)
-        if succeeded is not None and succeeded.status is ConditionStatus.TRUE:
-            reason = f"Scaling{verb}Succeeded"
-            message = f"{scaler.full_name} succeeded: {succeeded.message}"
-            await self._set_current(seen, None, reason, message)
-            self._recorder.event(seen.raw, "Normal", reason, message)
-            return
-        detail = failed.message if failed is not None else "it did not complete"
-        reason = f"Scaling{verb}Failed"
-        message = f"{scaler.full_name} failed: {detail}"
-        await self._set_current(seen, None, reason, message)
-        self._recorder.event(seen.raw, "Warning", reason, message)
-
-    async def _write_replicas(self, seen: Observation, replicas: int) -> None:
-        patch: Any = replicas
-        for key in reversed(seen.elasticity.replicas_path):
-            patch = {key: patch}
-        seen.refresh(await self._writer.patch(self.jobs, seen.raw, patch))
-
-    # -- 1b. a finished job
-
-    async def _close(self, seen: Observation) -> None:
-        for observed in seen.scalers:
-            status = observed.scaler.status
-            if status.finished() or not status.adopted():
-                continue
-            message = (
-                f"{self.kind} {seen.name} finished before {observed.scaler.full_name} completed"
-            )
-            finished = _failed_status(observed, seen, message)
-            res = SCALEOUTS if observed.scaler.direction is Direction.OUT else SCALEINS
-            await self._writer.patch_status(res, observed.raw, finished)
-            self._recorder.event(observed.raw, "Warning", "JobFinished", message)
-            direction = "out" if observed.scaler.direction is Direction.OUT else "in"
-            metrics.SCALE_OPERATIONS.labels(
-                kind=self.kind, direction=direction, result=Outcome.FAILED
-            ).inc()
-        if seen.status.current_scaler:
-            await self._writer.patch_status(self.jobs, seen.raw, {"currentScaler": None})
-
-    # -- 4. /scale
-
-    async def _scale_subresource(self, seen: Observation) -> None:
-        elastic = seen.elasticity
-        if not elastic.ready or any(not o.scaler.status.finished() for o in seen.scalers):
-            return
-        desired = clamp(elastic.replicas, elastic.min_replicas, elastic.max_replicas)
-        if desired != elastic.replicas:
-            bound = (
-                f"above maxReplicas {elastic.max_replicas}"
-                if desired < elastic.replicas
-                else f"below minReplicas {elastic.min_replicas}"
-            )
-            message = (
-                f"replicas {elastic.replicas} of {self.kind} {seen.name} is {bound}; "
-                f"set to {desired}"
-            )
-            await self._write_replicas(seen, desired)
-            self._recorder.event(seen.raw, "Warning", "ReplicasClamped", message)
-            return
-        size = len(seen.view.targets)
-        if desired == size:
-            return
-        name = f"{seen.name}-replicas-{objects.generation(seen.raw)}"
-        for res in (SCALEOUTS, SCALEINS):
-            if self._cache.get(res, name, seen.namespace) is not None:
-                return  # made for this generation already (a failed one is not retried)
-        scaler = _replicas_scaler(seen, name, desired - size, self.jobs)
-        res = SCALEOUTS if desired > size else SCALEINS
-        try:
-            await self._client.create(res, scaler, namespace=seen.namespace)
-        except AlreadyExists:
-            return
-        message = (
-            f"replicas of {self.kind} {seen.name} changed from {size} to {desired}: "
-            f"created {res.kind} {name}"
-        )
-        self._recorder.event(seen.raw, "Normal", "ScalerCreated", message)
-
-
-def _failed_status(observed: ObservedScaler, seen: Observation, message: str) -> dict[str, Any]:
-    status = observed.scaler.status
-    conditions = set_condition(
-        status.conditions,
-        JobConditionType.SCALE_FAILED,
-        ConditionStatus.TRUE,
-        reason="JobFinished",
-        message=message,
-        now=seen.now,
-    )
-    return {
-        "conditions": [c.to_dict() for c in conditions],
-        "phase": conditions[-1].type,
-        "step": ScaleStep.DONE.value,
-    }
-
-
-def _replicas_scaler(seen: Observation, name: str, change: int, jobs: Resource) -> KubeObject:
-    owner = objects.make_controller_ref(seen.raw, api_version=jobs.api_version, kind=jobs.kind)
-    spec: dict[str, Any] = {"selector": {"name": seen.name}}
-    if change > 0:
-        kind = "ScaleOut"
-        spec["toAdd"] = {"count": change}
-    else:
-        kind = "ScaleIn"
-        spec["toDelete"] = {"count": -change}
-    return {
-        "apiVersion": SCALEOUTS.api_version,
-        "kind": kind,
-        "metadata": {"name": name, "namespace": seen.namespace, "ownerReferences": [owner]},
-        "spec": spec,
-    }

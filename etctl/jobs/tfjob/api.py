@@ -214,7 +214,7 @@ TFJOB = CustomResource(
                     name="Workers",
                     json_path=".status.replicaStatuses.Worker.active",
                     type="integer",
-                    description="Active worker pods.",
+                    description="Running worker pods.",
                 ),
                 PrinterColumn(name="Age", json_path=".metadata.creationTimestamp", type="date"),
                 PrinterColumn(

@@ -14,7 +14,7 @@ and cleans it up; this plugin adds what kubeflow's training-operator v1 adds for
 
 Verdict rules, applied to the replica types in kubeflow's order (Chief, Evaluator, Master, PS,
 Worker); a later type's condition overrides an earlier one's, except that only Failed overrides
-Succeeded, and Failed is final:
+Succeeded, and Failed is final. "Active" is kubeflow's count: Running pods, not Pending ones.
 
 1. With a Chief or Master, it decides: Running while it is active, Succeeded once every chief pod
    succeeded. Without one, the workers decide: Succeeded once every worker succeeded, or, with the

@@ -298,7 +298,7 @@ TRAININGJOB = CustomResource(
                     name="Workers",
                     json_path=".status.replicaStatuses.Worker.active",
                     type="integer",
-                    description="Active worker pods.",
+                    description="Running worker pods.",
                 ),
                 PrinterColumn(
                     name="Desired",

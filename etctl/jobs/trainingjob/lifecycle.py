@@ -8,9 +8,10 @@ a message counting the running workers); et-operator waited forever, here the jo
 message when the workers are not all running ``workers_ready_timeout`` seconds after the job
 started (or restarted).
 
-**A launcher that vanished** (recorded in the status, no pod any more, while workers remain) is
-created again when the launcher's restartPolicy is Always; otherwise the job fails at once
-(et-operator's rule). A launcher gone together with every worker is a restart: the job waits for
+**A launcher that vanished** (created, as ``LauncherCreated`` or the launcher's replica status
+says, and no pod any more while workers remain) is created again when the launcher's
+restartPolicy is Always; otherwise the job fails at once (et-operator's rule, whatever phase the
+launcher had reached). A launcher gone together with every worker is a restart: the job waits for
 its workers again.
 
 **Verdict** (:func:`verdict`): the launcher decides, as et-operator's ``syncLauncherState``:
@@ -38,7 +39,7 @@ from etctl.common.api import ConditionStatus, JobConditionType, RestartPolicy
 from etctl.common.conditions import get_condition, is_true
 from etctl.common.plugin import Gate, JobState, Verdict
 from etctl.common.scaling.api import phase_of
-from etctl.jobs.trainingjob.api import TrainingJob, TrainingJobReplicaType
+from etctl.jobs.trainingjob.api import TrainingJob, TrainingJobReplicaType, TrainingJobStep
 from etctl.jobs.trainingjob.names import launcher_name
 from etctl.runtime import objects
 from etctl.runtime.objects import ObjectView
@@ -88,6 +89,8 @@ def _launcher_vanished(job: TrainingJob, state: JobState[Any]) -> bool:
         # Gone with every worker: a whole-job restart whose record was not written yet (or a
         # loss of everything). The job starts again rather than failing.
         return False
+    if is_true(job.status.conditions, TrainingJobStep.LAUNCHER_CREATED):
+        return True  # created, whatever its phase was: a Pending pod is in no count
     recorded = job.status.replica_statuses.get(LAUNCHER)
     return recorded is not None and recorded.active + recorded.succeeded + recorded.failed > 0
 

@@ -12,28 +12,10 @@ import json
 import math
 from typing import Any
 
+# One implementation of %q for the whole tree: the selectors' (the lower layer) is it.
+from etctl.runtime.selectors.syntax import go_quote
+
 __all__ = ["go_json", "go_quote", "go_sharp_v", "go_type_name", "go_v"]
-
-_ESCAPES = {"\a": r"\a", "\b": r"\b", "\f": r"\f", "\n": r"\n", "\r": r"\r", "\t": r"\t"}
-_ESCAPES |= {"\v": r"\v", "\\": "\\\\", '"': '\\"'}
-
-
-def go_quote(text: str) -> str:
-    """Render ``text`` as Go's ``%q`` (``strconv.Quote``) does."""
-    out = ['"']
-    for ch in text:
-        if ch in _ESCAPES:
-            out.append(_ESCAPES[ch])
-        elif ch.isprintable():
-            out.append(ch)
-        elif ord(ch) < 0x80:
-            out.append(f"\\x{ord(ch):02x}")
-        elif ord(ch) < 0x10000:
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(f"\\U{ord(ch):08x}")
-    out.append('"')
-    return "".join(out)
 
 
 def _go_float(number: float) -> str:

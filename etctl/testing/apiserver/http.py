@@ -13,36 +13,31 @@ registered with :meth:`HttpApi.add_subresource`.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
 
 from aiohttp import web
 
 from etctl.errors import ApiError
 from etctl.log import get_logger
 from etctl.runtime.clock import Clock
-from etctl.runtime.objects import KubeObject
 from etctl.testing.apiserver import status as st
 from etctl.testing.apiserver import verbs
 from etctl.testing.apiserver.discovery import SERVER_VERSION, Discovery, wants_aggregated
 from etctl.testing.apiserver.faults import Fault, FaultInjector
 from etctl.testing.apiserver.openapi import OpenAPI
+from etctl.testing.apiserver.reads import serve_read
 from etctl.testing.apiserver.registry import ResourceInfo
 from etctl.testing.apiserver.representation import (
     Representation,
     error_response,
-    json_response,
-    list_items,
-    partial,
 )
-from etctl.testing.apiserver.request import RequestInfo, parse_int, parse_path
+from etctl.testing.apiserver.request import RequestInfo, parse_path
 from etctl.testing.apiserver.requestlog import RequestLog, RequestRecord
 from etctl.testing.apiserver.selection import parse_selection
 from etctl.testing.apiserver.storage import Storage
 from etctl.testing.apiserver.store import dumps
 from etctl.testing.apiserver.streaming import WatchSettings, serve_watch
-from etctl.testing.apiserver.tables import render_table
 
 __all__ = ["HttpApi", "SubresourceHandler", "SubresourceRequest"]
 
@@ -206,7 +201,7 @@ class HttpApi:
         if verb == "watch":
             return await self._watch(request, resource, info, record, fault)
         if verb in ("get", "list"):
-            return self._read(request, resource, info)
+            return serve_read(request, self.storage, resource, info, clock=self.clock)
         write = _WRITES.get(verb)
         if write is None:
             raise st.method_not_allowed()
@@ -280,112 +275,6 @@ class HttpApi:
             body = self.openapi.document(path) if path else self.openapi.root()
         return None if body is None else (body, media)
 
-    # -- reads ----------------------------------------------------------------------------------
-
-    def _read(
-        self, request: web.Request, resource: ResourceInfo, info: RequestInfo
-    ) -> web.StreamResponse:
-        query = request.rel_url.query
-        representation = Representation.from_accept(request.headers.get("Accept", ""))
-        api_version = resource.api_version(info.version)
-        if info.verb == "get":
-            if info.subresource == "scale":
-                obj = self.storage.get_scale(
-                    resource, info.version, info.name, namespace=info.namespace
-                )
-                return json_response(obj)
-            stored = self.storage.store.get(
-                resource.key, self.storage._key(resource, info.namespace, info.name)
-            )
-            if stored is None:
-                raise st.not_found(resource.group, resource.plural, info.name)
-            obj = (
-                stored
-                if stored.get("apiVersion") == api_version
-                else {**stored, "apiVersion": api_version}
-            )
-            return json_response(
-                self._render(resource, info, [obj], representation, query, single=True)
-            )
-        selection = parse_selection(
-            resource,
-            namespace=info.namespace,
-            label_selector=query.get("labelSelector"),
-            field_selector=query.get("fieldSelector"),
-        )
-        if "sendInitialEvents" in query:
-            raise st.invalid(
-                "meta.k8s.io",
-                "ListOptions",
-                "",
-                [
-                    st.Cause(
-                        "FieldValueForbidden",
-                        "sendInitialEvents",
-                        "Forbidden: sendInitialEvents is forbidden for list",
-                    )
-                ],
-            )
-        result = self.storage.list_selected(
-            resource,
-            info.version,
-            selection,
-            limit=max(parse_int(query, "limit") or 0, 0),
-            continue_token=query.get("continue", ""),
-            resource_version=query.get("resourceVersion", ""),
-            resource_version_match=query.get("resourceVersionMatch", ""),
-        )
-        meta: dict[str, Any] = {"resourceVersion": result.resource_version}
-        if result.continue_token:
-            meta["continue"] = result.continue_token
-        if result.remaining_item_count is not None:
-            meta["remainingItemCount"] = result.remaining_item_count
-        if representation.kind == "object":
-            return json_response(
-                {
-                    "kind": resource.list_kind,
-                    "apiVersion": api_version,
-                    "metadata": meta,
-                    "items": list_items(result.items, custom=resource.custom),
-                }
-            )
-        return json_response(
-            self._render(resource, info, result.items, representation, query, list_meta=meta)
-        )
-
-    def _render(
-        self,
-        resource: ResourceInfo,
-        info: RequestInfo,
-        objects: list[KubeObject],
-        representation: Representation,
-        query: Mapping[str, str],
-        *,
-        single: bool = False,
-        list_meta: dict[str, Any] | None = None,
-    ) -> Any:
-        if representation.kind == "Table":
-            table = render_table(
-                resource,
-                info.version,
-                objects,
-                now=self.clock.now(),
-                include_object=query.get("includeObject", ""),
-                list_meta=list_meta if list_meta is not None else _single_meta(objects[0]),
-            )
-            table["apiVersion"] = representation.api_version
-            return table
-        if representation.kind == "PartialObjectMetadata":
-            if single:
-                return partial(objects[0], representation.api_version)
-            return {
-                "kind": "PartialObjectMetadataList",
-                "apiVersion": representation.api_version,
-                "metadata": list_meta or {},
-                "items": [partial(o, representation.api_version) for o in objects],
-            }
-        return objects[0] if single else objects
-
     async def _watch(
         self,
         request: web.Request,
@@ -420,10 +309,6 @@ class HttpApi:
             representation_version=representation.api_version,
             fault=fault,
         )
-
-
-def _single_meta(obj: KubeObject) -> dict[str, Any]:
-    return {"resourceVersion": str((obj.get("metadata") or {}).get("resourceVersion") or "")}
 
 
 def _no_handler(resource: ResourceInfo, sub: str) -> ApiError:

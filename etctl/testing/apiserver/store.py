@@ -121,6 +121,11 @@ class WatchSink(Protocol):
         """Stop: the resource went away or the server is shutting down."""
         ...
 
+    @property
+    def pending(self) -> int:
+        """Event lines taken and not yet sent to the client."""
+        ...
+
 
 class _Table:
     """The objects of one group-resource, with a lazily sorted key list."""
@@ -303,6 +308,10 @@ class Store:
             for sink in list(table.sinks):
                 sink.close(reason)
             table.sinks.clear()
+
+    def unsent(self) -> int:
+        """Event lines every watch sink holds and has not sent to its client yet."""
+        return sum(sink.pending for table in self._tables.values() for sink in table.sinks)
 
     def sinks(self, resource: GroupResource) -> int:
         """How many watch sinks the resource has."""

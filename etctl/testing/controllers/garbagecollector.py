@@ -139,6 +139,11 @@ class GarbageCollector:
             self._unsubscribe()
             self._unsubscribe = None
 
+    @property
+    def pending(self) -> int:
+        """Work queued and not done yet (0: nothing to do until the store changes)."""
+        return len(self._queue)
+
     def drain(self) -> int:
         """Do all queued work now (tests); returns how many items were handled."""
         return self._queue.drain()

@@ -79,6 +79,11 @@ class NamespaceController:
             self._unsubscribe()
             self._unsubscribe = None
 
+    @property
+    def pending(self) -> int:
+        """Work queued and not done yet (0: nothing to do until the store changes)."""
+        return len(self._queue)
+
     def drain(self) -> int:
         """Do all queued work now (tests); returns how many namespaces were examined."""
         return self._queue.drain()

@@ -150,6 +150,20 @@ class Kubelet:
         """True between :meth:`start` and :meth:`stop`."""
         return self._task is not None
 
+    @property
+    def idle(self) -> bool:
+        """True when nothing happens until the clock moves.
+
+        No pod change or scheduling pass waits for the loop, and no pod, node or volume timer is
+        due. A stopped kubelet is idle.
+        """
+        if self._task is None:
+            return True
+        if self._dirty or self._schedule:
+            return False
+        deadline = self.next_deadline()
+        return deadline is None or deadline > self.clock.monotonic()
+
     def start(self) -> None:
         """Register the nodes, adopt pods already bound to them, serve exec/log, start the loop.
 

@@ -13,7 +13,7 @@ import asyncio
 import copy
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from etctl.runtime.manager import Manager
 from etctl.runtime.manager_options import ManagerOptions
 from etctl.runtime.objects import KubeObject
 from etctl.runtime.resources import EVENTS, PODS, Resource
+from etctl.testing import wait_idle
 from tests.runtime._cluster import Cluster, cluster, eventually
 
 NS = "default"
@@ -43,6 +44,11 @@ class Env:
     """The server and the clock, plus the test's hands."""
 
     cluster: Cluster
+    managers: list[Manager] = field(default_factory=list)
+
+    async def idle(self) -> None:
+        """Wait until the server and the running controllers are idle (before moving time)."""
+        await wait_idle(self.cluster.server, *self.managers)
 
     @property
     def storage(self) -> Any:
@@ -167,9 +173,11 @@ async def controllers(env: Env, **plugin_options: Any) -> AsyncIterator[Manager]
     setup_scaling(manager, TrainingJobPlugin(**plugin_options))
     async with asyncio.TaskGroup() as group:
         task = group.create_task(manager.run(), name="test:manager")
+        env.managers.append(manager)
         try:
             yield manager
         finally:
+            env.managers.remove(manager)
             manager.stop()
             await asyncio.wait_for(asyncio.shield(task), timeout=10)
 

@@ -12,6 +12,7 @@ from typing import Any
 from etctl.common.scaling.api import SCALEINS, SCALEOUTS
 from etctl.common.scaling.metrics import SCALE_OPERATIONS
 from etctl.jobs.trainingjob.api import TRAININGJOBS
+from etctl.testing import Fault
 from tests.common.scaling._env import NS, Env, controllers, scaling_env
 
 W = "tj-worker-"
@@ -99,7 +100,9 @@ async def test_scale_out_times_out_and_rolls_back(tmp_path: Path) -> None:
         env.create_scaler(SCALEOUTS, "slow", spec)
         await env.until(lambda: len(env.status()["targetWorkers"]) == 3)
         env.follow_targets(phase="Pending")
+        await env.idle()
         await env.clock.advance(29)
+        await env.idle()
         assert env.scaler_status(SCALEOUTS, "slow")["step"] == "Creating"
         await env.clock.advance(1)
         await env.until(lambda: env.scaler_status(SCALEOUTS, "slow").get("step") == "RollingBack")
@@ -168,6 +171,7 @@ async def test_scalers_run_one_at_a_time_oldest_first(tmp_path: Path) -> None:
         # Both arrive before the job can scale: the older one must run first (et-operator ran
         # the newest).
         env.create_scaler(SCALEOUTS, "older", {"selector": {"name": "tj"}, "toAdd": {"count": 1}})
+        await env.idle()
         await env.clock.advance(1)
         env.create_scaler(SCALEINS, "newer", {"selector": {"name": "tj"}, "toDelete": {"count": 1}})
         await env.until(lambda: "Created" in conditions(env.scaler_status(SCALEINS, "newer")))
@@ -293,3 +297,36 @@ async def test_a_finished_job_fails_its_pending_scalers(tmp_path: Path) -> None:
 
 def _exists(env: Env, res: Any, name: str) -> bool:
     return any(o["metadata"]["name"] == name for o in env.storage.list(res, namespace=NS).items)
+
+
+async def test_a_script_outcome_survives_a_change_of_its_scaler(tmp_path: Path) -> None:
+    async with scaling_env(tmp_path) as env:
+        await running_job(env)
+        # The script's exec is held for 10 s of the clock (no kubelet answers it afterwards:
+        # the exec fails, which is an outcome too).
+        env.cluster.server.inject(Fault(resource="pods", subresource="exec", delay=10))
+        spec = {"selector": {"name": "tj"}, "toAdd": {"count": 1}, "script": "/scale.sh"}
+        env.create_scaler(SCALEOUTS, "more", spec)
+        await env.until(lambda: len(env.status()["targetWorkers"]) == 3)
+        env.follow_targets()
+        await env.until(lambda: len(env.status()["currentWorkers"]) == 3)
+        env.deliver()
+        requests = env.cluster.server.requests
+        await env.until(lambda: bool(requests.find(subresource="exec")))
+        # While the script runs, someone else writes the scaler: its outcome write conflicts.
+        env.storage.patch(
+            SCALEOUTS,
+            "more",
+            {"metadata": {"labels": {"team": "a"}}},
+            patch_type="application/merge-patch+json",
+            namespace=NS,
+        )
+        await env.clock.advance(10)  # not idle: the script's exec is held on purpose
+        await env.until(lambda: env.status()["targetWorkers"] == [f"{W}0", f"{W}1"])
+        env.follow_targets()  # the failed scale-out rolls its worker back
+        await env.until(lambda: finished(env, SCALEOUTS, "more"))
+        done = env.scaler_status(SCALEOUTS, "more")
+        # The script ran (and failed): its outcome is recorded, not taken for an interruption.
+        assert conditions(done)["ScriptExecuted"] == ("False", "ScriptFailed")
+        assert conditions(done)["ScaleFailed"] == ("True", "ScriptFailed")
+        assert env.scaler(SCALEOUTS, "more")["metadata"]["labels"] == {"team": "a"}

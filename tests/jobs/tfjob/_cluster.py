@@ -2,7 +2,8 @@
 
 Everything runs on one :class:`FakeClock`; HTTP and watches are real, so tests wait (bounded, in
 real time) for a condition on the server's storage, and move time only where time must pass
-(deadlines, TTLs, containers that run for a while). Pods run on the simulated kubelet; a test makes
+(deadlines, TTLs, containers that run for a while), each time once the operator is idle
+(:func:`etctl.testing.wait_idle`). Pods run on the simulated kubelet; a test makes
 a container exit with :meth:`TFCluster.exit`.
 """
 
@@ -25,17 +26,14 @@ from etctl.runtime.client import Client
 from etctl.runtime.clock import FakeClock
 from etctl.runtime.manager import Manager
 from etctl.runtime.manager_options import ManagerOptions
-from etctl.runtime.metrics import REGISTRY
 from etctl.runtime.objects import KubeObject
 from etctl.runtime.resources import EVENTS, NAMESPACES, PODS, SERVICES, Resource
 from etctl.testing import ApiServer
 from etctl.testing.kubelet import KubeletConfig
-from tests.common._operator import Operator, eventually
+from tests.common._operator import Operator
 from tests.runtime._realtime import NoJitter, client_of
 
 NAMESPACE = "default"
-_QUEUE_LABELS = {"name": "tfjob", "controller": "tfjob", "priority": ""}
-_WORKER_LABELS = {"controller": "tfjob"}
 
 
 def replica(
@@ -154,26 +152,6 @@ class TFCluster:
                     parsed: dict[str, Any] = json.loads(env["value"])
                     return parsed
         return None
-
-    async def settled(self, op: Operator, name: str, namespace: str = NAMESPACE) -> None:
-        """Wait until the operator has reconciled the job's latest version and is idle.
-
-        The informer has delivered the stored version (so the job was enqueued), and the queue
-        is empty with no reconcile in flight (so that reconcile's timers are set): time may move.
-        """
-
-        def idle() -> bool:
-            stored = self.job(name, namespace)
-            cached = op.manager.cache.get(TFJOBS, name, namespace)
-            if stored is None or cached is None:
-                return False
-            if objects.resource_version(cached) != objects.resource_version(stored):
-                return False
-            depth = REGISTRY.get_sample_value("workqueue_depth", _QUEUE_LABELS)
-            active = REGISTRY.get_sample_value("controller_runtime_active_workers", _WORKER_LABELS)
-            return depth == 0 and active == 0
-
-        await eventually(idle)
 
     # -- acting
 

@@ -9,6 +9,7 @@ from etctl.common.labels import JOB_ROLE, replica_labels
 from etctl.common.plugin import JobSettings
 from etctl.runtime import objects
 from etctl.runtime.resources import EVENTS
+from etctl.testing import wait_idle
 from tests.common._operator import eventually, running
 from tests.jobs.tfjob._cluster import NAMESPACE, TFCluster, replica, tf_cluster, tfjob
 
@@ -114,6 +115,26 @@ async def test_a_chief_decides_success(tmp_path: Path) -> None:
         assert op.error is None
 
 
+async def test_a_job_is_running_only_once_its_chief_runs(tmp_path: Path) -> None:
+    async with tf_cluster(tmp_path) as c:
+        op = c.operator()
+        async with running(op):
+            chief = replica(1, annotations={"sim.etctl.io/start-delay": "30"})
+            await c.create(tfjob("est", Chief=chief, Worker=replica(2)))
+            await eventually(lambda: running_pods(c, "est-worker-0", "est-worker-1"))
+            await wait_idle(c.server, op.manager)
+            # kubeflow counts Running pods as active: a Pending chief does not run the job.
+            assert c.phases()["est-chief-0"] == "Pending"
+            assert c.condition("est", "Running") is None
+            replicas = c.status("est")["replicaStatuses"]
+            assert replicas["Chief"].get("active", 0) == 0
+            assert replicas["Worker"]["active"] == 2
+            await c.clock.advance(30)
+            await eventually(lambda: c.state("est") == "Running")
+            assert c.status("est")["replicaStatuses"]["Chief"]["active"] == 1
+        assert op.error is None
+
+
 async def test_all_workers_policy_waits_for_every_worker(tmp_path: Path) -> None:
     async with tf_cluster(tmp_path) as c:
         op = c.operator()
@@ -192,8 +213,9 @@ async def test_active_deadline_fails_the_job_with_no_other_event(tmp_path: Path)
                 tfjob("dl", run_policy={"activeDeadlineSeconds": 600}, Worker=replica(2))
             )
             await eventually(lambda: c.state("dl") == "Running")
-            await c.settled(op, "dl")
+            await wait_idle(c.server, op.manager)
             await c.clock.advance(599)
+            await wait_idle(c.server, op.manager)
             assert c.condition("dl", "Failed") is None
             await c.clock.advance(1)
             await eventually(lambda: c.condition("dl", "Failed") == ("True", "DeadlineExceeded"))
@@ -212,8 +234,9 @@ async def test_ttl_deletes_the_finished_job(tmp_path: Path) -> None:
             await eventually(lambda: running_pods(c, "ttl-worker-0", "ttl-worker-1"))
             c.exit("ttl-worker-0", 0)
             await eventually(lambda: c.state("ttl") == "Succeeded")
-            await c.settled(op, "ttl")
+            await wait_idle(c.server, op.manager)
             await c.clock.advance(299)
+            await wait_idle(c.server, op.manager)
             assert c.job("ttl") is not None
             await c.clock.advance(1)
             await eventually(lambda: c.job("ttl") is None)

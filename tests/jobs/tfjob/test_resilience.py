@@ -11,7 +11,7 @@ from etctl.errors import Invalid
 from etctl.jobs.tfjob.api import TFJOBS
 from etctl.runtime import objects
 from etctl.runtime.resources import EVENTS
-from etctl.testing import Fault
+from etctl.testing import Fault, wait_idle
 from tests.common._operator import eventually, running
 from tests.jobs.tfjob._cluster import NAMESPACE, replica, tf_cluster, tfjob
 
@@ -39,13 +39,14 @@ async def test_an_operator_restarted_mid_reconcile_converges(tmp_path: Path) -> 
             await eventually(lambda: sorted(c.pods()) == EXPECTED)
             await eventually(lambda: sorted(c.services()) == EXPECTED)
             # The hung create completes now, too late: the name is taken, nothing is duplicated.
+            await wait_idle(c.server, second.manager)
             await c.clock.advance(3600)
             await eventually(lambda: set(c.phases().values()) == {"Running"})
             await eventually(lambda: c.state("rs") == "Running")
             pods = c.pods()
             assert sorted(pods) == EXPECTED
             assert {objects.controller_ref(pod) for pod in pods.values()} == {objects.uid(job)}
-            assert c.status("rs")["replicaStatuses"]["Worker"]["active"] == 4
+            await eventually(lambda: c.status("rs")["replicaStatuses"]["Worker"].get("active") == 4)
         assert second.error is None
 
 

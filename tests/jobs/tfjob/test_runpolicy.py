@@ -9,6 +9,7 @@ import pytest
 from etctl.common.gang import VOLCANO_PODGROUPS
 from etctl.common.plugin import JobSettings
 from etctl.jobs.tfjob.api import TFJOBS
+from etctl.testing import wait_idle
 from tests.common._crds import VOLCANO_PODGROUP_CRD
 from tests.common._operator import eventually, running
 from tests.jobs.tfjob._cluster import NAMESPACE, TFCluster, replica, tf_cluster, tfjob
@@ -61,14 +62,17 @@ async def test_suspend_and_resume(tmp_path: Path) -> None:
             await eventually(lambda: c.state("sus") == "Running")
             first_start = c.status("sus")["startTime"]
 
+            await wait_idle(c.server, op.manager)
             await c.clock.advance(60)
             patch = {"spec": {"runPolicy": {"suspend": True}}}
             await c.client.patch(TFJOBS, "sus", patch, namespace=NAMESPACE)
             await eventually(lambda: c.condition("sus", "Suspended") == ("True", "TFJobSuspended"))
             assert c.condition("sus", "Running") == ("False", "TFJobSuspended")
             await eventually(lambda: c.pods() == {} and c.services() == {})
-            assert c.status("sus")["replicaStatuses"]["Worker"]["active"] == 0
+            workers = c.status("sus")["replicaStatuses"]["Worker"]
+            assert workers.get("active", 0) == workers.get("failed", 0) == 0
 
+            await wait_idle(c.server, op.manager)
             await c.clock.advance(60)
             patch = {"spec": {"runPolicy": {"suspend": False}}}
             await c.client.patch(TFJOBS, "sus", patch, namespace=NAMESPACE)
@@ -104,7 +108,9 @@ async def test_gang_podgroup_holds_pods_until_admitted(tmp_path: Path) -> None:
             await c.client.patch_status(
                 VOLCANO_PODGROUPS, "gang", {"status": {"phase": "Pending"}}, namespace=NAMESPACE
             )
+            await wait_idle(c.server, op.manager)
             await c.clock.advance(1)
+            await wait_idle(c.server, op.manager)
             assert c.pods() == {}
 
             await c.client.patch_status(

@@ -13,7 +13,7 @@ from etctl.common.scaling.api import SCALEINS
 from etctl.errors import Invalid
 from etctl.jobs.trainingjob.api import TRAININGJOBS
 from etctl.runtime.resources import PODS
-from etctl.testing import Behaviour, PodPolicy
+from etctl.testing import Behaviour, PodPolicy, wait_idle
 from tests.jobs.trainingjob._operator import NS, Cluster, cluster, eventually, operator
 from tests.schema_support import EXAMPLES, load_yaml
 
@@ -122,6 +122,7 @@ async def test_an_operator_restart_mid_scale_repeats_nothing(tmp_path: Path) -> 
         # A new operator process picks up where the old one stopped.
         async with operator(env) as manager:
             await eventually(manager.cache.has_synced)  # its sync timeout runs on the clock too
+            await wait_idle(env.server, manager)
             await env.clock.advance(60)
             await eventually(lambda: env.scaler_done(SCALEINS, "less"))
             await eventually(lambda: env.status().get("currentScaler") is None)

@@ -14,7 +14,7 @@ from etctl.common.scaling.api import SCALEINS, SCALEOUTS
 from etctl.jobs.trainingjob.api import TRAININGJOBS
 from etctl.runtime import objects
 from etctl.runtime.resources import ROLES
-from etctl.testing import Behaviour, PodPolicy
+from etctl.testing import Behaviour, PodPolicy, wait_idle
 from tests.jobs.trainingjob._operator import NS, Cluster, cluster, eventually, operator
 from tests.schema_support import EXAMPLES, load_yaml
 
@@ -158,12 +158,14 @@ async def test_bounds_are_enforced_with_a_message_naming_them(tmp_path: Path) ->
 
 
 async def test_a_scale_out_that_times_out_is_rolled_back(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as env, operator(env):
+    async with cluster(tmp_path) as env, operator(env) as manager:
         await started(env)
         env.kubelet.add_policy(PodPolicy(name=w(2), does=Behaviour(stay_pending=True)))
         env.apply(example("scale-out.yaml"))  # timeout: 300
         await eventually(lambda: env.pods().get(w(2)) == "Pending")
+        await wait_idle(env.server, manager)
         await env.clock.advance(299)
+        await wait_idle(env.server, manager)
         assert env.scaler(SCALEOUTS, "elastic-training-scaleout")["step"] == "Creating"
         await env.clock.advance(1)
         done = await finished(env, SCALEOUTS, "elastic-training-scaleout")
@@ -175,10 +177,11 @@ async def test_a_scale_out_that_times_out_is_rolled_back(tmp_path: Path) -> None
 
 
 async def test_two_scalers_run_one_after_the_other_oldest_first(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as env, operator(env):
+    async with cluster(tmp_path) as env, operator(env) as manager:
         env.apply(example("training-job.yaml"))
         # Both wait for the job to run; the older one (the ScaleIn) goes first.
         env.apply(example("scale-in-count.yaml"))
+        await wait_idle(env.server, manager)
         await env.clock.advance(1)
         env.apply(example("scale-out.yaml"))
         await eventually(lambda: env.running(LAUNCHER))

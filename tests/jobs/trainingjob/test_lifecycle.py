@@ -49,6 +49,21 @@ def test_a_vanished_launcher_fails_the_job_unless_always() -> None:
     assert launcher_gate(always, state(always, workers=WORKERS), timeout=600).open
 
 
+def test_a_launcher_created_then_gone_before_it_ran_fails_the_job() -> None:
+    # Pending pods are not counted, so only the LauncherCreated condition says it existed;
+    # et-operator fails the job for a launcher gone after its creation, whatever its phase was.
+    created = {
+        **MEMBERS,
+        "replicaStatuses": {"Launcher": {}},
+        "conditions": [{"type": "LauncherCreated", "status": "True", "reason": "GateOpened"}],
+    }
+    job = parse(job_document(status=created))
+    gate = launcher_gate(job, state(job, workers=WORKERS), timeout=600)
+    assert not gate.open
+    assert gate.fail_at == NOW
+    assert "vanished" in gate.message
+
+
 def test_after_a_whole_job_restart_the_launcher_waits_again() -> None:
     restarting = {
         **MEMBERS,

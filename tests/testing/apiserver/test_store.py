@@ -100,6 +100,10 @@ class _Sink:
     def close(self, reason: str = "stopped") -> None:
         self.closed = reason
 
+    @property
+    def pending(self) -> int:
+        return 0 if self.closed else len(self.events)
+
 
 def test_sinks_receive_events_during_the_commit_and_can_be_closed() -> None:
     store = Store()
@@ -108,9 +112,11 @@ def test_sinks_receive_events_during_the_commit_and_can_be_closed() -> None:
     store.commit(CM, "default/a", _obj("a"))
     store.commit(("", "pods"), "default/p", _obj("p"))
     assert [e.key for e in sink.events] == ["default/a"]
+    assert store.unsent() == 1
     store.close_sinks(CM, "gone")
     assert sink.closed == "gone"
     assert store.sinks(CM) == 0
+    assert store.unsent() == 0
 
 
 def test_a_failing_listener_does_not_fail_the_write() -> None:

@@ -155,7 +155,9 @@ async def test_what_was_stored_before_the_collector_started_is_collected() -> No
         collector = GarbageCollector(server.storage)
         collector.start(server)
         try:
+            assert collector.pending >= 1
             assert collector.drain() >= 1
+            assert collector.pending == 0
             assert server.storage.list(CONFIGMAPS, namespace="default").items == []
         finally:
             collector.stop()

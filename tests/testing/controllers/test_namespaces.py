@@ -130,7 +130,9 @@ async def test_namespaces_terminating_before_the_controller_started_are_finished
         controller = NamespaceController(server.storage)
         controller.start(server)
         try:
+            assert controller.pending == 1
             controller.drain()
+            assert controller.pending == 0
             names = [n["metadata"]["name"] for n in server.storage.list(NAMESPACE_RESOURCE).items]
             assert "old" not in names
         finally:

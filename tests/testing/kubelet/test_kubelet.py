@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from etctl.runtime.clock import FakeClock
@@ -64,3 +66,38 @@ async def test_lookups_of_pods_that_are_not_here(api: Api, kubelet: Kubelet) -> 
         kubelet.logs("default", "idle", container="nope")
     with pytest.raises(LookupError, match="previous terminated container"):
         kubelet.logs("default", "idle", previous=True)
+
+
+async def test_idle_until_a_new_pod_is_synced_and_again_until_its_timer_is_due(
+    clock: FakeClock,
+) -> None:
+    async with ApiServer(clock=clock, kubelet=KubeletConfig()) as server:
+        kubelet = server.kubelet
+        assert kubelet is not None
+        await wait_until_idle(kubelet)
+        server.storage.create(
+            POD_RESOURCE,
+            pod("slow", annotations={"sim.etctl.io/start-delay": "5"}),
+            namespace="default",
+        )
+        assert not idle(kubelet)  # the change waits for the loop
+        await wait_until_idle(kubelet)
+        await clock.settle()
+        assert idle(kubelet)  # the container starts in 5 s: nothing to do until then
+        await clock.advance(5)
+        await wait_until_idle(kubelet)
+        status = server.storage.get(POD_RESOURCE, "slow", namespace="default")["status"]
+        assert status["phase"] == "Running"
+    assert idle(kubelet)  # stopped
+
+
+def idle(kubelet: Kubelet) -> bool:
+    return kubelet.idle
+
+
+async def wait_until_idle(kubelet: Kubelet) -> None:
+    for _ in range(1000):
+        if kubelet.idle:
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("the kubelet never became idle")

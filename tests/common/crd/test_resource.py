@@ -1,70 +1,24 @@
-import subprocess
-import sys
-from pathlib import Path
+"""Custom resource descriptions: the CRD they render to, and what they refuse."""
+
+from __future__ import annotations
+
 from typing import Any
 
 import pytest
 import yaml
-from pydantic import Field
 
-from etctl.common.api import Int32, JobStatus, KubeObjectModel, ValueModel
 from etctl.common.crd import (
     CRDVersion,
     CustomResource,
     PrinterColumn,
     ScaleSubresource,
-    check_manifests,
     crd_manifest,
     discover_resources,
-    main,
-    render_manifests,
-    write_manifests,
 )
 from etctl.common.structural import structural_problems
 from etctl.errors import ConfigError
 from etctl.runtime.resources import Resource
-from tests.schema_support import CRD_DIR
-
-
-class WidgetSpec(ValueModel):
-    """Desired widgets."""
-
-    replicas: Int32 = Field(default=1, json_schema_extra={"minimum": 0})
-    """How many."""
-
-
-class WidgetStatus(JobStatus):
-    """Observed widgets."""
-
-    replicas: Int32 = 0
-    selector: str | None = None
-
-
-class Widget(KubeObjectModel):
-    """A widget."""
-
-    api_version: str = "example.com/v1"
-    kind: str = "Widget"
-    spec: WidgetSpec = Field(default_factory=WidgetSpec)
-    status: WidgetStatus = Field(default_factory=WidgetStatus)
-
-
-def widget(**overrides: Any) -> CustomResource:
-    version = CRDVersion(
-        name="v1",
-        model=Widget,
-        printer_columns=overrides.pop("columns", ()),
-        scale=overrides.pop("scale", None),
-        status_subresource=overrides.pop("status_subresource", True),
-    )
-    fields: dict[str, Any] = {
-        "group": "example.com",
-        "kind": "Widget",
-        "plural": "widgets",
-        "versions": (version,),
-    }
-    fields.update(overrides)
-    return CustomResource(**fields)
+from tests.common.crd._widget import Widget, widget
 
 
 def test_manifest_shape() -> None:
@@ -231,73 +185,6 @@ def test_scale_needs_the_status_subresource() -> None:
     )
     with pytest.raises(ConfigError, match="needs the status subresource"):
         crd_manifest(widget(scale=scale, status_subresource=False))
-
-
-def test_write_then_check_round_trip(tmp_path: Path) -> None:
-    resources = [widget()]
-    (written,) = write_manifests(tmp_path / "crds", resources)
-    assert written.name == "example.com_widgets.yaml"
-    assert check_manifests(tmp_path / "crds", resources) == []
-    text = written.read_text()
-    assert yaml.safe_load(text) == crd_manifest(resources[0])
-    assert "&id" not in text
-    assert "*id" not in text
-
-
-def test_check_reports_missing_changed_and_stale_files(tmp_path: Path) -> None:
-    assert check_manifests(tmp_path, [widget()]) == [
-        f"{tmp_path}/example.com_widgets.yaml: missing"
-    ]
-    write_manifests(tmp_path, [widget()])
-    (tmp_path / "example.com_widgets.yaml").write_text("# edited\n")
-    (tmp_path / "unrelated.yaml").write_text("kind: ConfigMap\n")
-    stale = render_manifests([widget(plural="gadgets")])["example.com_gadgets.yaml"]
-    (tmp_path / "example.com_gadgets.yaml").write_text(stale)
-    assert check_manifests(tmp_path, [widget()]) == [
-        f"{tmp_path}/example.com_widgets.yaml: differs from the generated CRD",
-        f"{tmp_path}/example.com_gadgets.yaml: generated for a custom resource that no longer "
-        "exists",
-    ]
-
-
-def test_duplicate_resources_are_rejected() -> None:
-    with pytest.raises(ConfigError, match=r"two custom resources are named widgets\.example\.com"):
-        render_manifests([widget(), widget()])
-
-
-def test_builtin_resources_are_discovered_through_entry_points() -> None:
-    names = [resource.name for resource in discover_resources()]
-    assert names == [
-        "scaleins.kai.alibabacloud.com",
-        "scaleouts.kai.alibabacloud.com",
-        "tfjobs.kubeflow.org",
-        "trainingjobs.kai.alibabacloud.com",
-    ]
-    assert discover_resources("etctl.no-such-group") == []
-
-
-def test_committed_manifests_match_the_generator() -> None:
-    problems = check_manifests(CRD_DIR, discover_resources())
-    assert problems == [], "regenerate with: python -m etctl.common.crd manifests/crds"
-
-
-def test_command_line_writes_and_checks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--check", str(tmp_path)]) == 1
-    assert "missing" in capsys.readouterr().err
-    assert main([str(tmp_path)]) == 0
-    assert len(capsys.readouterr().out.splitlines()) == 4
-    assert main(["--check", str(tmp_path)]) == 0
-
-
-def test_module_entry_point_checks_the_committed_manifests() -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "etctl.common.crd", "--check", str(CRD_DIR)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
 
 
 def walk(node: Any, path: str = "") -> list[tuple[str, dict[str, Any]]]:

@@ -1,0 +1,113 @@
+"""wait_idle: an operator and the server are idle only when nothing can happen until time moves."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+
+from etctl.runtime.clock import FakeClock
+from etctl.runtime.manager import Manager, ManagerOptions
+from etctl.runtime.reconcile import Request, Result
+from etctl.runtime.resources import CONFIGMAPS, PODS
+from etctl.testing import ApiServer, KubeletConfig, wait_idle
+from tests.runtime._realtime import NoJitter, client_of, eventually
+
+NS = "default"
+
+
+class Gated:
+    """Reconciles each key once the test opens the gate, then asks to come back in 60 s."""
+
+    def __init__(self) -> None:
+        self.gate = asyncio.Event()
+        self.calls: list[str] = []
+
+    async def reconcile(self, request: Request) -> Result:
+        await self.gate.wait()
+        self.calls.append(request.name)
+        return Result(requeue_after=60)
+
+
+def configmap(server: ApiServer, name: str) -> None:
+    body = {"metadata": {"name": name, "namespace": NS}, "data": {}}
+    server.storage.create(CONFIGMAPS, body, namespace=NS)
+
+
+@asynccontextmanager
+async def operator(server: ApiServer, tmp_path: Path, reconciler: Gated) -> AsyncIterator[Manager]:
+    async with client_of(server, tmp_path) as client:
+        options = ManagerOptions(metrics_bind_address="0", health_probe_bind_address="0")
+        assert isinstance(server.clock, FakeClock)
+        manager = Manager(client, options=options, clock=server.clock, rng=NoJitter())
+        manager.controller("gated", reconciler).for_(CONFIGMAPS).build()
+        async with asyncio.TaskGroup() as group:
+            task = group.create_task(manager.run(), name="test:manager")
+            try:
+                yield manager
+            finally:
+                manager.stop()
+                await asyncio.wait_for(asyncio.shield(task), timeout=10)
+
+
+async def test_a_reconcile_in_flight_is_waited_for_and_its_timer_is_set(tmp_path: Path) -> None:
+    clock = FakeClock()
+    async with ApiServer(clock=clock) as server:
+        work = Gated()
+        async with operator(server, tmp_path, work) as manager:
+            configmap(server, "a")
+            waiting = asyncio.create_task(wait_idle(server, manager), name="test:wait")
+            await asyncio.sleep(0.1)
+            assert not waiting.done()  # the reconcile of "a" is in flight
+            work.gate.set()
+            await asyncio.wait_for(waiting, timeout=5)
+            assert work.calls == ["a"]
+            # Its requeue timer was set before the clock moves: it fires exactly on time.
+            await clock.advance(59)
+            await wait_idle(server, manager)
+            assert work.calls == ["a"]
+            await clock.advance(1)
+            await wait_idle(server, manager)
+            assert work.calls == ["a", "a"]
+
+
+async def test_a_busy_operator_times_out_saying_with_what(tmp_path: Path) -> None:
+    async with ApiServer(clock=FakeClock()) as server:
+        work = Gated()
+        async with operator(server, tmp_path, work) as manager:
+            configmap(server, "a")
+            with pytest.raises(TimeoutError, match="controller gated has 0 queued and 1 in flight"):
+                await wait_idle(server, manager, timeout=0.3)
+            work.gate.set()
+
+
+async def test_a_cache_behind_the_server_is_not_idle(tmp_path: Path) -> None:
+    clock = FakeClock()
+    async with ApiServer(clock=clock) as server:
+        work = Gated()
+        work.gate.set()
+        async with operator(server, tmp_path, work) as manager:
+            await wait_idle(server, manager)
+            # The watch ends at once after it started: the informer backs off on the clock.
+            server.store.close_sinks()
+            await eventually(lambda: server.store.sinks(("", "configmaps")) == 0)
+            configmap(server, "late")
+            with pytest.raises(TimeoutError, match="the cache of configmaps/v1 is behind"):
+                await wait_idle(server, manager, timeout=0.3)
+            await clock.advance(2)  # past the backoff: the informer watches again
+            await wait_idle(server, manager)
+            assert work.calls == ["late"]
+
+
+async def test_the_kubelet_runs_a_new_pod_before_the_server_is_idle() -> None:
+    async with ApiServer(clock=FakeClock(), kubelet=KubeletConfig()) as server:
+        pod = {
+            "metadata": {"name": "p", "namespace": NS},
+            "spec": {"containers": [{"name": "c", "image": "x"}]},
+        }
+        server.storage.create(PODS, pod, namespace=NS)
+        await wait_idle(server)
+        assert server.storage.get(PODS, "p", namespace=NS)["status"]["phase"] == "Running"
