@@ -5,6 +5,12 @@ from __future__ import annotations
 import platform
 import sys
 
+from etctl.log import configure
+
+# The figures are the output: only warnings and errors from the code under measurement may
+# interleave with them. Configured on import so a server started in a child process is quiet too.
+configure(fmt="console", level="warning")
+
 
 def header(title: str) -> None:
     """Print the benchmark title and the machine it ran on."""
