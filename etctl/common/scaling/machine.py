@@ -100,6 +100,19 @@ def _remaining(status: ScalerStatus, timeout: int, now: datetime) -> float:
     return ((start + timedelta(seconds=timeout)) - now).total_seconds()
 
 
+def _bounds_problem(job: JobView, change: int) -> str | None:
+    """Why resizing the job's workers by ``change`` would cross its bounds, or None."""
+    elastic = job.elasticity
+    return selection.bounds_problem(
+        size=len(job.targets),
+        change=change,
+        low=elastic.min_replicas,
+        high=elastic.max_replicas,
+        kind=job.kind,
+        job=job.name,
+    )
+
+
 def _names(names: Sequence[str]) -> str:
     return ", ".join(names) if names else "none"
 
@@ -179,25 +192,16 @@ def _finishing(scaler: Scaler, now: datetime) -> Transition:
 
 def _start(scaler: Scaler, job: JobView, now: datetime) -> Transition:
     spec = scaler.spec
-    elastic = job.elasticity
     if isinstance(spec, ScaleOutSpec):
         problems = validate_scaleout(ScaleOut(spec=spec))
     else:
         problems = validate_scalein(ScaleIn(spec=spec))
     if problems:
         return _done_failed(scaler, job, now, "InvalidScaler", "; ".join(problems))
-    prefix = elastic.member_prefix
-    size = len(job.targets)
+    prefix = job.elasticity.member_prefix
     if isinstance(spec, ScaleOutSpec):
         count = spec.to_add.count if spec.to_add and spec.to_add.count else 0
-        bound = selection.bounds_problem(
-            size=size,
-            change=count,
-            low=elastic.min_replicas,
-            high=elastic.max_replicas,
-            kind=job.kind,
-            job=job.name,
-        )
+        bound = _bounds_problem(job, count)
         if bound is not None:
             return _done_failed(scaler, job, now, "MaxReplicasExceeded", bound)
         last = membership.high_water(prefix, job.last_index, job.targets, scaler.chosen)
@@ -229,14 +233,7 @@ def _start(scaler: Scaler, job: JobView, now: datetime) -> Transition:
         count = len(names)
     else:
         count = to_delete.count if to_delete and to_delete.count else 0
-    bound = selection.bounds_problem(
-        size=size,
-        change=-count,
-        low=elastic.min_replicas,
-        high=elastic.max_replicas,
-        kind=job.kind,
-        job=job.name,
-    )
+    bound = _bounds_problem(job, -count)
     if bound is not None:
         return _done_failed(scaler, job, now, "MinReplicasExceeded", bound)
     victims = names or selection.pick_victims(prefix, job.targets, job.phases, count)
