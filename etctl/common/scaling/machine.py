@@ -190,6 +190,20 @@ def _finishing(scaler: Scaler, now: datetime) -> Transition:
 # --- steps --------------------------------------------------------------------------------------
 
 
+def _started(
+    scaler: Scaler, now: datetime, step: ScaleStep, message: str, **chosen: object
+) -> tuple[ScalerStatus, Note]:
+    """A scaler starting at ``step`` with the workers it chose (``chosen``), and its Event."""
+    status = _updated(
+        scaler.status,
+        now,
+        step=step,
+        conditions=[(JobConditionType.SCALING, ConditionStatus.TRUE, "ScalingStart", message)],
+        **chosen,
+    )
+    return status, Note("scaler", "Normal", "ScalingStart", message)
+
+
 def _start(scaler: Scaler, job: JobView, now: datetime) -> Transition:
     spec = scaler.spec
     if isinstance(spec, ScaleOutSpec):
@@ -207,18 +221,12 @@ def _start(scaler: Scaler, job: JobView, now: datetime) -> Transition:
         last = membership.high_water(prefix, job.last_index, job.targets, scaler.chosen)
         added = membership.new_names(prefix, last, count)
         message = f"adding workers {_names(added)} to {job.title}"
-        status = _updated(
-            scaler.status,
-            now,
-            step=ScaleStep.CREATING,
-            conditions=[(JobConditionType.SCALING, ConditionStatus.TRUE, "ScalingStart", message)],
-            add_pods=added,
-        )
+        status, note = _started(scaler, now, ScaleStep.CREATING, message, add_pods=added)
         return Transition(
             status=status,
             targets=(*job.targets, *added),
             last_index=last + count,
-            notes=(Note("scaler", "Normal", "ScalingStart", message),),
+            notes=(note,),
         )
     to_delete = spec.to_delete
     names = list(to_delete.pod_names or []) if to_delete else []
@@ -238,14 +246,8 @@ def _start(scaler: Scaler, job: JobView, now: datetime) -> Transition:
         return _done_failed(scaler, job, now, "MinReplicasExceeded", bound)
     victims = names or selection.pick_victims(prefix, job.targets, job.phases, count)
     message = f"removing workers {_names(victims)} from {job.title}"
-    status = _updated(
-        scaler.status,
-        now,
-        step=ScaleStep.DRAINING,
-        conditions=[(JobConditionType.SCALING, ConditionStatus.TRUE, "ScalingStart", message)],
-        to_delete_pods=victims,
-    )
-    return Transition(status=status, notes=(Note("scaler", "Normal", "ScalingStart", message),))
+    status, note = _started(scaler, now, ScaleStep.DRAINING, message, to_delete_pods=victims)
+    return Transition(status=status, notes=(note,))
 
 
 def _creating(scaler: Scaler, job: JobView, now: datetime) -> Transition:
