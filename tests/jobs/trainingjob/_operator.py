@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,20 +20,21 @@ from typing import Any
 from etctl.common.crd import crd_manifest
 from etctl.common.plugin import JobSettings
 from etctl.common.scaling.api import SCALEINS, SCALEOUTS
-from etctl.common.wiring import setup_job_controller
 from etctl.jobs.trainingjob.api import TRAININGJOBS
 from etctl.jobs.trainingjob.plugin import TrainingJobPlugin
 from etctl.runtime import objects
 from etctl.runtime.client import Client
 from etctl.runtime.clock import FakeClock
 from etctl.runtime.manager import Manager
-from etctl.runtime.manager_options import ManagerOptions
 from etctl.runtime.objects import KubeObject
 from etctl.runtime.resources import EVENTS, PODS, Resource
 from etctl.testing import ApiServer, KubeletConfig
-from tests.runtime._realtime import NoJitter, client_of
+from tests.common._operator import condition_of, job_operator
+from tests.runtime._realtime import client_of, eventually
 
 NS = "default"
+
+__all__ = ["NS", "Cluster", "cluster", "eventually", "operator"]
 
 
 @dataclass
@@ -64,10 +65,7 @@ class Cluster:
         return dict(self.job(name).get("status") or {})
 
     def condition(self, cond_type: str, name: str = "elastic-training") -> tuple[str, str] | None:
-        for condition in self.status(name).get("conditions", []):
-            if condition["type"] == cond_type:
-                return condition["status"], condition.get("reason", "")
-        return None
+        return condition_of(self.job(name), cond_type)
 
     def scaler(self, res: Resource, name: str) -> dict[str, Any]:
         found = self.get(res, name)
@@ -114,17 +112,6 @@ class Cluster:
         return self.server.kubelet
 
 
-async def eventually(condition: Callable[[], object], *, timeout: float = 10.0) -> None:
-    """Wait (real time, bounded) until ``condition()`` is truthy."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        if loop.time() > deadline:
-            msg = "condition not reached in time"
-            raise AssertionError(msg)
-        await asyncio.sleep(0.005)
-
-
 @asynccontextmanager
 async def cluster(tmp_path: Path, *, gpus: int = 8, nodes: int = 2) -> AsyncIterator[Cluster]:
     """A fresh server with the TrainingJob CRDs and a kubelet, and a client, on one FakeClock."""
@@ -142,25 +129,17 @@ async def cluster(tmp_path: Path, *, gpus: int = 8, nodes: int = 2) -> AsyncIter
 async def operator(
     env: Cluster, plugin: TrainingJobPlugin | None = None, **options: Any
 ) -> AsyncIterator[Manager]:
-    """The operator (one Manager process) running until the block ends."""
-    defaults: dict[str, Any] = {
-        "metrics_bind_address": "0",
-        "health_probe_bind_address": "0",
-        "cache_sync_timeout": 5.0,
-    }
-    manager = Manager(
-        env.client,
-        options=ManagerOptions(**{**defaults, **options}),
-        clock=env.clock,
-        rng=NoJitter(),
-    )
-    setup_job_controller(
-        manager, plugin or TrainingJobPlugin(), settings=JobSettings(), max_concurrent_reconciles=4
+    """The operator (one Manager process) running until the block ends.
+
+    A failure of the manager is raised out of the block (through its task group).
+    """
+    op = job_operator(
+        env.client, env.clock, plugin or TrainingJobPlugin(), settings=JobSettings(), **options
     )
     async with asyncio.TaskGroup() as group:
-        task = group.create_task(manager.run(), name="test:operator")
+        task = group.create_task(op.manager.run(), name="test:operator")
         try:
-            yield manager
+            yield op.manager
         finally:
-            manager.stop()
+            op.manager.stop()
             await asyncio.wait_for(asyncio.shield(task), timeout=10)
