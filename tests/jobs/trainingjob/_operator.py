@@ -33,8 +33,21 @@ from tests.common._operator import condition_of, job_operator
 from tests.runtime._realtime import client_of, eventually
 
 NS = "default"
+JOB = "elastic-training"
+"""The name of the example TrainingJob (``examples/trainingjob/training-job.yaml``)."""
+LAUNCHER = f"{JOB}-launcher"
 
-__all__ = ["NS", "Cluster", "cluster", "eventually", "operator"]
+__all__ = ["JOB", "LAUNCHER", "NS", "Cluster", "cluster", "eventually", "hosts", "operator", "w"]
+
+
+def w(index: int) -> str:
+    """The name of the example job's worker ``index``."""
+    return f"{JOB}-worker-{index}"
+
+
+def hosts(*indices: int) -> str:
+    """The hostfile listing the example job's workers ``indices`` (one slot each), in order."""
+    return "".join(f"{w(i)}:1\n" for i in indices)
 
 
 @dataclass
@@ -56,15 +69,15 @@ class Cluster:
     def names(self, res: Resource) -> list[str]:
         return sorted(objects.name(o) for o in self.server.storage.list(res, namespace=NS).items)
 
-    def job(self, name: str = "elastic-training") -> KubeObject:
+    def job(self, name: str = JOB) -> KubeObject:
         found = self.get(TRAININGJOBS, name)
         assert found is not None, f"no TrainingJob {name}"
         return found
 
-    def status(self, name: str = "elastic-training") -> dict[str, Any]:
+    def status(self, name: str = JOB) -> dict[str, Any]:
         return dict(self.job(name).get("status") or {})
 
-    def condition(self, cond_type: str, name: str = "elastic-training") -> tuple[str, str] | None:
+    def condition(self, cond_type: str, name: str = JOB) -> tuple[str, str] | None:
         return condition_of(self.job(name), cond_type)
 
     def scaler(self, res: Resource, name: str) -> dict[str, Any]:
@@ -91,7 +104,7 @@ class Cluster:
         items = self.server.storage.list(EVENTS, namespace=NS).items
         return [dict(e) for e in items if e.get("reason") == reason]
 
-    async def hostfile(self, launcher: str = "elastic-training-launcher") -> str:
+    async def hostfile(self, launcher: str = LAUNCHER) -> str:
         """The launcher's live hostfile, read through pods/exec as a user would."""
         result = await self.client.exec(NS, launcher, ["cat", "/etc/edl/hostfile"], timeout=10)
         assert result.exit_code == 0, result.stderr

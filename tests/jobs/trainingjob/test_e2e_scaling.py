@@ -16,19 +16,18 @@ from etctl.runtime import objects
 from etctl.runtime.resources import ROLES
 from etctl.testing import Behaviour, PodPolicy, wait_idle
 from tests.common._operator import advance_idle
-from tests.jobs.trainingjob._operator import NS, Cluster, cluster, eventually, operator
+from tests.jobs.trainingjob._operator import (
+    JOB,
+    LAUNCHER,
+    NS,
+    Cluster,
+    cluster,
+    eventually,
+    hosts,
+    operator,
+    w,
+)
 from tests.schema_support import EXAMPLES, load_yaml
-
-JOB = "elastic-training"
-LAUNCHER = f"{JOB}-launcher"
-
-
-def w(index: int) -> str:
-    return f"{JOB}-worker-{index}"
-
-
-def hosts(*indices: int) -> str:
-    return "".join(f"{w(i)}:1\n" for i in indices)
 
 
 def example(name: str) -> dict[str, Any]:
