@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ from etctl.runtime.predicate import predicate_func
 from etctl.runtime.reconcile import Request, Result
 from etctl.runtime.resources import CONFIGMAPS, SECRETS
 from etctl.testing import ApiServer
-from tests.runtime._fakes import sample, unique_name
+from tests.runtime._fakes import owner_ref, sample, unique_name
 from tests.runtime._realtime import client_of, eventually
 
 
@@ -92,14 +93,7 @@ def secret(name: str, *owners: dict[str, Any], **labels: str) -> dict[str, Any]:
     }
 
 
-def ref(kind: str, name: str, *, controller: bool, api_version: str = "v1") -> dict[str, Any]:
-    return {
-        "apiVersion": api_version,
-        "kind": kind,
-        "name": name,
-        "uid": f"uid-{name}",
-        "controller": controller,
-    }
+ref = partial(owner_ref, api_version="v1")  # an owner reference to a core-group kind
 
 
 async def test_owns_wakes_the_controller_owner_of_the_for_kind(client: Client) -> None:
