@@ -4,8 +4,9 @@ Virtual time only moves when a test advances it, but requests take real (short) 
 therefore advance the clock, then wait in real time, bounded, for a *condition* (a request reached
 the server, a renewal was counted) before they move time again.
 
-A :class:`Manager` under test runs as a task of the test's group (:func:`running`); what it failed
-with is kept on its :class:`ManagerRun` for the test to assert on, never raised into the group.
+A :class:`Manager` under test runs as a task of the test's group, in one of two ways: with
+:func:`running`, what it failed with is kept on its :class:`ManagerRun` for the test to assert on;
+with :func:`run_manager`, a failure is raised out of the block like any other.
 """
 
 from __future__ import annotations
@@ -93,6 +94,21 @@ async def running(*runs: ManagerRun) -> AsyncIterator[None]:
         finally:
             for run in runs:
                 run.manager.stop()
+
+
+@asynccontextmanager
+async def run_manager(manager: Manager) -> AsyncIterator[Manager]:
+    """Run ``manager`` until the block ends, then stop it and wait (10 s at most) for its end.
+
+    A failure of the manager is raised out of the block (through its task group).
+    """
+    async with asyncio.TaskGroup() as group:
+        task = group.create_task(manager.run(), name="test:manager")
+        try:
+            yield manager
+        finally:
+            manager.stop()
+            await asyncio.wait_for(asyncio.shield(task), timeout=10)
 
 
 class NoJitter(random.Random):

@@ -9,7 +9,6 @@ exec, as a user would.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -30,7 +29,7 @@ from etctl.runtime.objects import KubeObject
 from etctl.runtime.resources import EVENTS, PODS, Resource
 from etctl.testing import ApiServer, KubeletConfig
 from tests.common._operator import condition_of, job_operator
-from tests.runtime._realtime import client_of, eventually
+from tests.runtime._realtime import client_of, eventually, run_manager
 
 NS = "default"
 JOB = "elastic-training"
@@ -142,17 +141,9 @@ async def cluster(tmp_path: Path, *, gpus: int = 8, nodes: int = 2) -> AsyncIter
 async def operator(
     env: Cluster, plugin: TrainingJobPlugin | None = None, **options: Any
 ) -> AsyncIterator[Manager]:
-    """The operator (one Manager process) running until the block ends.
-
-    A failure of the manager is raised out of the block (through its task group).
-    """
+    """The operator (one Manager process) running until the block ends; its failure is raised."""
     op = job_operator(
         env.client, env.clock, plugin or TrainingJobPlugin(), settings=JobSettings(), **options
     )
-    async with asyncio.TaskGroup() as group:
-        task = group.create_task(op.manager.run(), name="test:operator")
-        try:
-            yield op.manager
-        finally:
-            op.manager.stop()
-            await asyncio.wait_for(asyncio.shield(task), timeout=10)
+    async with run_manager(op.manager) as manager:
+        yield manager
