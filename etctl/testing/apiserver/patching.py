@@ -32,7 +32,7 @@ from etctl.testing.apiserver.patch import (
     apply_merge_patch,
     apply_strategic_merge_patch,
 )
-from etctl.testing.apiserver.registry import ResourceInfo
+from etctl.testing.apiserver.registry import ResourceInfo, with_api_version
 
 if TYPE_CHECKING:
     from etctl.testing.apiserver.storage import Storage, WriteOptions
@@ -190,11 +190,7 @@ def patch_object(
     if subresource == "scale":
         base: KubeObject = storage.get_scale(info, version, name, namespace=namespace)
     else:
-        base = (
-            existing
-            if existing.get("apiVersion") == api_version
-            else {**existing, "apiVersion": api_version}
-        )
+        base = with_api_version(existing, api_version)
     try:
         if patch_type == JSON_PATCH:
             patched = apply_json_patch(base, patch)
@@ -207,19 +203,17 @@ def patch_object(
     if not isinstance(patched, Mapping):
         raise st.bad_request("the patched object is not a JSON object")
     patched = copy.deepcopy(dict(patched))
-    meta = patched.get("metadata")
-    if isinstance(meta, dict) and not meta.get("resourceVersion"):
-        meta["resourceVersion"] = (existing.get("metadata") or {}).get("resourceVersion")
-    return storage.write_patched(
+    return _write_over(
+        storage,
         info,
         version,
         name,
-        existing,
-        patched,
+        existing=existing,
+        result=patched,
         namespace=namespace,
         subresource=subresource,
         options=options,
-    ), False
+    )
 
 
 def _apply(
@@ -238,13 +232,7 @@ def _apply(
     if not isinstance(applied, Mapping):
         raise st.bad_request("the applied configuration is not an object")
     api_version = info.api_version(version)
-    live = None
-    if existing is not None:
-        live = (
-            existing
-            if existing.get("apiVersion") == api_version
-            else {**existing, "apiVersion": api_version}
-        )
+    live = None if existing is None else with_api_version(existing, api_version)
     schema = _schema(info, version)
 
     def apply(forced: bool) -> KubeObject:
@@ -283,16 +271,48 @@ def _apply(
             )
         meta.pop("resourceVersion", None)
         return storage.create_in(info, version, merged, namespace=namespace, options=options), True
-    meta = merged.setdefault("metadata", {})
-    if not meta.get("resourceVersion"):
+    merged.setdefault("metadata", {})
+    return _write_over(
+        storage,
+        info,
+        version,
+        name,
+        existing=existing,
+        result=merged,
+        namespace=namespace,
+        subresource=subresource,
+        options=options,
+    )
+
+
+def _write_over(
+    storage: Storage,
+    info: ResourceInfo,
+    version: str,
+    name: str,
+    *,
+    existing: KubeObject,
+    result: dict[str, Any],
+    namespace: str,
+    subresource: str,
+    options: WriteOptions,
+) -> tuple[KubeObject, bool]:
+    """Write a patch's result (owned by the caller) over ``existing``: never a create.
+
+    A result without ``metadata.resourceVersion`` takes the existing one, so a patch is not an
+    unconditional update in disguise but is checked against what it was computed from.
+    """
+    meta = result.get("metadata")
+    if isinstance(meta, dict) and not meta.get("resourceVersion"):
         meta["resourceVersion"] = (existing.get("metadata") or {}).get("resourceVersion")
-    return storage.write_patched(
+    written = storage.write_patched(
         info,
         version,
         name,
         existing,
-        merged,
+        result,
         namespace=namespace,
         subresource=subresource,
         options=options,
-    ), False
+    )
+    return written, False
