@@ -169,28 +169,68 @@ def patch_object(
     if patch_type not in accepted_types(info):
         raise st.unsupported_media_type(accepted_types(info))
     _check_options(patch_type, options, force)
-    api_version = info.api_version(version)
     key_ns = namespace if info.namespaced else ""
     existing = storage.store.get(info.key, storage._key(info, key_ns, name))
     if patch_type == APPLY:
-        return _apply(
+        result = _applied(
+            storage, info, version, patch, live=existing, options=options, force=force
+        )
+        if existing is None:
+            if subresource:
+                raise st.not_found(info.group, info.plural, name)
+            created = _create_applied(
+                storage, info, version, name, result, namespace=namespace, options=options
+            )
+            return created, True
+    elif existing is None:
+        raise st.not_found(info.group, info.plural, name)
+    else:
+        result = _patched(
             storage,
             info,
             version,
             name,
             patch,
+            patch_type=patch_type,
             existing=existing,
             namespace=namespace,
             subresource=subresource,
-            options=options,
-            force=force,
         )
-    if existing is None:
-        raise st.not_found(info.group, info.plural, name)
+    # Without a resourceVersion of its own, the result is checked against the object it was
+    # computed from: a patch is never an unconditional update in disguise.
+    meta = result.get("metadata")
+    if isinstance(meta, dict) and not meta.get("resourceVersion"):
+        meta["resourceVersion"] = (existing.get("metadata") or {}).get("resourceVersion")
+    written = storage.write_patched(
+        info,
+        version,
+        name,
+        existing,
+        result,
+        namespace=namespace,
+        subresource=subresource,
+        options=options,
+    )
+    return written, False
+
+
+def _patched(
+    storage: Storage,
+    info: ResourceInfo,
+    version: str,
+    name: str,
+    patch: Any,
+    *,
+    patch_type: str,
+    existing: KubeObject,
+    namespace: str,
+    subresource: str,
+) -> dict[str, Any]:
+    """A JSON, merge or strategic merge patch applied to the object (or its Scale); a copy."""
     if subresource == "scale":
         base: KubeObject = storage.get_scale(info, version, name, namespace=namespace)
     else:
-        base = with_api_version(existing, api_version)
+        base = with_api_version(existing, info.api_version(version))
     try:
         if patch_type == JSON_PATCH:
             patched = apply_json_patch(base, patch)
@@ -202,37 +242,28 @@ def patch_object(
         raise _patch_error(error) from error
     if not isinstance(patched, Mapping):
         raise st.bad_request("the patched object is not a JSON object")
-    patched = copy.deepcopy(dict(patched))
-    return _write_over(
-        storage,
-        info,
-        version,
-        name,
-        existing=existing,
-        result=patched,
-        namespace=namespace,
-        subresource=subresource,
-        options=options,
-    )
+    return copy.deepcopy(dict(patched))
 
 
-def _apply(
+def _applied(
     storage: Storage,
     info: ResourceInfo,
     version: str,
-    name: str,
     applied: Any,
     *,
-    existing: KubeObject | None,
-    namespace: str,
-    subresource: str,
+    live: KubeObject | None,
     options: WriteOptions,
     force: bool,
-) -> tuple[KubeObject, bool]:
+) -> dict[str, Any]:
+    """Server-side apply of ``applied`` onto the live object (None: nothing yet); a copy.
+
+    A conflict that only the upgrade of a client-side-applied object causes is forced through,
+    as the real server does; any other conflict is refused unless ``force`` is set.
+    """
     if not isinstance(applied, Mapping):
         raise st.bad_request("the applied configuration is not an object")
-    api_version = info.api_version(version)
-    live = None if existing is None else with_api_version(existing, api_version)
+    if live is not None:
+        live = with_api_version(live, info.api_version(version))
     schema = _schema(info, version)
 
     def apply(forced: bool) -> KubeObject:
@@ -258,61 +289,28 @@ def _apply(
         raise _apply_conflict(error) from error
     except PatchError as error:
         raise _patch_error(error) from error
-    merged = copy.deepcopy(dict(merged))
+    result = copy.deepcopy(dict(merged))
+    result.setdefault("metadata", {})
     options.applying = True
-    if existing is None:
-        if subresource:
-            raise st.not_found(info.group, info.plural, name)
-        meta = merged.setdefault("metadata", {})
-        if str(meta.get("name") or "") != name:
-            got = meta.get("name") or ""
-            raise st.bad_request(
-                f"the name of the object ({got}) does not match the name on the URL ({name})"
-            )
-        meta.pop("resourceVersion", None)
-        return storage.create_in(info, version, merged, namespace=namespace, options=options), True
-    merged.setdefault("metadata", {})
-    return _write_over(
-        storage,
-        info,
-        version,
-        name,
-        existing=existing,
-        result=merged,
-        namespace=namespace,
-        subresource=subresource,
-        options=options,
-    )
+    return result
 
 
-def _write_over(
+def _create_applied(
     storage: Storage,
     info: ResourceInfo,
     version: str,
     name: str,
-    *,
-    existing: KubeObject,
     result: dict[str, Any],
+    *,
     namespace: str,
-    subresource: str,
     options: WriteOptions,
-) -> tuple[KubeObject, bool]:
-    """Write a patch's result (owned by the caller) over ``existing``: never a create.
-
-    A result without ``metadata.resourceVersion`` takes the existing one, so a patch is not an
-    unconditional update in disguise but is checked against what it was computed from.
-    """
-    meta = result.get("metadata")
-    if isinstance(meta, dict) and not meta.get("resourceVersion"):
-        meta["resourceVersion"] = (existing.get("metadata") or {}).get("resourceVersion")
-    written = storage.write_patched(
-        info,
-        version,
-        name,
-        existing,
-        result,
-        namespace=namespace,
-        subresource=subresource,
-        options=options,
-    )
-    return written, False
+) -> KubeObject:
+    """Create the object an apply describes (its name must be the URL's)."""
+    meta = result["metadata"]
+    if str(meta.get("name") or "") != name:
+        got = meta.get("name") or ""
+        raise st.bad_request(
+            f"the name of the object ({got}) does not match the name on the URL ({name})"
+        )
+    meta.pop("resourceVersion", None)
+    return storage.create_in(info, version, result, namespace=namespace, options=options)

@@ -180,14 +180,15 @@ def update_object(
         existing = storage._load(info, namespace, name)
         body = copy.deepcopy(dict(body))
         admission.check_name(body, name, namespace)
-        return _write_scale(
+        return write_patched(
             storage,
             info,
             version,
             name,
             existing=existing,
-            scale=body,
+            patched=body,
             namespace=namespace,
+            subresource=subresource,
             options=opts,
         )
     obj = _admit_update(storage, info, version, name, body, namespace=namespace, options=opts)
@@ -209,19 +210,20 @@ def write_patched(
     subresource: str = "",
     options: WriteOptions,
 ) -> KubeObject:
-    """Write the result of a patch of ``existing`` (the update path, after the patch)."""
+    """Write the result of a patch of ``existing`` (the update path, after the patch).
+
+    On ``scale`` the result is a Scale: a ``resourceVersion`` in it must be the object's (409
+    otherwise), its replicas are written onto the object and the Scale is read back.
+    """
     _check_subresource(info, version, subresource)
     if subresource == "scale":
-        return _write_scale(
-            storage,
-            info,
-            version,
-            name,
-            existing=existing,
-            scale=patched,
-            namespace=namespace,
-            options=options,
-        )
+        spec = _scale_spec(storage, info, version)
+        scale_rv = str(_meta(patched).get("resourceVersion") or "")
+        if scale_rv and scale_rv != str(_meta(existing).get("resourceVersion")):
+            raise st.stale_conflict(info.group, info.plural, name)
+        new = from_scale(with_api_version(existing, info.api_version(version)), patched, spec)
+        update_existing(storage, info, version, existing, new, subresource="", options=options)
+        return get_scale(storage, info, version, name, namespace=namespace)
     obj = _admit_update(storage, info, version, name, patched, namespace=namespace, options=options)
     return update_existing(
         storage, info, version, existing, obj, subresource=subresource, options=options
@@ -243,30 +245,6 @@ def _admit_update(
     admission.check_name(obj, name, namespace if info.namespaced else "")
     admission.admit_namespace(storage, info, namespace, name, creating=False)
     return obj
-
-
-def _write_scale(
-    storage: Storage,
-    info: ResourceInfo,
-    version: str,
-    name: str,
-    *,
-    existing: KubeObject,
-    scale: Mapping[str, Any],
-    namespace: str,
-    options: WriteOptions,
-) -> KubeObject:
-    """Write a new Scale onto ``existing``; returns the Scale as it now reads.
-
-    A ``resourceVersion`` in the Scale must be the object's (409 otherwise).
-    """
-    spec = _scale_spec(storage, info, version)
-    scale_rv = str(_meta(scale).get("resourceVersion") or "")
-    if scale_rv and scale_rv != str(_meta(existing).get("resourceVersion")):
-        raise st.stale_conflict(info.group, info.plural, name)
-    new = from_scale(with_api_version(existing, info.api_version(version)), scale, spec)
-    update_existing(storage, info, version, existing, new, subresource="", options=options)
-    return get_scale(storage, info, version, name, namespace=namespace)
 
 
 def _check_subresource(info: ResourceInfo, version: str, subresource: str) -> None:
