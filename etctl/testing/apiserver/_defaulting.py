@@ -57,6 +57,14 @@ def _each(value: list[Any], change: Callable[[Any], Any]) -> list[Any]:
     return value if all(a is b for a, b in zip(changed, value, strict=True)) else changed
 
 
+def _each_item(value: list[Any], schema: Schema, change: Callable[[Any, Schema], Any]) -> list[Any]:
+    """``change(item, items schema)`` on every item; ``value`` itself without an items schema."""
+    items = schema.get("items")
+    if not isinstance(items, Mapping):
+        return value
+    return _each(value, lambda v: change(v, items))
+
+
 def _prune(value: Any, schema: Schema | None) -> Any:
     if schema is not None and schema.get("x-kubernetes-preserve-unknown-fields"):
         return _prune_known(value, schema)
@@ -75,10 +83,7 @@ def _prune_known(value: Any, schema: Schema) -> Any:
     if isinstance(value, dict):
         return _prune_members(value, schema, keep_unknown=True)
     if isinstance(value, list):
-        items = schema.get("items")
-        if not isinstance(items, Mapping):
-            return value
-        return _each(value, lambda v: _prune_known(v, items))
+        return _each_item(value, schema, _prune_known)
     return value
 
 
@@ -145,10 +150,7 @@ def _drop_nulls(value: Any, schema: Schema | None) -> Any:
                 edit.replace(key, _drop_nulls(item, sub), item)
         return edit.current
     if isinstance(value, list):
-        items = schema.get("items")
-        if not isinstance(items, Mapping):
-            return value
-        return _each(value, lambda v: _drop_nulls(v, items))
+        return _each_item(value, schema, _drop_nulls)
     return value
 
 
@@ -158,10 +160,9 @@ def _default(value: Any, schema: Schema | None) -> Any:
     if isinstance(value, dict):
         return _default_map(value, schema)
     if isinstance(value, list):
-        items = schema.get("items")
-        if not isinstance(items, Mapping):
-            return value
-        return _each(value, lambda v: _default(_defaulted_null(v, items), items))
+        return _each_item(
+            value, schema, lambda v, items: _default(_defaulted_null(v, items), items)
+        )
     return value
 
 

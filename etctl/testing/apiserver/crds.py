@@ -222,24 +222,13 @@ class CRDStrategy(Strategy):
 
     def _validate_scale(self, path: str, scale: Mapping[str, Any]) -> list[Cause]:
         causes = []
-        spec_path = str(scale.get("specReplicasPath") or "")
-        status_path = str(scale.get("statusReplicasPath") or "")
-        if not spec_path:
-            causes.append(required_cause(f"{path}.specReplicasPath"))
-        elif not spec_path.startswith(".spec."):
-            causes.append(
-                invalid_cause(
-                    f"{path}.specReplicasPath", spec_path, "should be a json path under .spec"
-                )
-            )
-        if not status_path:
-            causes.append(required_cause(f"{path}.statusReplicasPath"))
-        elif not status_path.startswith(".status."):
-            causes.append(
-                invalid_cause(
-                    f"{path}.statusReplicasPath", status_path, "should be a json path under .status"
-                )
-            )
+        for key, under in (("specReplicasPath", "spec"), ("statusReplicasPath", "status")):
+            replicas = str(scale.get(key) or "")
+            if not replicas:
+                causes.append(required_cause(f"{path}.{key}"))
+            elif not replicas.startswith(f".{under}."):
+                detail = f"should be a json path under .{under}"
+                causes.append(invalid_cause(f"{path}.{key}", replicas, detail))
         selector = str(scale.get("labelSelectorPath") or "")
         if selector and not selector.startswith((".spec.", ".status.")):
             causes.append(
