@@ -53,7 +53,7 @@ from etctl.errors import EtctlError
 from etctl.jobs.trainingjob.api import TRAININGJOBS
 from etctl.runtime.client import Client, ClientOptions
 from etctl.runtime.objects import KubeObject
-from etctl.runtime.resources import EVENTS
+from etctl.runtime.resources import EVENTS, Resource
 
 __all__ = ["DEMO_STEPS", "run_demo"]
 
@@ -164,22 +164,16 @@ class _Demo:
         self.t.step(f"Scale out by {SCALE_OUT_BY} with a ScaleOut")
         self.t.hint(f"kubectl apply -f scale-out.yaml   # spec.toAdd.count: {SCALE_OUT_BY}")
         before = len(_job(self.observer.last).members)
-        await self.client.create(SCALEOUTS, scaleout_manifest(SCALE_OUT_BY), namespace=NAMESPACE)
-        key = f"scaleout/{SCALE_OUT}"
-        seen = await self._scaled(key, before + SCALE_OUT_BY)
-        added = seen.scalers[key].chosen
-        await self._new_hostfile(_job(seen).members)
+        manifest = scaleout_manifest(SCALE_OUT_BY)
+        added = await self._apply_scaler(SCALEOUTS, manifest, before + SCALE_OUT_BY)
         self.t.done(f"{before + SCALE_OUT_BY} workers: added {', '.join(added)}")
 
     async def scale_in(self) -> None:
         self.t.step(f"Scale in by {SCALE_IN_BY} with a ScaleIn")
         self.t.hint(f"kubectl apply -f scale-in.yaml   # spec.toDelete.count: {SCALE_IN_BY}")
         before = len(_job(self.observer.last).members)
-        await self.client.create(SCALEINS, scalein_manifest(SCALE_IN_BY), namespace=NAMESPACE)
-        key = f"scalein/{SCALE_IN}"
-        seen = await self._scaled(key, before - SCALE_IN_BY)
-        removed = seen.scalers[key].chosen
-        await self._new_hostfile(_job(seen).members)
+        manifest = scalein_manifest(SCALE_IN_BY)
+        removed = await self._apply_scaler(SCALEINS, manifest, before - SCALE_IN_BY)
         self.t.done(
             f"{before - SCALE_IN_BY} workers: the operator chose {', '.join(removed)} "
             "(the highest index goes first)"
@@ -250,6 +244,20 @@ class _Demo:
             return (True if self.observer.feed.synced else None), "the first lists are not done"
 
         await self.observer.poll("the watches to start", listed, timeout=self.timeout)
+
+    async def _apply_scaler(
+        self, res: Resource, manifest: KubeObject, size: int
+    ) -> tuple[str, ...]:
+        """Create a scaler, wait until the job has ``size`` workers and show the new hostfile.
+
+        Returns:
+            The workers the scaler added or removed.
+        """
+        await self.client.create(res, manifest, namespace=NAMESPACE)
+        key = f"{res.kind.lower()}/{manifest['metadata']['name']}"
+        seen = await self._scaled(key, size)
+        await self._new_hostfile(_job(seen).members)
+        return seen.scalers[key].chosen
 
     async def _scaled(self, key: str, size: int) -> Snapshot:
         def finished(seen: Snapshot) -> bool:

@@ -17,6 +17,7 @@ from typing import Any
 from etctl.cli.render import DEFAULT_IMAGE, ManifestOptions, render, render_stream
 from etctl.cli.settings import GANG_SCHEDULERS
 from etctl.cli.values import parse_list, parse_namespace
+from etctl.common.generated import check_files, write_files
 from etctl.common.registry import discover
 from etctl.errors import ConfigError
 
@@ -72,29 +73,19 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
 
 def write(out_dir: Path, files: dict[str, str]) -> list[Path]:
     """Write ``files`` (relative path -> text) under ``out_dir``; returns the paths written."""
-    written = []
-    for relative, text in files.items():
-        path = out_dir / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        written.append(path)
-    return written
+    return write_files(out_dir, files)
 
 
 def check(out_dir: Path, files: dict[str, str]) -> list[str]:
     """How ``out_dir`` differs from ``files``: missing, changed and stale generated files."""
-    problems = []
-    for relative, text in files.items():
-        path = out_dir / relative
-        if not path.exists():
-            problems.append(f"{path}: missing")
-        elif path.read_text(encoding="utf-8") != text:
-            problems.append(f"{path}: differs from the rendered manifest")
-    for path in sorted(out_dir.rglob("*.yaml")) if out_dir.is_dir() else []:
-        relative = path.relative_to(out_dir).as_posix()
-        if relative not in files and path.read_text(encoding="utf-8").startswith(_GENERATED):
-            problems.append(f"{path}: generated once, no longer rendered")
-    return problems
+    return check_files(
+        out_dir,
+        files,
+        header=_GENERATED,
+        pattern="**/*.yaml",
+        differs="differs from the rendered manifest",
+        stale="generated once, no longer rendered",
+    )
 
 
 def command(args: argparse.Namespace) -> int:

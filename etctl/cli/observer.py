@@ -109,6 +109,21 @@ class Observer:
         if await self.feed.wait(seconds):
             self.catch_up()
 
+    async def _wait_more(
+        self, what: str, deadline: float, timeout: float, why: str, step: float
+    ) -> None:
+        """Wait up to ``step`` seconds more, or fail the wait once ``deadline`` has passed.
+
+        Raises:
+            StepFailed: the deadline passed; the message says what was awaited and ``why``.
+        """
+        remaining = deadline - self._clock.monotonic()
+        if remaining <= 0:
+            msg = f"{what}: not done after {timeout:g}s ({why})"
+            raise StepFailed(msg)
+        self.timeline.waiting(what)
+        await self._pause(min(remaining, step))
+
     async def until(
         self, what: str, done: Callable[[Snapshot], bool], *, timeout: float
     ) -> Snapshot:
@@ -127,12 +142,7 @@ class Observer:
             state = self.catch_up()
             if done(state):
                 return state
-            remaining = deadline - self._clock.monotonic()
-            if remaining <= 0:
-                msg = f"{what}: not done after {timeout:g}s ({describe(state)})"
-                raise StepFailed(msg)
-            self.timeline.waiting(what)
-            await self._pause(min(remaining, self._spin))
+            await self._wait_more(what, deadline, timeout, describe(state), self._spin)
 
     async def poll(
         self,
@@ -162,12 +172,7 @@ class Observer:
                 result, problem = None, f"a request failed: {exc}"
             if result is not None:
                 return result
-            remaining = deadline - self._clock.monotonic()
-            if remaining <= 0:
-                msg = f"{what}: not done after {timeout:g}s ({problem})"
-                raise StepFailed(msg)
-            self.timeline.waiting(what)
-            await self._pause(min(remaining, self._poll))
+            await self._wait_more(what, deadline, timeout, problem, self._poll)
 
     async def read_hostfile(self, launcher: str) -> str:
         """The launcher's hostfile, read with ``cat`` through ``pods/exec``.

@@ -33,7 +33,7 @@ from etctl.common.slots import is_terminating
 from etctl.common.tracking import child_key
 from etctl.errors import EtctlError
 from etctl.runtime import objects
-from etctl.runtime.objects import KubeObject, ObjectView
+from etctl.runtime.objects import KubeObject
 
 __all__ = ["ExtraObjectSync", "drift"]
 
@@ -138,14 +138,7 @@ class ExtraObjectSync(Generic[JobT]):
             rnd.extras.setdefault(item.resource, []).append(created)
 
     def _foreign(self, rnd: Round[JobT], item: DesiredObject) -> bool:
-        existing: ObjectView | None = self._reader.get(item.resource, item.name, rnd.namespace)
-        if existing is None or objects.controller_ref(existing) == rnd.uid:
-            return False
-        self._control.recorder.event(
-            rnd.raw,
-            "Warning",
-            "ErrResourceExists",
-            f"{item.resource.kind.lower()} {item.name} already exists and is not controlled by "
-            f"{rnd.kind} {rnd.name}; it is left alone",
+        owner = f"{rnd.kind} {rnd.name}"
+        return self._control.name_taken(
+            self._reader, rnd.raw, item.resource, item.name, owner=owner
         )
-        return True

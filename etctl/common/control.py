@@ -12,6 +12,8 @@ call order the expectations need (:mod:`etctl.runtime.expectations`):
   precondition lowers it (the object is already gone); other errors lower it, record
   ``FailedDelete<Kind>`` and propagate.
 * **patch**: a merge patch, with a ``SuccessfulUpdate<Kind>`` event.
+* **a name taken** by an object the job does not control: the object is left alone and nothing is
+  created in its place; an ``ErrResourceExists`` Warning event says so.
 
 Successful writes record ``SuccessfulCreate<Kind>`` / ``SuccessfulDelete<Kind>`` Normal events on
 the job (``SuccessfulCreatePod: Created pod: tf-worker-0``), kubeflow's vocabulary.
@@ -153,6 +155,30 @@ class ChildControl:
             raise
         self._event(job, "Normal", f"SuccessfulUpdate{res.kind}", f"Updated {_noun(res)}: {name}")
         return patched
+
+    def name_taken(
+        self, reader: ChildReader, job: ObjectView, res: Resource, name: str, *, owner: str
+    ) -> bool:
+        """Whether the cache holds a ``res`` named ``name`` that ``job`` does not control.
+
+        Such an object is left alone and nothing is created in its place: an
+        ``ErrResourceExists`` Warning on the job (kubeflow's) says so.
+
+        Args:
+            reader: the cache.
+            job: the job that wants the name (its namespace and uid).
+            res: the child's resource.
+            name: the child's name.
+            owner: the job in words (``TFJob train``).
+        """
+        existing = reader.get(res, name, objects.namespace(job))
+        if existing is None or objects.controller_ref(existing) == objects.uid(job):
+            return False
+        message = (
+            f"{_noun(res)} {name} already exists and is not controlled by {owner}; it is left alone"
+        )
+        self._event(job, "Warning", "ErrResourceExists", message)
+        return True
 
     def _lower_creation(self, key: str | None) -> None:
         if key is not None:

@@ -229,17 +229,8 @@ class ReplicaSync(Generic[JobT]):
         return False
 
     def _may_create(self, rnd: Round[JobT], ref: ReplicaRef) -> bool:
-        existing = self._reader.get(PODS, ref.name, rnd.namespace)
-        if existing is None or objects.controller_ref(existing) == rnd.uid:
-            return True
-        self._control.recorder.event(
-            rnd.raw,
-            "Warning",
-            "ErrResourceExists",
-            f"pod {ref.name} already exists and is not controlled by {rnd.kind} {rnd.name}; "
-            "it is left alone",
-        )
-        return False
+        owner = f"{rnd.kind} {rnd.name}"
+        return not self._control.name_taken(self._reader, rnd.raw, PODS, ref.name, owner=owner)
 
     def _build(
         self, rnd: Round[JobT], ref: ReplicaRef, spec: ReplicaSpec, state: JobState[JobT]
@@ -316,17 +307,8 @@ class ReplicaSync(Generic[JobT]):
                 rnd.service_created(created)
 
     def _may_create_service(self, rnd: Round[JobT], name: str) -> bool:
-        existing = self._reader.get(SERVICES, name, rnd.namespace)
-        if existing is None or objects.controller_ref(existing) == rnd.uid:
-            return True
-        self._control.recorder.event(
-            rnd.raw,
-            "Warning",
-            "ErrResourceExists",
-            f"service {name} already exists and is not controlled by {rnd.kind} {rnd.name}; "
-            "it is left alone",
-        )
-        return False
+        owner = f"{rnd.kind} {rnd.name}"
+        return not self._control.name_taken(self._reader, rnd.raw, SERVICES, name, owner=owner)
 
 
 def _restarting(rnd: Round[Any], rtype: str) -> ConditionChange:

@@ -3,10 +3,8 @@
 **Reading.** The job is read from the informer cache. Right after the controller wrote a job's
 status, the cache may still hold the version before that write; acting on it would repeat
 decisions the write recorded (a restart counted twice, a condition set twice). So
-:class:`JobWriter` remembers the ``resourceVersion`` each status write returned, and while the
-cached job is not that version it reads the job from the API server instead. The memory is
-dropped as soon as the cache holds the written version, or holds the same version the server
-returned (it caught up, or someone wrote after us and the cache has it).
+:class:`JobWriter` reads through :class:`~etctl.common.recent_writes.RecentWrites`: while the
+cached job is not the version a status write returned, the job is read from the API server.
 
 **Writing.** The status is written as one merge patch to the ``/status`` subresource carrying the
 ``resourceVersion`` the reconcile read, so it applies only to the version that was judged. A
@@ -37,6 +35,7 @@ from typing import Any
 from etctl.common import jobmetrics
 from etctl.common.api import ConditionStatus, JobCondition, JobConditionType
 from etctl.common.control import ChildReader, Recorder
+from etctl.common.recent_writes import RecentWrites
 from etctl.common.status import StatusDelta, parse_status, status_patch, stored_status
 from etctl.errors import Conflict, NotFound
 from etctl.log import get_logger
@@ -77,36 +76,16 @@ class JobWriter:
     ) -> None:
         self._resource = resource
         self._client = client
-        self._reader = reader
         self._recorder = recorder
-        self._written: dict[str, str] = {}
+        self._recent = RecentWrites(client, reader)
 
     async def read(self, request: Request) -> ObjectView | None:
         """The job, from the cache unless the cache is behind this controller's last write."""
-        key = str(request)
-        cached = self._reader.get(self._resource, request.name, request.namespace)
-        written = self._written.get(key)
-        if written is None:
-            return cached
-        if cached is not None and objects.resource_version(cached) == written:
-            del self._written[key]
-            return cached
-        try:
-            fresh = await self._client.get(
-                self._resource, request.name, namespace=request.namespace
-            )
-        except NotFound:
-            self._written.pop(key, None)
-            return None
-        if cached is not None and objects.resource_version(cached) == objects.resource_version(
-            fresh
-        ):
-            del self._written[key]
-        return fresh
+        return await self._recent.read(self._resource, request.namespace, request.name)
 
     def forget(self, request: Request) -> None:
         """Drop what is remembered about a job that is gone."""
-        self._written.pop(str(request), None)
+        self._recent.forget(self._resource, request.namespace, request.name)
 
     async def fresh(self, job: ObjectView) -> ObjectView | None:
         """The job as the API server has it now (None when gone or replaced by another uid)."""
@@ -134,7 +113,7 @@ class JobWriter:
             return None
         except NotFound:
             return None
-        self._written[f"{namespace}/{name}"] = objects.resource_version(stored)
+        self._recent.remember(self._resource, stored)
         return stored
 
     async def record(

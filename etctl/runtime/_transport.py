@@ -40,6 +40,10 @@ Query = Sequence[tuple[str, str]]
 """Query parameters in order; a key may repeat (exec's ``command``)."""
 
 _AUTH = ["BearerToken"]
+_NOT_CONNECTED = (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError)
+"""Failures before the request left: the server never saw it."""
+_NO_ANSWER = (aiohttp.ClientError, TimeoutError, OSError)
+"""Every failure to get an HTTP answer (the connection failures included)."""
 _ERROR_BODY_LIMIT = 64 * 1024
 
 
@@ -119,6 +123,13 @@ class Transport:
         """Record one attempt in ``rest_client_requests_total``."""
         REST_CLIENT_REQUESTS.labels(code=str(code), method=method, host=self.host).inc()
 
+    def _unanswered(self, exc: BaseException, what: str, method: str) -> TransportError:
+        """Count an attempt that got no HTTP answer; the error saying whether it was sent."""
+        self.count("<error>", method)
+        if isinstance(exc, _NOT_CONNECTED):
+            return RequestNotSent(f"{what}: cannot connect to {self.host}: {exc}")
+        return TransportError(f"{what}: no answer from {self.host}: {exc!r}")
+
     async def request(
         self,
         method: str,
@@ -152,14 +163,8 @@ class Transport:
             )
             async with response:
                 data = await response.read()
-        except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError) as exc:
-            self.count("<error>", method)
-            msg = f"{method} {path}: cannot connect to {self.host}: {exc}"
-            raise RequestNotSent(msg) from exc
-        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-            self.count("<error>", method)
-            msg = f"{method} {path}: no answer from {self.host}: {exc!r}"
-            raise TransportError(msg) from exc
+        except _NO_ANSWER as exc:
+            raise self._unanswered(exc, f"{method} {path}", method) from exc
         self.count(response.status, method)
         return RawResponse(response.status, response.headers, data)
 
@@ -183,14 +188,8 @@ class Transport:
                 _preload_content=False,
                 _request_timeout=timeout,
             )
-        except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError) as exc:
-            self.count("<error>", "GET")
-            msg = f"WATCH {path}: cannot connect to {self.host}: {exc}"
-            raise RequestNotSent(msg) from exc
-        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-            self.count("<error>", "GET")
-            msg = f"WATCH {path}: no answer from {self.host}: {exc!r}"
-            raise TransportError(msg) from exc
+        except _NO_ANSWER as exc:
+            raise self._unanswered(exc, f"WATCH {path}", "GET") from exc
         self.count(response.status, "GET")
         if response.status == 200:
             return response
@@ -236,14 +235,8 @@ class Transport:
             # aiohttp drops the body of a refused upgrade, so the Status message is lost.
             message = f"{path}: the server refused the websocket upgrade (HTTP {exc.status})"
             raise api_error_from_status(exc.status, {"message": message}) from exc
-        except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError) as exc:
-            self.count("<error>", "GET")
-            msg = f"exec {path}: cannot connect to {self.host}: {exc}"
-            raise RequestNotSent(msg) from exc
-        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-            self.count("<error>", "GET")
-            msg = f"exec {path}: no answer from {self.host}: {exc!r}"
-            raise TransportError(msg) from exc
+        except _NO_ANSWER as exc:
+            raise self._unanswered(exc, f"exec {path}", "GET") from exc
         self.count(101, "GET")
         return ws
 

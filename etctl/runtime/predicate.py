@@ -21,7 +21,7 @@ All of them pass creates and deletes. :func:`predicate_func` builds one from pla
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Protocol, runtime_checkable
 
 from etctl.runtime import objects
@@ -147,36 +147,25 @@ def predicate_func(
     return _Funcs(create, update, delete)
 
 
-class _And:
-    __slots__ = ("_predicates",)
+class _Joined:
+    """Predicates joined by ``all`` (and) or ``any`` (or), short-circuiting in order."""
 
-    def __init__(self, predicates: tuple[Predicate, ...]) -> None:
+    __slots__ = ("_join", "_predicates")
+
+    def __init__(
+        self, predicates: tuple[Predicate, ...], join: Callable[[Iterable[bool]], bool]
+    ) -> None:
         self._predicates = predicates
+        self._join = join
 
     def create(self, event: CreateEvent) -> bool:
-        return all(p.create(event) for p in self._predicates)
+        return self._join(p.create(event) for p in self._predicates)
 
     def update(self, event: UpdateEvent) -> bool:
-        return all(p.update(event) for p in self._predicates)
+        return self._join(p.update(event) for p in self._predicates)
 
     def delete(self, event: DeleteEvent) -> bool:
-        return all(p.delete(event) for p in self._predicates)
-
-
-class _Or:
-    __slots__ = ("_predicates",)
-
-    def __init__(self, predicates: tuple[Predicate, ...]) -> None:
-        self._predicates = predicates
-
-    def create(self, event: CreateEvent) -> bool:
-        return any(p.create(event) for p in self._predicates)
-
-    def update(self, event: UpdateEvent) -> bool:
-        return any(p.update(event) for p in self._predicates)
-
-    def delete(self, event: DeleteEvent) -> bool:
-        return any(p.delete(event) for p in self._predicates)
+        return self._join(p.delete(event) for p in self._predicates)
 
 
 class _Not:
@@ -197,12 +186,12 @@ class _Not:
 
 def and_(*predicates: Predicate) -> Predicate:
     """Passes an event only if every predicate passes it (short-circuits in order)."""
-    return _And(predicates)
+    return _Joined(predicates, all)
 
 
 def or_(*predicates: Predicate) -> Predicate:
     """Passes an event if any predicate passes it (short-circuits in order)."""
-    return _Or(predicates)
+    return _Joined(predicates, any)
 
 
 def not_(predicate: Predicate) -> Predicate:

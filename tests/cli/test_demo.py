@@ -17,7 +17,7 @@ from etctl.cli.embedded import Sandbox, run_sandbox
 from etctl.cli.sandbox_options import DemoOptions, SandboxOptions
 from etctl.cli.timeline import Timeline
 from etctl.testing import Behaviour, PodPolicy
-from tests.cli._sandbox_process import sandbox_process
+from tests.cli._process import sandbox_process
 
 QUICK = SandboxOptions(pod_start_delay=0)
 

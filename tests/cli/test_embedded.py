@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import Callable
 from pathlib import Path
 
 import aiohttp
@@ -19,14 +18,6 @@ from etctl.runtime.resources import CRDS, NODES, PODS
 from tests.schema_support import EXAMPLES, load_yaml
 
 QUICK = SandboxOptions(pod_start_delay=0)
-
-
-async def eventually(condition: Callable[[], object], *, timeout: float = 10.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        assert loop.time() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.01)
 
 
 async def get(url: str) -> tuple[int, str]:

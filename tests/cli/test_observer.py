@@ -75,8 +75,12 @@ async def test_until_narrates_each_change_and_returns_the_state_that_held(tmp_pa
     async with watching(tmp_path) as env:
         env.server.storage.create(TRAININGJOBS, trainingjob_manifest(), namespace=NAMESPACE)
         env.server.storage.create(PODS, pod("elastic-mnist-worker-0"), namespace=NAMESPACE)
+        # The job and pod watches are independent streams: wait for both objects, not for
+        # whichever of the two events happens to arrive first.
         seen = await env.observer.until(
-            "the worker", lambda s: "elastic-mnist-worker-0" in s.pods, timeout=5
+            "the job and its worker",
+            lambda s: s.job is not None and "elastic-mnist-worker-0" in s.pods,
+            timeout=5,
         )
         assert seen.job is not None
         text = env.out.getvalue()

@@ -8,8 +8,7 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 import aiohttp
@@ -29,8 +28,8 @@ from etctl.runtime.clock import FakeClock
 from etctl.runtime.resources import LEASES, NAMESPACES, PODS
 from etctl.testing import ApiServer, Fault
 from etctl.testing.apiserver.server import kubeconfig_document
-from tests.common._operator import eventually
-from tests.runtime._realtime import client_of
+from tests.cli._process import etctl_process
+from tests.runtime._realtime import client_of, eventually
 
 # Flags that keep the process off the fixed ports and quick to give up.
 _QUIET = ("--log-format=json", "--log-level=info")
@@ -43,27 +42,9 @@ def free_port() -> int:
         return port
 
 
-@asynccontextmanager
-async def operator_process(*args: str) -> AsyncIterator[asyncio.subprocess.Process]:
+def operator_process(*args: str) -> AbstractAsyncContextManager[asyncio.subprocess.Process]:
     """``etctl run`` as a child process; killed at the end if it is still running."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ETCTL_")}
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "etctl.cli",
-        "run",
-        *_QUIET,
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=env,
-    )
-    try:
-        yield process
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
+    return etctl_process("run", *_QUIET, *args)
 
 
 async def get(url: str) -> tuple[int, str]:

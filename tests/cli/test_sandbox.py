@@ -17,7 +17,7 @@ from etctl.errors import NotFound
 from etctl.jobs.trainingjob.api import TRAININGJOBS
 from etctl.runtime.client import Client
 from etctl.runtime.resources import PODS
-from tests.cli._sandbox_process import SandboxProcess, sandbox_process
+from tests.cli._process import SandboxProcess, sandbox_process
 from tests.schema_support import EXAMPLES, ROOT, load_yaml
 
 LAUNCHER = "elastic-training-launcher"

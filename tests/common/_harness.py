@@ -59,6 +59,29 @@ def simplejob(
     }
 
 
+def pod_status(phase: str, *, exit_code: int | None = None, restarts: int = 0) -> dict[str, Any]:
+    """The status a kubelet reports for a pod of one ``main`` container in ``phase``.
+
+    The container runs, or has terminated with ``exit_code`` when one is given.
+    """
+    state: dict[str, Any] = {"running": {"startedAt": "2026-01-01T00:00:00Z"}}
+    if exit_code is not None:
+        state = {"terminated": {"exitCode": exit_code, "reason": "Error"}}
+    return {
+        "phase": phase,
+        "containerStatuses": [
+            {
+                "name": "main",
+                "image": "busybox",
+                "imageID": "",
+                "ready": phase == "Running",
+                "restartCount": restarts,
+                "state": state,
+            }
+        ],
+    }
+
+
 @dataclass
 class Harness:
     """A job controller, its server, client, clock and cache."""
@@ -102,22 +125,7 @@ class Harness:
         self, name: str, phase: str, *, exit_code: int | None = None, restarts: int = 0
     ) -> None:
         """Play the kubelet: give pod ``name`` a phase (and a terminated container)."""
-        state: dict[str, Any] = {"running": {"startedAt": "2026-01-01T00:00:00Z"}}
-        if exit_code is not None:
-            state = {"terminated": {"exitCode": exit_code, "reason": "Error"}}
-        status = {
-            "phase": phase,
-            "containerStatuses": [
-                {
-                    "name": "main",
-                    "image": "busybox",
-                    "imageID": "",
-                    "ready": phase == "Running",
-                    "restartCount": restarts,
-                    "state": state,
-                }
-            ],
-        }
+        status = pod_status(phase, exit_code=exit_code, restarts=restarts)
         await self.client.patch_status(PODS, name, {"status": status}, namespace=NAMESPACE)
 
     async def events(self, reason: str | None = None) -> list[KubeObject]:
@@ -166,4 +174,4 @@ async def harness(
                 await asyncio.gather(sender, return_exceptions=True)
 
 
-__all__ = ["NAMESPACE", "SIMPLEJOB", "Harness", "harness", "simplejob"]
+__all__ = ["NAMESPACE", "SIMPLEJOB", "Harness", "harness", "pod_status", "simplejob"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
@@ -9,7 +10,7 @@ from etctl.common.gang import SCHEDULER_PLUGINS_PODGROUPS, VOLCANO_PODGROUPS
 from etctl.common.plugin import JobSettings
 from etctl.runtime.resources import PRIORITYCLASSES
 from tests.common._crds import SCHEDULER_PLUGINS_PODGROUP_CRD, VOLCANO_PODGROUP_CRD
-from tests.common._harness import NAMESPACE, harness, simplejob
+from tests.common._harness import NAMESPACE, Harness, harness, simplejob
 
 TEMPLATE: dict[str, Any] = {
     "spec": {
@@ -24,14 +25,30 @@ TEMPLATE: dict[str, Any] = {
 }
 
 
-async def test_volcano_holds_pods_until_the_group_is_admitted(tmp_path: Path) -> None:
-    settings = JobSettings(gang_scheduler="volcano")
-    async with harness(
+def gang_harness(tmp_path: Path, scheduler: str) -> AbstractAsyncContextManager[Harness]:
+    """A harness whose jobs are gang scheduled by ``scheduler``, with its PodGroup CRD loaded."""
+    crd, podgroups = {
+        "volcano": (VOLCANO_PODGROUP_CRD, VOLCANO_PODGROUPS),
+        "scheduler-plugins": (SCHEDULER_PLUGINS_PODGROUP_CRD, SCHEDULER_PLUGINS_PODGROUPS),
+    }[scheduler]
+    return harness(
         tmp_path,
-        settings=settings,
-        crds=(VOLCANO_PODGROUP_CRD,),
-        extra_resources=(VOLCANO_PODGROUPS, PRIORITYCLASSES),
-    ) as h:
+        settings=JobSettings(gang_scheduler=scheduler),
+        crds=(crd,),
+        extra_resources=(podgroups, PRIORITYCLASSES),
+    )
+
+
+async def set_group_phase(h: Harness, name: str, phase: str) -> None:
+    """Play Volcano: move the job's PodGroup to ``phase`` and reconcile the job."""
+    await h.client.patch_status(
+        VOLCANO_PODGROUPS, name, {"status": {"phase": phase}}, namespace=NAMESPACE
+    )
+    await h.step(name)
+
+
+async def test_volcano_holds_pods_until_the_group_is_admitted(tmp_path: Path) -> None:
+    async with gang_harness(tmp_path, "volcano") as h:
         leader_template = {
             "spec": {**TEMPLATE["spec"], "priorityClassName": "urgent"},
         }
@@ -58,15 +75,9 @@ async def test_volcano_holds_pods_until_the_group_is_admitted(tmp_path: Path) ->
         }
         assert group["metadata"]["ownerReferences"][0]["name"] == "gang"
         assert await h.pods() == {}
-        await h.client.patch_status(
-            VOLCANO_PODGROUPS, "gang", {"status": {"phase": "Pending"}}, namespace=NAMESPACE
-        )
-        await h.step("gang")
+        await set_group_phase(h, "gang", "Pending")
         assert await h.pods() == {}
-        await h.client.patch_status(
-            VOLCANO_PODGROUPS, "gang", {"status": {"phase": "Inqueue"}}, namespace=NAMESPACE
-        )
-        await h.step("gang")
+        await set_group_phase(h, "gang", "Inqueue")
         pods = await h.pods()
         assert sorted(pods) == ["gang-worker-0", "gang-worker-1", "gang-worker-2"]
         pod = pods["gang-worker-0"]
@@ -94,13 +105,7 @@ async def test_volcano_holds_pods_until_the_group_is_admitted(tmp_path: Path) ->
 
 
 async def test_scheduler_plugins_creates_pods_at_once(tmp_path: Path) -> None:
-    settings = JobSettings(gang_scheduler="scheduler-plugins")
-    async with harness(
-        tmp_path,
-        settings=settings,
-        crds=(SCHEDULER_PLUGINS_PODGROUP_CRD,),
-        extra_resources=(SCHEDULER_PLUGINS_PODGROUPS, PRIORITYCLASSES),
-    ) as h:
+    async with gang_harness(tmp_path, "scheduler-plugins") as h:
         run_policy = {"schedulingPolicy": {"scheduleTimeoutSeconds": 120}}
         await h.submit(simplejob("gang", workers=2, template=TEMPLATE, run_policy=run_policy))
         await h.step("gang")
@@ -118,13 +123,7 @@ async def test_scheduler_plugins_creates_pods_at_once(tmp_path: Path) -> None:
 
 
 async def test_a_foreign_podgroup_holds_the_job(tmp_path: Path) -> None:
-    settings = JobSettings(gang_scheduler="scheduler-plugins")
-    async with harness(
-        tmp_path,
-        settings=settings,
-        crds=(SCHEDULER_PLUGINS_PODGROUP_CRD,),
-        extra_resources=(SCHEDULER_PLUGINS_PODGROUPS, PRIORITYCLASSES),
-    ) as h:
+    async with gang_harness(tmp_path, "scheduler-plugins") as h:
         foreign = {"metadata": {"name": "gang", "namespace": NAMESPACE}, "spec": {"minMember": 9}}
         await h.client.create(SCHEDULER_PLUGINS_PODGROUPS, foreign)
         await h.submit(simplejob("gang", workers=1))

@@ -15,7 +15,7 @@ from etctl.runtime.resources import CONFIGMAPS, EVENTS, PODS, SERVICES
 from etctl.testing import Fault, wait_idle
 from etctl.testing.kubelet import KubeletConfig
 from tests.common._harness import simplejob
-from tests.common._operator import NAMESPACE, Cluster, cluster, eventually, running
+from tests.common._operator import NAMESPACE, Cluster, advance_idle, cluster, eventually, running
 from tests.common._plugins import PHASEDJOB, PHASEDJOBS, PhasedPlugin
 from tests.common.simplejob import SIMPLEJOBS
 
@@ -59,9 +59,7 @@ async def test_the_deadline_fires_with_no_other_event(tmp_path: Path) -> None:
             await eventually(lambda: len(c.pods()) == 1)
             c.set_phase("train-worker-0", "Running")
             await eventually(lambda: c.condition("train", "Running") is not None)
-            await wait_idle(c.server, op.manager)
-            await c.clock.advance(119)
-            await wait_idle(c.server, op.manager)
+            await advance_idle(c, 119, op.manager)
             assert c.condition("train", "Failed") is None
             await c.clock.advance(1)
             await eventually(lambda: c.condition("train", "Failed") == ("True", "DeadlineExceeded"))
@@ -77,9 +75,7 @@ async def test_the_ttl_deletes_a_finished_job(tmp_path: Path) -> None:
             await eventually(lambda: len(c.pods()) == 1)
             c.set_phase("train-worker-0", "Succeeded", exit_code=0)
             await eventually(lambda: c.condition("train", "Succeeded") is not None)
-            await wait_idle(c.server, op.manager)
-            await c.clock.advance(59)
-            await wait_idle(c.server, op.manager)
+            await advance_idle(c, 59, op.manager)
             assert c.job("train") is not None
             await c.clock.advance(1)
             await eventually(lambda: c.job("train") is None)

@@ -8,7 +8,7 @@ for conditions (with a bounded real-time timeout) after moving the clock.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,9 +20,19 @@ from etctl.runtime.clock import FakeClock
 from etctl.runtime.objects import ObjectView, Tombstone
 from etctl.runtime.resources import CONFIGMAPS, NAMESPACES, Resource
 from etctl.testing import ApiServer
+from tests.runtime._realtime import eventually
 
 NEVER = 1e9
 """A bookmark interval or idle timeout that no test reaches."""
+
+__all__ = [
+    "NEVER",
+    "Cluster",
+    "Recorder",
+    "cluster",
+    "eventually",
+    "running",
+]
 
 
 @dataclass
@@ -125,17 +135,6 @@ async def cluster(
         )
         async with await Client.from_kubeconfig(kubeconfig, options=options) as client:
             yield Cluster(server, client, clock)
-
-
-async def eventually(condition: Callable[[], bool], *, timeout: float = 5.0) -> None:
-    """Wait (in real time, bounded) until ``condition`` holds: HTTP needs real time."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        if loop.time() > deadline:
-            msg = "condition not reached in time"
-            raise AssertionError(msg)
-        await asyncio.sleep(0.002)
 
 
 @asynccontextmanager

@@ -3,6 +3,10 @@
 Virtual time only moves when a test advances it, but requests take real (short) time. Tests
 therefore advance the clock, then wait in real time, bounded, for a *condition* (a request reached
 the server, a renewal was counted) before they move time again.
+
+A :class:`Manager` under test runs as a task of the test's group, in one of two ways: with
+:func:`running`, what it failed with is kept on its :class:`ManagerRun` for the test to assert on;
+with :func:`run_manager`, a failure is raised out of the block like any other.
 """
 
 from __future__ import annotations
@@ -13,25 +17,30 @@ import random
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from etctl.runtime.client import Client, ClientOptions
 from etctl.runtime.clock import FakeClock
+from etctl.runtime.manager import Manager
 from etctl.testing import ApiServer
 from tests.runtime.scripted import InstantClock
 
 
-async def eventually(condition: Callable[[], bool], *, timeout: float = 5.0) -> None:
-    """Wait (real time, bounded) until ``condition`` holds."""
+async def eventually(condition: Callable[[], object], *, timeout: float = 10.0) -> None:
+    """Wait (real time, bounded) until ``condition()`` is truthy.
+
+    The bound only matters when the condition is never reached: it turns a hang into a failure.
+    """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while not condition():
         if loop.time() > deadline:
             msg = "condition not reached in time"
             raise AssertionError(msg)
-        await asyncio.sleep(0.001)
+        await asyncio.sleep(0.002)
 
 
 def answered(server: ApiServer, *, verb: str, resource: str = "leases", name: str = "") -> int:
@@ -56,6 +65,50 @@ async def client_of(server: ApiServer, tmp_path: Path, **options: Any) -> AsyncI
     opts = dataclasses.replace(defaults, **options)
     async with await Client.from_kubeconfig(kubeconfig, options=opts) as client:
         yield client
+
+
+@dataclass
+class ManagerRun:
+    """A manager under test, its task once :func:`running` started it, and what it failed with."""
+
+    manager: Manager
+    task: asyncio.Task[None] | None = field(default=None, init=False)
+    error: BaseException | None = field(default=None, init=False)
+
+    async def run(self) -> None:
+        """Run the manager to its end; a failure is kept in ``error``, not raised."""
+        try:
+            await self.manager.run()
+        except Exception as err:
+            self.error = err
+
+
+@asynccontextmanager
+async def running(*runs: ManagerRun) -> AsyncIterator[None]:
+    """Run the managers in a task group; stop the ones still running when the block ends."""
+    async with asyncio.TaskGroup() as group:
+        for run in runs:
+            run.task = group.create_task(run.run(), name=f"test:{type(run).__name__}")
+        try:
+            yield
+        finally:
+            for run in runs:
+                run.manager.stop()
+
+
+@asynccontextmanager
+async def run_manager(manager: Manager) -> AsyncIterator[Manager]:
+    """Run ``manager`` until the block ends, then stop it and wait (10 s at most) for its end.
+
+    A failure of the manager is raised out of the block (through its task group).
+    """
+    async with asyncio.TaskGroup() as group:
+        task = group.create_task(manager.run(), name="test:manager")
+        try:
+            yield manager
+        finally:
+            manager.stop()
+            await asyncio.wait_for(asyncio.shield(task), timeout=10)
 
 
 class NoJitter(random.Random):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +28,8 @@ from etctl.runtime.predicate import predicate_func
 from etctl.runtime.reconcile import Request, Result
 from etctl.runtime.resources import CONFIGMAPS, SECRETS
 from etctl.testing import ApiServer
-from tests.runtime._fakes import sample, unique_name
-from tests.runtime._realtime import client_of, eventually
+from tests.runtime._fakes import owner_ref, sample, unique_name
+from tests.runtime._realtime import client_of, eventually, run_manager
 
 
 @pytest_asyncio.fixture
@@ -61,16 +61,6 @@ class Recorder:
         return Result()
 
 
-@asynccontextmanager
-async def running(manager: Manager) -> AsyncIterator[None]:
-    async with asyncio.TaskGroup() as group:
-        group.create_task(manager.run())
-        try:
-            yield
-        finally:
-            manager.stop()
-
-
 def configmap(name: str, **labels: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
@@ -92,21 +82,14 @@ def secret(name: str, *owners: dict[str, Any], **labels: str) -> dict[str, Any]:
     }
 
 
-def ref(kind: str, name: str, *, controller: bool, api_version: str = "v1") -> dict[str, Any]:
-    return {
-        "apiVersion": api_version,
-        "kind": kind,
-        "name": name,
-        "uid": f"uid-{name}",
-        "controller": controller,
-    }
+ref = partial(owner_ref, api_version="v1")  # an owner reference to a core-group kind
 
 
 async def test_owns_wakes_the_controller_owner_of_the_for_kind(client: Client) -> None:
     manager = new_manager(client)
     reconciler = Recorder()
     manager.controller(unique_name("owns"), reconciler).for_(CONFIGMAPS).owns(SECRETS).build()
-    async with running(manager):
+    async with run_manager(manager):
         await owned_events(client, reconciler)
 
 
@@ -149,7 +132,7 @@ async def test_predicates_filters_and_watches(client: Client) -> None:
         .with_event_filter(predicate_func(create=lambda e: "skip" not in objects.labels(e.obj)))
         .build()
     )
-    async with running(manager):
+    async with run_manager(manager):
         await client.create(CONFIGMAPS, configmap("ignored"))  # the for_ predicate drops it
         await client.create(CONFIGMAPS, configmap("skipped", skip="yes"))  # the event filter too
         await client.create(CONFIGMAPS, configmap("noticed"))
@@ -183,7 +166,7 @@ async def test_options_reach_the_controller(client: Client) -> None:
     assert sample("controller_runtime_max_concurrent_reconciles", controller=name) == 3
     for cm in ("a", "b", "c", "d"):
         await client.create(CONFIGMAPS, configmap(cm))
-    async with running(manager):
+    async with run_manager(manager):
         await eventually(lambda: len(started) == 3)  # three workers, all busy
         assert sorted(started) == ["a", "b", "c"]
         await clock.advance(5.0)

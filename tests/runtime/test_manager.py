@@ -11,7 +11,6 @@ import asyncio
 import os
 import signal
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,7 @@ from etctl.runtime.reconcile import Request, Result
 from etctl.runtime.resources import CONFIGMAPS, EVENTS, LEASES
 from etctl.testing import ApiServer, Fault
 from tests.runtime._fakes import unique_name
-from tests.runtime._realtime import NoJitter, answered, client_of, eventually
+from tests.runtime._realtime import ManagerRun, NoJitter, answered, client_of, eventually, running
 
 
 @pytest_asyncio.fixture
@@ -76,25 +75,15 @@ class Work:
 
 
 @dataclass
-class Operator:
+class Operator(ManagerRun):
     """One manager under test, with a leader-only runnable."""
 
-    manager: Manager
     work: Work
-    task: asyncio.Task[None] | None = None
-    error: BaseException | None = None
 
     @property
     def elector_state(self) -> LeaderState:
         assert self.manager.elector is not None
         return self.manager.elector.state
-
-    async def run(self) -> None:
-        # A failure is kept for the test to assert on, never raised into the test's task group.
-        try:
-            await self.manager.run()
-        except Exception as err:
-            self.error = err
 
 
 def operator(
@@ -122,19 +111,6 @@ def operator(
     work = Work(clock)
     manager.add_runnable(f"work-{identity}", work, needs_leader_election=True)
     return Operator(manager, work)
-
-
-@asynccontextmanager
-async def running(*operators: Operator) -> AsyncIterator[None]:
-    """Run the operators' managers in a task group; stop the ones still running at the end."""
-    async with asyncio.TaskGroup() as group:
-        for op in operators:
-            op.task = group.create_task(op.run(), name="test:manager")
-        try:
-            yield
-        finally:
-            for op in operators:
-                op.manager.stop()
 
 
 def running_now(op: Operator) -> bool:

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from etctl.common.crd.resource import ENTRY_POINT_GROUP, CustomResource, crd_manifest
+from etctl.common.generated import check_files, write_files
 from etctl.errors import ConfigError
 
 __all__ = ["check_manifests", "discover_resources", "render_manifests", "write_manifests"]
@@ -50,12 +51,7 @@ def render_manifests(resources: Iterable[CustomResource]) -> dict[str, str]:
 def write_manifests(out_dir: Path, resources: Iterable[CustomResource]) -> list[Path]:
     """Write every CRD into ``out_dir``; returns the files written."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, text in render_manifests(resources).items():
-        path = out_dir / name
-        path.write_text(text, encoding="utf-8")
-        written.append(path)
-    return written
+    return write_files(out_dir, render_manifests(resources))
 
 
 def check_manifests(out_dir: Path, resources: Iterable[CustomResource]) -> list[str]:
@@ -64,21 +60,14 @@ def check_manifests(out_dir: Path, resources: Iterable[CustomResource]) -> list[
     Generated files (those starting with the generator's header) that no resource produces any
     more are reported as stale; other YAML files in the directory are left alone.
     """
-    expected = render_manifests(resources)
-    problems = []
-    for name, text in expected.items():
-        path = out_dir / name
-        if not path.exists():
-            problems.append(f"{path}: missing")
-        elif path.read_text(encoding="utf-8") != text:
-            problems.append(f"{path}: differs from the generated CRD")
-    if out_dir.is_dir():
-        problems.extend(
-            f"{path}: generated for a custom resource that no longer exists"
-            for path in sorted(out_dir.glob("*.yaml"))
-            if path.name not in expected and path.read_text(encoding="utf-8").startswith(_HEADER)
-        )
-    return problems
+    return check_files(
+        out_dir,
+        render_manifests(resources),
+        header=_HEADER,
+        pattern="*.yaml",
+        differs="differs from the generated CRD",
+        stale="generated for a custom resource that no longer exists",
+    )
 
 
 def discover_resources(group: str = ENTRY_POINT_GROUP) -> list[CustomResource]:

@@ -100,6 +100,19 @@ def _remaining(status: ScalerStatus, timeout: int, now: datetime) -> float:
     return ((start + timedelta(seconds=timeout)) - now).total_seconds()
 
 
+def _bounds_problem(job: JobView, change: int) -> str | None:
+    """Why resizing the job's workers by ``change`` would cross its bounds, or None."""
+    elastic = job.elasticity
+    return selection.bounds_problem(
+        size=len(job.targets),
+        change=change,
+        low=elastic.min_replicas,
+        high=elastic.max_replicas,
+        kind=job.kind,
+        job=job.name,
+    )
+
+
 def _names(names: Sequence[str]) -> str:
     return ", ".join(names) if names else "none"
 
@@ -107,20 +120,47 @@ def _names(names: Sequence[str]) -> str:
 # --- finishing ----------------------------------------------------------------------------------
 
 
-def _done_failed(
-    scaler: Scaler, job: JobView, now: datetime, reason: str, message: str
+def _concluded(
+    scaler: Scaler, now: datetime, outcome: Outcome, reason: str, message: str, *, event: str = ""
 ) -> Transition:
+    """The Done step: the final condition (ScaleSucceeded or ScaleFailed) and its Event.
+
+    ``event`` is the Event's message when it says more than the condition (default: the same).
+    """
+    succeeded = outcome is Outcome.SUCCEEDED
+    final = JobConditionType.SCALE_SUCCEEDED if succeeded else JobConditionType.SCALE_FAILED
     status = _updated(
         scaler.status,
         now,
         step=ScaleStep.DONE,
-        conditions=[(JobConditionType.SCALE_FAILED, ConditionStatus.TRUE, reason, message)],
+        conditions=[(final, ConditionStatus.TRUE, reason, message)],
     )
-    return Transition(
-        status=status,
-        notes=(Note("scaler", "Warning", reason, message),),
-        outcome=Outcome.FAILED,
-    )
+    note = Note("scaler", "Normal" if succeeded else "Warning", reason, event or message)
+    return Transition(status=status, notes=(note,), outcome=outcome)
+
+
+def _done_failed(
+    scaler: Scaler, job: JobView, now: datetime, reason: str, message: str
+) -> Transition:
+    return _concluded(scaler, now, Outcome.FAILED, reason, message)
+
+
+def _removed(names: Sequence[str], job: JobView) -> Transition | None:
+    """Take ``names`` out of the targets and wait for their pods to go; None once they are gone."""
+    if any(name in job.targets for name in names):
+        return Transition(targets=tuple(n for n in job.targets if n not in names))
+    if any(name in job.present for name in names):
+        return Transition()
+    return None
+
+
+def _worker_failed(scaler: Scaler, job: JobView, now: datetime) -> Transition | None:
+    """Roll a scale-out back when one of its new workers failed (None when none did)."""
+    failed = [name for name in scaler.chosen if job.phases.get(name) == "Failed"]
+    if not failed:
+        return None
+    message = f"worker {_names(failed)} failed before {job.title} could use it"
+    return _rollback(scaler, job, now, "WorkerFailed", message)
 
 
 def _rollback(scaler: Scaler, job: JobView, now: datetime, reason: str, message: str) -> Transition:
@@ -150,44 +190,43 @@ def _finishing(scaler: Scaler, now: datetime) -> Transition:
 # --- steps --------------------------------------------------------------------------------------
 
 
+def _started(
+    scaler: Scaler, now: datetime, step: ScaleStep, message: str, **chosen: object
+) -> tuple[ScalerStatus, Note]:
+    """A scaler starting at ``step`` with the workers it chose (``chosen``), and its Event."""
+    status = _updated(
+        scaler.status,
+        now,
+        step=step,
+        conditions=[(JobConditionType.SCALING, ConditionStatus.TRUE, "ScalingStart", message)],
+        **chosen,
+    )
+    return status, Note("scaler", "Normal", "ScalingStart", message)
+
+
 def _start(scaler: Scaler, job: JobView, now: datetime) -> Transition:
     spec = scaler.spec
-    elastic = job.elasticity
     if isinstance(spec, ScaleOutSpec):
         problems = validate_scaleout(ScaleOut(spec=spec))
     else:
         problems = validate_scalein(ScaleIn(spec=spec))
     if problems:
         return _done_failed(scaler, job, now, "InvalidScaler", "; ".join(problems))
-    prefix = elastic.member_prefix
-    size = len(job.targets)
+    prefix = job.elasticity.member_prefix
     if isinstance(spec, ScaleOutSpec):
         count = spec.to_add.count if spec.to_add and spec.to_add.count else 0
-        bound = selection.bounds_problem(
-            size=size,
-            change=count,
-            low=elastic.min_replicas,
-            high=elastic.max_replicas,
-            kind=job.kind,
-            job=job.name,
-        )
+        bound = _bounds_problem(job, count)
         if bound is not None:
             return _done_failed(scaler, job, now, "MaxReplicasExceeded", bound)
         last = membership.high_water(prefix, job.last_index, job.targets, scaler.chosen)
         added = membership.new_names(prefix, last, count)
         message = f"adding workers {_names(added)} to {job.title}"
-        status = _updated(
-            scaler.status,
-            now,
-            step=ScaleStep.CREATING,
-            conditions=[(JobConditionType.SCALING, ConditionStatus.TRUE, "ScalingStart", message)],
-            add_pods=added,
-        )
+        status, note = _started(scaler, now, ScaleStep.CREATING, message, add_pods=added)
         return Transition(
             status=status,
             targets=(*job.targets, *added),
             last_index=last + count,
-            notes=(Note("scaler", "Normal", "ScalingStart", message),),
+            notes=(note,),
         )
     to_delete = spec.to_delete
     names = list(to_delete.pod_names or []) if to_delete else []
@@ -202,26 +241,13 @@ def _start(scaler: Scaler, job: JobView, now: datetime) -> Transition:
         count = len(names)
     else:
         count = to_delete.count if to_delete and to_delete.count else 0
-    bound = selection.bounds_problem(
-        size=size,
-        change=-count,
-        low=elastic.min_replicas,
-        high=elastic.max_replicas,
-        kind=job.kind,
-        job=job.name,
-    )
+    bound = _bounds_problem(job, -count)
     if bound is not None:
         return _done_failed(scaler, job, now, "MinReplicasExceeded", bound)
     victims = names or selection.pick_victims(prefix, job.targets, job.phases, count)
     message = f"removing workers {_names(victims)} from {job.title}"
-    status = _updated(
-        scaler.status,
-        now,
-        step=ScaleStep.DRAINING,
-        conditions=[(JobConditionType.SCALING, ConditionStatus.TRUE, "ScalingStart", message)],
-        to_delete_pods=victims,
-    )
-    return Transition(status=status, notes=(Note("scaler", "Normal", "ScalingStart", message),))
+    status, note = _started(scaler, now, ScaleStep.DRAINING, message, to_delete_pods=victims)
+    return Transition(status=status, notes=(note,))
 
 
 def _creating(scaler: Scaler, job: JobView, now: datetime) -> Transition:
@@ -230,10 +256,9 @@ def _creating(scaler: Scaler, job: JobView, now: datetime) -> Transition:
     if missing:  # re-apply the step's action (the operator stopped before it was written)
         last = membership.high_water(job.elasticity.member_prefix, job.last_index, added)
         return Transition(targets=(*job.targets, *missing), last_index=last)
-    failed = [name for name in added if job.phases.get(name) == "Failed"]
-    if failed:
-        message = f"worker {_names(failed)} failed before {job.title} could use it"
-        return _rollback(scaler, job, now, "WorkerFailed", message)
+    rolled_back = _worker_failed(scaler, job, now)
+    if rolled_back is not None:
+        return rolled_back
     if all(job.phases.get(name) == "Running" for name in added):
         return Transition(status=_updated(scaler.status, now, step=ScaleStep.JOINING))
     left = _remaining(scaler.status, scaler.spec.timeout, now)
@@ -255,10 +280,9 @@ def _membership_settled(scaler: Scaler, job: JobView) -> bool:
 
 def _joining_or_draining(scaler: Scaler, job: JobView, now: datetime) -> Transition:
     if scaler.direction is Direction.OUT:
-        failed = [name for name in scaler.chosen if job.phases.get(name) == "Failed"]
-        if failed:
-            message = f"worker {_names(failed)} failed before {job.title} could use it"
-            return _rollback(scaler, job, now, "WorkerFailed", message)
+        rolled_back = _worker_failed(scaler, job, now)
+        if rolled_back is not None:
+            return rolled_back
     if _membership_settled(scaler, job):
         return _after_membership(scaler, job, now)
     left = _remaining(scaler.status, scaler.spec.timeout, now)
@@ -321,31 +345,20 @@ def _script_failed(
 
 
 def _draining_done(scaler: Scaler, job: JobView, now: datetime) -> Transition:
-    victims = scaler.chosen
-    if any(name in job.targets for name in victims):
-        return Transition(targets=tuple(n for n in job.targets if n not in victims))
-    if any(name in job.present for name in victims):
-        return Transition()
-    return _finishing(scaler, now)
+    leaving = _removed(scaler.chosen, job)
+    return leaving if leaving is not None else _finishing(scaler, now)
 
 
 def _rolled_back(scaler: Scaler, job: JobView, now: datetime) -> Transition:
     added = scaler.chosen
-    if any(name in job.targets for name in added):
-        return Transition(targets=tuple(n for n in job.targets if n not in added))
-    if any(name in job.present for name in added):
-        return Transition()
+    leaving = _removed(added, job)
+    if leaving is not None:
+        return leaving
     scaling = get_condition(scaler.status.conditions, JobConditionType.SCALING)
     reason = scaling.reason if scaling and scaling.reason else "ScaleFailed"
     message = scaling.message if scaling and scaling.message else f"{scaler.full_name} failed"
-    status = _updated(
-        scaler.status,
-        now,
-        step=ScaleStep.DONE,
-        conditions=[(JobConditionType.SCALE_FAILED, ConditionStatus.TRUE, reason, message)],
-    )
-    note = Note("scaler", "Warning", reason, f"{message}; workers {_names(added)} removed")
-    return Transition(status=status, notes=(note,), outcome=Outcome.FAILED)
+    event = f"{message}; workers {_names(added)} removed"
+    return _concluded(scaler, now, Outcome.FAILED, reason, message, event=event)
 
 
 def _finish(scaler: Scaler, job: JobView, now: datetime) -> Transition:
@@ -355,17 +368,7 @@ def _finish(scaler: Scaler, job: JobView, now: datetime) -> Transition:
     verb = "Out" if scaler.direction is Direction.OUT else "In"
     reason = f"Scaling{verb}Succeeded"
     message = f"{job.title} has {size} workers: {_names(job.targets)}"
-    status = _updated(
-        scaler.status,
-        now,
-        step=ScaleStep.DONE,
-        conditions=[(JobConditionType.SCALE_SUCCEEDED, ConditionStatus.TRUE, reason, message)],
-    )
-    return Transition(
-        status=status,
-        notes=(Note("scaler", "Normal", reason, message),),
-        outcome=Outcome.SUCCEEDED,
-    )
+    return _concluded(scaler, now, Outcome.SUCCEEDED, reason, message)
 
 
 # --- the machine --------------------------------------------------------------------------------

@@ -7,8 +7,8 @@ taken again from fresh data). A Conflict is therefore expected, not an error.
 
 Reads come from the informer cache, except right after this process wrote an object whose new
 version the cache does not show yet: acting on the older version would only produce Conflicts, so
-:class:`GuardedWriter` remembers the version each write returned and reads from the API server
-until the cache holds it (or something newer).
+:class:`GuardedWriter` reads through :class:`~etctl.common.recent_writes.RecentWrites`, from the
+API server until the cache holds the version a write returned (or something newer).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import builtins
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from etctl.errors import NotFound
+from etctl.common.recent_writes import RecentWrites
 from etctl.runtime import objects
 from etctl.runtime.client import Client
 from etctl.runtime.objects import KubeObject, ObjectView
@@ -60,33 +60,14 @@ class GuardedWriter:
 
     def __init__(self, client: Client, reader: Reader) -> None:
         self._client = client
-        self._reader = reader
-        self._written: dict[tuple[Resource, str, str], str] = {}
+        self._recent = RecentWrites(client, reader)
 
     async def read(self, res: Resource, namespace: str, name: str) -> ObjectView | None:
         """The object, from the cache unless the cache is behind this writer's last write."""
-        key = (res, namespace, name)
-        cached = self._reader.get(res, name, namespace)
-        written = self._written.get(key)
-        if written is None:
-            return cached
-        if cached is not None and objects.resource_version(cached) == written:
-            del self._written[key]
-            return cached
-        try:
-            fresh = await self._client.get(res, name, namespace=namespace)
-        except NotFound:
-            self._written.pop(key, None)
-            return None
-        if cached is not None and objects.resource_version(cached) == objects.resource_version(
-            fresh
-        ):
-            self._written.pop(key, None)
-        return fresh
+        return await self._recent.read(res, namespace, name)
 
     def _remember(self, res: Resource, written: KubeObject) -> KubeObject:
-        key = (res, objects.namespace(written), objects.name(written))
-        self._written[key] = objects.resource_version(written)
+        self._recent.remember(res, written)
         return written
 
     async def patch_status(
@@ -116,4 +97,4 @@ class GuardedWriter:
 
     def forget(self, res: Resource, namespace: str, name: str) -> None:
         """Drop what was remembered of one object (it is gone)."""
-        self._written.pop((res, namespace, name), None)
+        self._recent.forget(res, namespace, name)

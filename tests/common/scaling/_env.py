@@ -9,7 +9,6 @@ on one FakeClock; HTTP is real, so tests wait for conditions with :func:`eventua
 
 from __future__ import annotations
 
-import asyncio
 import copy
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -31,6 +30,7 @@ from etctl.runtime.objects import KubeObject
 from etctl.runtime.resources import EVENTS, PODS, Resource
 from etctl.testing import wait_idle
 from tests.runtime._cluster import Cluster, cluster, eventually
+from tests.runtime._realtime import run_manager
 
 NS = "default"
 LABELS = {
@@ -171,15 +171,12 @@ async def controllers(env: Env, **plugin_options: Any) -> AsyncIterator[Manager]
     )
     manager = Manager(env.cluster.client, options=options, clock=env.cluster.clock)
     setup_scaling(manager, TrainingJobPlugin(**plugin_options))
-    async with asyncio.TaskGroup() as group:
-        task = group.create_task(manager.run(), name="test:manager")
+    async with run_manager(manager):
         env.managers.append(manager)
         try:
             yield manager
         finally:
             env.managers.remove(manager)
-            manager.stop()
-            await asyncio.wait_for(asyncio.shield(task), timeout=10)
 
 
 @asynccontextmanager

@@ -18,20 +18,16 @@ from typing import Any
 
 from etctl.common.crd import crd_manifest
 from etctl.common.plugin import JobSettings
-from etctl.common.wiring import setup_job_controller
 from etctl.jobs.tfjob.api import TFJOB, TFJOBS
 from etctl.jobs.tfjob.plugin import TFJobPlugin
 from etctl.runtime import objects
-from etctl.runtime.client import Client
 from etctl.runtime.clock import FakeClock
-from etctl.runtime.manager import Manager
-from etctl.runtime.manager_options import ManagerOptions
 from etctl.runtime.objects import KubeObject
-from etctl.runtime.resources import EVENTS, NAMESPACES, PODS, SERVICES, Resource
+from etctl.runtime.resources import NAMESPACES, SERVICES
 from etctl.testing import ApiServer
 from etctl.testing.kubelet import KubeletConfig
-from tests.common._operator import Operator
-from tests.runtime._realtime import NoJitter, client_of
+from tests.common._operator import Operator, StoredObjects, condition_of, job_operator
+from tests.runtime._realtime import client_of
 
 NAMESPACE = "default"
 
@@ -78,23 +74,10 @@ def tfjob(
 
 
 @dataclass
-class TFCluster:
-    """The server, a client, the clock, and helpers reading the server's storage."""
-
-    server: ApiServer
-    client: Client
-    clock: FakeClock
+class TFCluster(StoredObjects):
+    """A cluster for TFJobs, whose pods the simulated kubelet runs."""
 
     # -- reading
-
-    def objects(self, res: Resource, namespace: str = NAMESPACE) -> dict[str, KubeObject]:
-        """Objects of ``res`` in ``namespace``, by name (read from storage)."""
-        listed = self.server.storage.list(res, namespace=namespace)
-        return {objects.name(obj): obj for obj in listed.items}
-
-    def pods(self, namespace: str = NAMESPACE) -> dict[str, KubeObject]:
-        """Pods by name."""
-        return self.objects(PODS, namespace)
 
     def live_pods(self, namespace: str = NAMESPACE) -> dict[str, KubeObject]:
         """Pods not being deleted, by name."""
@@ -127,19 +110,12 @@ class TFCluster:
         self, name: str, cond_type: str, namespace: str = NAMESPACE
     ) -> tuple[str, str] | None:
         """``(status, reason)`` of a job condition, or None."""
-        for condition in self.status(name, namespace).get("conditions", []):
-            if condition["type"] == cond_type:
-                return condition["status"], condition.get("reason", "")
-        return None
+        return condition_of(self.job(name, namespace), cond_type)
 
     def state(self, name: str, namespace: str = NAMESPACE) -> str:
         """The type of the job's latest condition (what ``kubectl get tfjobs`` shows)."""
         conditions = self.status(name, namespace).get("conditions") or [{}]
         return str(conditions[-1].get("type", ""))
-
-    def events(self, reason: str, namespace: str = NAMESPACE) -> list[KubeObject]:
-        """Events of one reason, as stored."""
-        return [e for e in self.objects(EVENTS, namespace).values() if e.get("reason") == reason]
 
     @staticmethod
     def tf_config(pod: KubeObject) -> dict[str, Any] | None:
@@ -170,21 +146,7 @@ class TFCluster:
 
     def operator(self, *, settings: JobSettings | None = None, **options: Any) -> Operator:
         """A manager running the TFJob controller (not started)."""
-        defaults: dict[str, Any] = {
-            "metrics_bind_address": "0",
-            "health_probe_bind_address": "0",
-            "cache_sync_timeout": 5.0,
-        }
-        manager = Manager(
-            self.client,
-            options=ManagerOptions(**{**defaults, **options}),
-            clock=self.clock,
-            rng=NoJitter(),
-        )
-        controller = setup_job_controller(
-            manager, TFJobPlugin(), settings=settings, max_concurrent_reconciles=4
-        )
-        return Operator(manager, controller)
+        return job_operator(self.client, self.clock, TFJobPlugin(), settings=settings, **options)
 
 
 @asynccontextmanager

@@ -10,7 +10,7 @@ from etctl.common.plugin import JobSettings
 from etctl.runtime import objects
 from etctl.runtime.resources import EVENTS
 from etctl.testing import wait_idle
-from tests.common._operator import eventually, running
+from tests.common._operator import advance_idle, eventually, running
 from tests.jobs.tfjob._cluster import NAMESPACE, TFCluster, replica, tf_cluster, tfjob
 
 
@@ -213,9 +213,7 @@ async def test_active_deadline_fails_the_job_with_no_other_event(tmp_path: Path)
                 tfjob("dl", run_policy={"activeDeadlineSeconds": 600}, Worker=replica(2))
             )
             await eventually(lambda: c.state("dl") == "Running")
-            await wait_idle(c.server, op.manager)
-            await c.clock.advance(599)
-            await wait_idle(c.server, op.manager)
+            await advance_idle(c, 599, op.manager)
             assert c.condition("dl", "Failed") is None
             await c.clock.advance(1)
             await eventually(lambda: c.condition("dl", "Failed") == ("True", "DeadlineExceeded"))
@@ -234,9 +232,7 @@ async def test_ttl_deletes_the_finished_job(tmp_path: Path) -> None:
             await eventually(lambda: running_pods(c, "ttl-worker-0", "ttl-worker-1"))
             c.exit("ttl-worker-0", 0)
             await eventually(lambda: c.state("ttl") == "Succeeded")
-            await wait_idle(c.server, op.manager)
-            await c.clock.advance(299)
-            await wait_idle(c.server, op.manager)
+            await advance_idle(c, 299, op.manager)
             assert c.job("ttl") is not None
             await c.clock.advance(1)
             await eventually(lambda: c.job("ttl") is None)

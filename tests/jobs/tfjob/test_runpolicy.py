@@ -11,7 +11,7 @@ from etctl.common.plugin import JobSettings
 from etctl.jobs.tfjob.api import TFJOBS
 from etctl.testing import wait_idle
 from tests.common._crds import VOLCANO_PODGROUP_CRD
-from tests.common._operator import eventually, running
+from tests.common._operator import advance_idle, eventually, running
 from tests.jobs.tfjob._cluster import NAMESPACE, TFCluster, replica, tf_cluster, tfjob
 
 
@@ -108,9 +108,7 @@ async def test_gang_podgroup_holds_pods_until_admitted(tmp_path: Path) -> None:
             await c.client.patch_status(
                 VOLCANO_PODGROUPS, "gang", {"status": {"phase": "Pending"}}, namespace=NAMESPACE
             )
-            await wait_idle(c.server, op.manager)
-            await c.clock.advance(1)
-            await wait_idle(c.server, op.manager)
+            await advance_idle(c, 1, op.manager)
             assert c.pods() == {}
 
             await c.client.patch_status(

@@ -9,9 +9,8 @@ exec, as a user would.
 
 from __future__ import annotations
 
-import asyncio
 import copy
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,20 +19,34 @@ from typing import Any
 from etctl.common.crd import crd_manifest
 from etctl.common.plugin import JobSettings
 from etctl.common.scaling.api import SCALEINS, SCALEOUTS
-from etctl.common.wiring import setup_job_controller
 from etctl.jobs.trainingjob.api import TRAININGJOBS
 from etctl.jobs.trainingjob.plugin import TrainingJobPlugin
 from etctl.runtime import objects
 from etctl.runtime.client import Client
 from etctl.runtime.clock import FakeClock
 from etctl.runtime.manager import Manager
-from etctl.runtime.manager_options import ManagerOptions
 from etctl.runtime.objects import KubeObject
 from etctl.runtime.resources import EVENTS, PODS, Resource
 from etctl.testing import ApiServer, KubeletConfig
-from tests.runtime._realtime import NoJitter, client_of
+from tests.common._operator import condition_of, job_operator
+from tests.runtime._realtime import client_of, eventually, run_manager
 
 NS = "default"
+JOB = "elastic-training"
+"""The name of the example TrainingJob (``examples/trainingjob/training-job.yaml``)."""
+LAUNCHER = f"{JOB}-launcher"
+
+__all__ = ["JOB", "LAUNCHER", "NS", "Cluster", "cluster", "eventually", "hosts", "operator", "w"]
+
+
+def w(index: int) -> str:
+    """The name of the example job's worker ``index``."""
+    return f"{JOB}-worker-{index}"
+
+
+def hosts(*indices: int) -> str:
+    """The hostfile listing the example job's workers ``indices`` (one slot each), in order."""
+    return "".join(f"{w(i)}:1\n" for i in indices)
 
 
 @dataclass
@@ -55,19 +68,16 @@ class Cluster:
     def names(self, res: Resource) -> list[str]:
         return sorted(objects.name(o) for o in self.server.storage.list(res, namespace=NS).items)
 
-    def job(self, name: str = "elastic-training") -> KubeObject:
+    def job(self, name: str = JOB) -> KubeObject:
         found = self.get(TRAININGJOBS, name)
         assert found is not None, f"no TrainingJob {name}"
         return found
 
-    def status(self, name: str = "elastic-training") -> dict[str, Any]:
+    def status(self, name: str = JOB) -> dict[str, Any]:
         return dict(self.job(name).get("status") or {})
 
-    def condition(self, cond_type: str, name: str = "elastic-training") -> tuple[str, str] | None:
-        for condition in self.status(name).get("conditions", []):
-            if condition["type"] == cond_type:
-                return condition["status"], condition.get("reason", "")
-        return None
+    def condition(self, cond_type: str, name: str = JOB) -> tuple[str, str] | None:
+        return condition_of(self.job(name), cond_type)
 
     def scaler(self, res: Resource, name: str) -> dict[str, Any]:
         found = self.get(res, name)
@@ -93,7 +103,7 @@ class Cluster:
         items = self.server.storage.list(EVENTS, namespace=NS).items
         return [dict(e) for e in items if e.get("reason") == reason]
 
-    async def hostfile(self, launcher: str = "elastic-training-launcher") -> str:
+    async def hostfile(self, launcher: str = LAUNCHER) -> str:
         """The launcher's live hostfile, read through pods/exec as a user would."""
         result = await self.client.exec(NS, launcher, ["cat", "/etc/edl/hostfile"], timeout=10)
         assert result.exit_code == 0, result.stderr
@@ -114,17 +124,6 @@ class Cluster:
         return self.server.kubelet
 
 
-async def eventually(condition: Callable[[], object], *, timeout: float = 10.0) -> None:
-    """Wait (real time, bounded) until ``condition()`` is truthy."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        if loop.time() > deadline:
-            msg = "condition not reached in time"
-            raise AssertionError(msg)
-        await asyncio.sleep(0.005)
-
-
 @asynccontextmanager
 async def cluster(tmp_path: Path, *, gpus: int = 8, nodes: int = 2) -> AsyncIterator[Cluster]:
     """A fresh server with the TrainingJob CRDs and a kubelet, and a client, on one FakeClock."""
@@ -142,25 +141,9 @@ async def cluster(tmp_path: Path, *, gpus: int = 8, nodes: int = 2) -> AsyncIter
 async def operator(
     env: Cluster, plugin: TrainingJobPlugin | None = None, **options: Any
 ) -> AsyncIterator[Manager]:
-    """The operator (one Manager process) running until the block ends."""
-    defaults: dict[str, Any] = {
-        "metrics_bind_address": "0",
-        "health_probe_bind_address": "0",
-        "cache_sync_timeout": 5.0,
-    }
-    manager = Manager(
-        env.client,
-        options=ManagerOptions(**{**defaults, **options}),
-        clock=env.clock,
-        rng=NoJitter(),
+    """The operator (one Manager process) running until the block ends; its failure is raised."""
+    op = job_operator(
+        env.client, env.clock, plugin or TrainingJobPlugin(), settings=JobSettings(), **options
     )
-    setup_job_controller(
-        manager, plugin or TrainingJobPlugin(), settings=JobSettings(), max_concurrent_reconciles=4
-    )
-    async with asyncio.TaskGroup() as group:
-        task = group.create_task(manager.run(), name="test:operator")
-        try:
-            yield manager
-        finally:
-            manager.stop()
-            await asyncio.wait_for(asyncio.shield(task), timeout=10)
+    async with run_manager(op.manager) as manager:
+        yield manager

@@ -14,19 +14,18 @@ from etctl.errors import Invalid
 from etctl.jobs.trainingjob.api import TRAININGJOBS
 from etctl.runtime.resources import PODS
 from etctl.testing import Behaviour, PodPolicy, wait_idle
-from tests.jobs.trainingjob._operator import NS, Cluster, cluster, eventually, operator
+from tests.jobs.trainingjob._operator import (
+    JOB,
+    LAUNCHER,
+    NS,
+    Cluster,
+    cluster,
+    eventually,
+    hosts,
+    operator,
+    w,
+)
 from tests.schema_support import EXAMPLES, load_yaml
-
-JOB = "elastic-training"
-LAUNCHER = f"{JOB}-launcher"
-
-
-def w(index: int) -> str:
-    return f"{JOB}-worker-{index}"
-
-
-def hosts(*indices: int) -> str:
-    return "".join(f"{w(i)}:1\n" for i in indices)
 
 
 def job(**worker: Any) -> dict[str, Any]:

@@ -16,12 +16,10 @@ from etctl.runtime.resources import (
     SERVICEACCOUNTS,
     SERVICES,
 )
-from tests.jobs.trainingjob._operator import NS, cluster, eventually, operator
+from tests.jobs.trainingjob._operator import JOB, LAUNCHER, NS, cluster, eventually, operator, w
 from tests.schema_support import EXAMPLES, load_yaml
 
-JOB = "elastic-training"
-W0, W1 = f"{JOB}-worker-0", f"{JOB}-worker-1"
-LAUNCHER = f"{JOB}-launcher"
+W0, W1 = w(0), w(1)
 
 
 async def test_the_example_runs_to_succeeded(tmp_path: Path) -> None:

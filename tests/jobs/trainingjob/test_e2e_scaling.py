@@ -15,19 +15,19 @@ from etctl.jobs.trainingjob.api import TRAININGJOBS
 from etctl.runtime import objects
 from etctl.runtime.resources import ROLES
 from etctl.testing import Behaviour, PodPolicy, wait_idle
-from tests.jobs.trainingjob._operator import NS, Cluster, cluster, eventually, operator
+from tests.common._operator import advance_idle
+from tests.jobs.trainingjob._operator import (
+    JOB,
+    LAUNCHER,
+    NS,
+    Cluster,
+    cluster,
+    eventually,
+    hosts,
+    operator,
+    w,
+)
 from tests.schema_support import EXAMPLES, load_yaml
-
-JOB = "elastic-training"
-LAUNCHER = f"{JOB}-launcher"
-
-
-def w(index: int) -> str:
-    return f"{JOB}-worker-{index}"
-
-
-def hosts(*indices: int) -> str:
-    return "".join(f"{w(i)}:1\n" for i in indices)
 
 
 def example(name: str) -> dict[str, Any]:
@@ -163,9 +163,7 @@ async def test_a_scale_out_that_times_out_is_rolled_back(tmp_path: Path) -> None
         env.kubelet.add_policy(PodPolicy(name=w(2), does=Behaviour(stay_pending=True)))
         env.apply(example("scale-out.yaml"))  # timeout: 300
         await eventually(lambda: env.pods().get(w(2)) == "Pending")
-        await wait_idle(env.server, manager)
-        await env.clock.advance(299)
-        await wait_idle(env.server, manager)
+        await advance_idle(env, 299, manager)
         assert env.scaler(SCALEOUTS, "elastic-training-scaleout")["step"] == "Creating"
         await env.clock.advance(1)
         done = await finished(env, SCALEOUTS, "elastic-training-scaleout")

@@ -14,11 +14,8 @@ from etctl.jobs.trainingjob.membership import HostfilePusher, write_command
 from etctl.runtime import objects
 from etctl.runtime.metrics import REGISTRY
 from etctl.runtime.resources import CONFIGMAPS, PODS
-from tests.jobs.trainingjob._operator import NS, cluster, eventually, operator
+from tests.jobs.trainingjob._operator import JOB, LAUNCHER, NS, cluster, eventually, operator
 from tests.schema_support import EXAMPLES, load_yaml
-
-JOB = "elastic-training"
-LAUNCHER = f"{JOB}-launcher"
 
 
 def test_write_command_replaces_the_file_atomically(tmp_path: Path) -> None:

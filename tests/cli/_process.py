@@ -1,4 +1,8 @@
-"""``etctl sandbox`` as a child process: start it, read its output as it comes, stop it."""
+"""etctl as a child process (``python -m etctl.cli``): start it, read its output, stop it.
+
+The child gets the test process's environment without any ``ETCTL_*`` setting or ``NO_COLOR``, so
+only its arguments configure it; it is killed when the block ends if it is still running.
+"""
 
 from __future__ import annotations
 
@@ -53,23 +57,32 @@ class SandboxProcess:
 
 
 @asynccontextmanager
-async def sandbox_process(*args: str) -> AsyncIterator[SandboxProcess]:
-    """``python -m etctl.cli sandbox ARGS`` with pipes; killed at the end if still running."""
+async def etctl_process(*args: str) -> AsyncIterator[asyncio.subprocess.Process]:
+    """``python -m etctl.cli ARGS`` with pipes; killed at the end if still running."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ETCTL_")}
     env.pop("NO_COLOR", None)
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
         "etctl.cli",
-        "sandbox",
         *args,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         env=env,
     )
     try:
-        yield SandboxProcess(process)
+        yield process
     finally:
         if process.returncode is None:
             process.kill()
             await process.wait()
+
+
+@asynccontextmanager
+async def sandbox_process(*args: str) -> AsyncIterator[SandboxProcess]:
+    """``etctl sandbox ARGS`` (see :func:`etctl_process`), read as it prints."""
+    async with etctl_process("sandbox", *args) as process:
+        yield SandboxProcess(process)
+
+
+__all__ = ["SandboxProcess", "etctl_process", "sandbox_process"]
