@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, Final
 
 from etctl.testing.apiserver._gofmt import go_json, go_type_name
@@ -179,40 +180,45 @@ def _path(op: Mapping[str, Any], kind: str, *, wrap_cause: bool, field: str = "p
         raise _OpFailed(f"{kind} operation failed to decode {verb}: {cause}") from None
 
 
+def _locate(
+    doc: _Document, path: str, *, write: bool, missing: str
+) -> tuple[dict[str, Any] | list[Any], str]:
+    """The container holding ``path`` and its last key; ``missing`` explains its absence."""
+    found = doc.find(path, write=write)
+    if found is None:
+        raise _OpFailed(f"{missing}: missing value")
+    return found
+
+
+@contextmanager
+def _failing_as(prefix: str) -> Iterator[None]:
+    """Report an operation's failure as ``<prefix>: <the failure>``, as the library wraps it."""
+    try:
+        yield
+    except _OpFailed as err:
+        raise _OpFailed(f"{prefix}: {err}") from None
+
+
 def _do_add(doc: _Document, op: Mapping[str, Any]) -> None:
     path = _path(op, "add", wrap_cause=False)
-    found = doc.find(path, write=True)
-    if found is None:
-        raise _OpFailed(
-            f'add operation does not apply: doc is missing path: "{path}": missing value'
-        )
-    try:
+    missing = f'add operation does not apply: doc is missing path: "{path}"'
+    found = _locate(doc, path, write=True, missing=missing)
+    with _failing_as(f"error in add for path: '{path}'"):
         doc.add(*found, op.get("value"))
-    except _OpFailed as err:
-        raise _OpFailed(f"error in add for path: '{path}': {err}") from None
 
 
 def _do_remove(doc: _Document, op: Mapping[str, Any]) -> None:
     path = _path(op, "remove", wrap_cause=False)
-    found = doc.find(path, write=True)
-    if found is None:
-        raise _OpFailed(
-            f'remove operation does not apply: doc is missing path: "{path}": missing value'
-        )
-    try:
+    missing = f'remove operation does not apply: doc is missing path: "{path}"'
+    found = _locate(doc, path, write=True, missing=missing)
+    with _failing_as(f"error in remove for path: '{path}'"):
         doc.remove(*found)
-    except _OpFailed as err:
-        raise _OpFailed(f"error in remove for path: '{path}': {err}") from None
 
 
 def _do_replace(doc: _Document, op: Mapping[str, Any]) -> None:
     path = _path(op, "replace", wrap_cause=True)
-    found = doc.find(path, write=True)
-    if found is None:
-        raise _OpFailed(
-            f"replace operation does not apply: doc is missing path: {path}: missing value"
-        )
-    node, key = found
+    missing = f"replace operation does not apply: doc is missing path: {path}"
+    node, key = _locate(doc, path, write=True, missing=missing)
     try:
         doc.get(node, key)
     except _OpFailed:
@@ -227,62 +233,38 @@ def _do_replace(doc: _Document, op: Mapping[str, Any]) -> None:
 
 def _do_move(doc: _Document, op: Mapping[str, Any]) -> None:
     source = _path(op, "move", wrap_cause=True, field="from")
-    found = doc.find(source, write=True)
-    if found is None:
-        raise _OpFailed(
-            f"move operation does not apply: doc is missing from path: {source}: missing value"
-        )
-    node, key = found
-    try:
+    missing = f"move operation does not apply: doc is missing from path: {source}"
+    node, key = _locate(doc, source, write=True, missing=missing)
+    with _failing_as(f"error in move for path: '{key}'"):
         value = doc.get(node, key)
         doc.remove(node, key)
-    except _OpFailed as err:
-        raise _OpFailed(f"error in move for path: '{key}': {err}") from None
     path = _path(op, "move", wrap_cause=True)
-    target = doc.find(path, write=True)
-    if target is None:
-        raise _OpFailed(
-            f"move operation does not apply: doc is missing destination path: {path}: missing value"
-        )
-    try:
+    missing = f"move operation does not apply: doc is missing destination path: {path}"
+    target = _locate(doc, path, write=True, missing=missing)
+    with _failing_as(f"error in move for path: '{path}'"):
         doc.add(*target, value)
-    except _OpFailed as err:
-        raise _OpFailed(f"error in move for path: '{path}': {err}") from None
 
 
 def _do_copy(doc: _Document, op: Mapping[str, Any]) -> None:
     source = _path(op, "copy", wrap_cause=True, field="from")
-    found = doc.find(source, write=False)
-    if found is None:
-        raise _OpFailed(
-            f"copy operation does not apply: doc is missing from path: {source}: missing value"
-        )
-    try:
+    missing = f"copy operation does not apply: doc is missing from path: {source}"
+    found = _locate(doc, source, write=False, missing=missing)
+    with _failing_as(f"error in copy for from: '{source}'"):
         value = doc.get(*found)
-    except _OpFailed as err:
-        raise _OpFailed(f"error in copy for from: '{source}': {err}") from None
     path = _path(op, "copy", wrap_cause=False)
-    target = doc.find(path, write=True)
-    if target is None:
-        raise _OpFailed(
-            f"copy operation does not apply: doc is missing destination path: {path}: missing value"
-        )
-    try:
+    missing = f"copy operation does not apply: doc is missing destination path: {path}"
+    target = _locate(doc, path, write=True, missing=missing)
+    with _failing_as("error while adding value during copy"):
         # A real copy: the source may be a container this document changes in place later.
         doc.add(*target, copy.deepcopy(value))
-    except _OpFailed as err:
-        raise _OpFailed(f"error while adding value during copy: {err}") from None
 
 
 def _do_test(doc: _Document, op: Mapping[str, Any]) -> None:
     path = _path(op, "test", wrap_cause=True)
-    found = doc.find(path, write=False)
-    if found is None:
-        raise _OpFailed(f"test operation does not apply: is missing path: {path}: missing value")
-    try:
+    missing = f"test operation does not apply: is missing path: {path}"
+    found = _locate(doc, path, write=False, missing=missing)
+    with _failing_as(f"error in test for path: '{path}'"):
         have = doc.get(*found)
-    except _OpFailed as err:
-        raise _OpFailed(f"error in test for path: '{path}': {err}") from None
     want = op.get("value", MISSING)
     if have is None:
         if want is None:

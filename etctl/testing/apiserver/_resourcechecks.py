@@ -13,15 +13,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from etctl.testing.apiserver._gofmt import go_json, go_v
+from etctl.testing.apiserver._schemapath import Schema, child_path
 from etctl.testing.apiserver.fielderror import FieldError, duplicate, invalid, required
 
 __all__ = ["check_embedded_resources", "check_list_types"]
-
-Schema = Mapping[str, Any]
-
-
-def _child(path: str, name: str) -> str:
-    return f"{path}.{name}" if path else name
 
 
 def _path_segment_errors(name: str, *, prefix: bool) -> list[str]:
@@ -41,13 +36,13 @@ _DNS1035_MESSAGE = (
 
 def _embedded_resource(value: Mapping[str, Any], path: str) -> list[FieldError]:
     """The checks apiextensions applies to an ``x-kubernetes-embedded-resource`` object."""
-    errors = [required(_child(path, key)) for key in ("apiVersion", "kind") if key not in value]
+    errors = [required(child_path(path, key)) for key in ("apiVersion", "kind") if key not in value]
     if "apiVersion" in value:
-        errors += _embedded_api_version(value["apiVersion"], _child(path, "apiVersion"))
+        errors += _embedded_api_version(value["apiVersion"], child_path(path, "apiVersion"))
     if "kind" in value:
-        errors += _embedded_kind(value["kind"], _child(path, "kind"))
+        errors += _embedded_kind(value["kind"], child_path(path, "kind"))
     if "metadata" in value:
-        errors += _embedded_metadata(value["metadata"], _child(path, "metadata"))
+        errors += _embedded_metadata(value["metadata"], child_path(path, "metadata"))
     return errors
 
 
@@ -87,7 +82,7 @@ def _embedded_metadata(meta: Any, path: str) -> list[FieldError]:
         name = meta.get(key)
         if isinstance(name, str) and name:
             errors += [
-                invalid(_child(path, key), name, problem)
+                invalid(child_path(path, key), name, problem)
                 for problem in _path_segment_errors(name, prefix=is_prefix)
             ]
     return errors
@@ -104,7 +99,7 @@ def _walk_embedded(value: Any, schema: Schema | None, path: str) -> list[FieldEr
         extra = schema.get("additionalProperties")
         for key, item in value.items():
             if key in properties:
-                errors += _walk_embedded(item, properties[key], _child(path, key))
+                errors += _walk_embedded(item, properties[key], child_path(path, key))
             elif isinstance(extra, Mapping):
                 errors += _walk_embedded(item, extra, f"{path}[{key}]")
     elif isinstance(value, list):
@@ -158,7 +153,7 @@ def _walk_list_types(value: Any, schema: Schema | None, path: str) -> list[Field
             if isinstance(extra, Mapping):
                 errors += _walk_list_types(item, extra, f"{path}[{key}]")
             if key in properties:
-                errors += _walk_list_types(item, properties[key], _child(path, key))
+                errors += _walk_list_types(item, properties[key], child_path(path, key))
     elif isinstance(value, list):
         list_type = schema.get("x-kubernetes-list-type")
         if list_type == "set" and len(value) > 1:

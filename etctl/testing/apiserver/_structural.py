@@ -17,6 +17,14 @@ from typing import Any
 
 from etctl.testing.apiserver._defaulting import prune_value
 from etctl.testing.apiserver._openapichecks import openapi_errors, type_problem
+from etctl.testing.apiserver._schemapath import (
+    Schema,
+    child_path,
+    items_of,
+    key_path,
+    properties_of,
+    truthy,
+)
 from etctl.testing.apiserver._validator import validate_value
 from etctl.testing.apiserver.fielderror import (
     FieldError,
@@ -27,7 +35,6 @@ from etctl.testing.apiserver.fielderror import (
 
 __all__ = ["structural_errors", "structural_field_errors"]
 
-Schema = Mapping[str, Any]
 # Keys that make ``NewStructural`` fail; the generic checks report them instead.
 _UNSTRUCTURABLE = ("$ref", "id", "additionalItems", "patternProperties", "definitions")
 _NESTED_FORBIDDEN_GENERICS = (
@@ -48,28 +55,6 @@ _NESTED_FORBIDDEN_GENERICS = (
 _INT_OR_STRING = [{"type": "integer"}, {"type": "string"}]
 
 
-def _child(path: str, name: str) -> str:
-    return f"{path}.{name}" if path else name
-
-
-def _key(path: str, key: str) -> str:
-    return f"{path}[{key}]"
-
-
-def _truthy(schema: Schema, key: str) -> bool:
-    return bool(schema.get(key))
-
-
-def _items(schema: Schema) -> Schema | None:
-    items = schema.get("items")
-    return items if isinstance(items, Mapping) else None
-
-
-def _properties(schema: Schema) -> Mapping[str, Schema]:
-    props = schema.get("properties")
-    return props if isinstance(props, Mapping) else {}
-
-
 class _StructuralChecks:
     """``ValidateStructural``: invariants and completeness of the structural schema."""
 
@@ -79,54 +64,56 @@ class _StructuralChecks:
     def invariants(self, schema: Schema, path: str, level: str) -> None:
         out = self.errors
         declared = schema.get("type") or ""
-        items = _items(schema)
+        items = items_of(schema)
         if declared == "array" and items is None:
-            out.append(required(_child(path, "items"), "must be specified"))
+            out.append(required(child_path(path, "items"), "must be specified"))
         if items is not None:
-            self.invariants(items, _child(path, "items"), "item")
-        props = _properties(schema)
+            self.invariants(items, child_path(path, "items"), "item")
+        props = properties_of(schema)
         for name, sub in props.items():
-            self.invariants(sub, _key(_child(path, "properties"), name), "field")
+            self.invariants(sub, key_path(child_path(path, "properties"), name), "field")
         extra = schema.get("additionalProperties")
         if extra is not None:
             if level == "root":
                 out.append(
-                    forbidden(_child(path, "additionalProperties"), "must not be used at the root")
+                    forbidden(
+                        child_path(path, "additionalProperties"), "must not be used at the root"
+                    )
                 )
             if isinstance(extra, Mapping):
-                self.invariants(extra, _child(path, "additionalProperties"), "field")
+                self.invariants(extra, child_path(path, "additionalProperties"), "field")
         self._extension_invariants(schema, path)
         self._value_validation(schema, path, skip_int_or_string=True)
         self._type_invariants(schema, path, level)
-        check_meta = level == "root" or _truthy(schema, "x-kubernetes-embedded-resource")
+        check_meta = level == "root" or truthy(schema, "x-kubernetes-embedded-resource")
         for name in ("kind", "apiVersion"):
             if name in props and check_meta and props[name].get("type") != "string":
-                where = _child(_key(_child(path, "properties"), name), "type")
+                where = child_path(key_path(child_path(path, "properties"), name), "type")
                 out.append(invalid(where, props[name].get("type") or "", "must be string"))
         if "metadata" in props:
-            where = _key(_child(path, "properties"), "metadata")
+            where = key_path(child_path(path, "properties"), "metadata")
             self._metadata(props["metadata"], where, check_meta, root=level == "root")
-        preserve = _truthy(schema, "x-kubernetes-preserve-unknown-fields")
-        if _truthy(schema, "x-kubernetes-embedded-resource") and not preserve and not props:
+        preserve = truthy(schema, "x-kubernetes-preserve-unknown-fields")
+        if truthy(schema, "x-kubernetes-embedded-resource") and not preserve and not props:
             detail = (
                 "must not be empty if x-kubernetes-embedded-resource is true without "
                 "x-kubernetes-preserve-unknown-fields"
             )
-            out.append(required(_child(path, "properties"), detail))
+            out.append(required(child_path(path, "properties"), detail))
 
     def _extension_invariants(self, schema: Schema, path: str) -> None:
-        if not _truthy(schema, "x-kubernetes-int-or-string"):
+        if not truthy(schema, "x-kubernetes-int-or-string"):
             return
         detail = "must be false if x-kubernetes-int-or-string is true"
         for key in ("x-kubernetes-preserve-unknown-fields", "x-kubernetes-embedded-resource"):
-            if _truthy(schema, key):
-                self.errors.append(invalid(_child(path, key), True, detail))
+            if truthy(schema, key):
+                self.errors.append(invalid(child_path(path, key), True, detail))
 
     def _type_invariants(self, schema: Schema, path: str, level: str) -> None:
         out = self.errors
         declared = schema.get("type") or ""
-        embedded = _truthy(schema, "x-kubernetes-embedded-resource")
-        loose = _truthy(schema, "x-kubernetes-int-or-string") or _truthy(
+        embedded = truthy(schema, "x-kubernetes-embedded-resource")
+        loose = truthy(schema, "x-kubernetes-int-or-string") or truthy(
             schema, "x-kubernetes-preserve-unknown-fields"
         )
         if embedded and declared != "object":
@@ -138,21 +125,21 @@ class _StructuralChecks:
                 "item": "must not be empty for specified array items",
                 "field": "must not be empty for specified object fields",
             }[level]
-            out.append(required(_child(path, "type"), detail))
+            out.append(required(child_path(path, "type"), detail))
         if embedded and schema.get("additionalProperties") is not None:
             detail = "must not be used if x-kubernetes-embedded-resource is set"
-            out.append(forbidden(_child(path, "additionalProperties"), detail))
+            out.append(forbidden(child_path(path, "additionalProperties"), detail))
         if level == "root" and declared and declared != "object":
-            out.append(invalid(_child(path, "type"), declared, "must be object at the root"))
+            out.append(invalid(child_path(path, "type"), declared, "must be object at the root"))
 
     def _metadata(self, meta: Schema, path: str, check_meta: bool, *, root: bool) -> None:
         if check_meta and meta.get("type") != "object":
             self.errors.append(
-                invalid(_child(path, "type"), meta.get("type") or "", "must be object")
+                invalid(child_path(path, "type"), meta.get("type") or "", "must be object")
             )
         if not root:
             return
-        props = _properties(meta)
+        props = properties_of(meta)
         rest = {k: v for k, v in meta.items() if k not in ("type", "default", "properties")}
         only_names = set(props) <= {"name", "generateName"}
         if rest or not only_names:
@@ -172,21 +159,23 @@ class _StructuralChecks:
         )
         if not skip_any_of:
             for i, part in enumerate(schema.get("anyOf") or ()):
-                self._nested(part, f"{_child(path, 'anyOf')}[{i}]", skip_any_of=False)
+                self._nested(part, f"{child_path(path, 'anyOf')}[{i}]", skip_any_of=False)
         for i, part in enumerate(all_of):
-            self._nested(part, f"{_child(path, 'allOf')}[{i}]", skip_any_of=skip_first and i == 0)
+            self._nested(
+                part, f"{child_path(path, 'allOf')}[{i}]", skip_any_of=skip_first and i == 0
+            )
         for i, part in enumerate(schema.get("oneOf") or ()):
-            self._nested(part, f"{_child(path, 'oneOf')}[{i}]", skip_any_of=False)
+            self._nested(part, f"{child_path(path, 'oneOf')}[{i}]", skip_any_of=False)
         negated = schema.get("not")
         if isinstance(negated, Mapping):
-            self._nested(negated, _child(path, "not"), skip_any_of=False)
+            self._nested(negated, child_path(path, "not"), skip_any_of=False)
         pattern = schema.get("pattern")
         if pattern:
             try:
                 re.compile(pattern)
             except re.error as err:
                 detail = f"must be a valid regular expression, but isn't: {err}"
-                self.errors.append(invalid(_child(path, "pattern"), pattern, detail))
+                self.errors.append(invalid(child_path(path, "pattern"), pattern, detail))
 
     def _nested(self, part: Schema, path: str, *, skip_any_of: bool) -> None:
         if skip_any_of:
@@ -194,21 +183,23 @@ class _StructuralChecks:
             self._value_validation(rest, path, skip_int_or_string=False)
         else:
             self._value_validation(part, path, skip_int_or_string=False)
-        items = _items(part)
+        items = items_of(part)
         if items is not None:
-            self._nested(items, _child(path, "items"), skip_any_of=False)
-        for name, sub in _properties(part).items():
-            self._nested(sub, _key(_child(path, "properties"), name), skip_any_of=False)
+            self._nested(items, child_path(path, "items"), skip_any_of=False)
+        for name, sub in properties_of(part).items():
+            self._nested(sub, key_path(child_path(path, "properties"), name), skip_any_of=False)
         for key, detail in _NESTED_FORBIDDEN_GENERICS:
             value = part.get(key)
             if value or (key == "default" and key in part):
-                self.errors.append(forbidden(_child(path, key), detail))
+                self.errors.append(forbidden(child_path(path, key), detail))
         if part.get("additionalProperties") is not None:
             detail = "must be undefined to be structural"
-            self.errors.append(forbidden(_child(path, "additionalProperties"), detail))
-        if "metadata" in _properties(part):
+            self.errors.append(forbidden(child_path(path, "additionalProperties"), detail))
+        if "metadata" in properties_of(part):
             detail = "must not be specified in a nested context"
-            self.errors.append(forbidden(_key(_child(path, "properties"), "metadata"), detail))
+            self.errors.append(
+                forbidden(key_path(child_path(path, "properties"), "metadata"), detail)
+            )
 
     def completeness(self, schema: Schema, path: str) -> None:
         self._complete_value(schema, schema, path, path)
@@ -218,10 +209,10 @@ class _StructuralChecks:
     ) -> None:
         negated = part.get("not")
         if isinstance(negated, Mapping):
-            self._complete_nested(negated, struct, s_path, _child(v_path, "not"))
+            self._complete_nested(negated, struct, s_path, child_path(v_path, "not"))
         for junctor in ("allOf", "anyOf", "oneOf"):
             for i, sub in enumerate(part.get(junctor) or ()):
-                self._complete_nested(sub, struct, s_path, f"{_child(v_path, junctor)}[{i}]")
+                self._complete_nested(sub, struct, s_path, f"{child_path(v_path, junctor)}[{i}]")
 
     def _complete_nested(
         self, part: Schema, struct: Schema | None, s_path: str, v_path: str
@@ -230,15 +221,15 @@ class _StructuralChecks:
             self.errors.append(required(s_path, f"because it is defined in {v_path}"))
             return
         self._complete_value(part, struct, s_path, v_path)
-        items = _items(part)
+        items = items_of(part)
         if items is not None:
             self._complete_nested(
-                items, _items(struct), _child(s_path, "items"), _child(v_path, "items")
+                items, items_of(struct), child_path(s_path, "items"), child_path(v_path, "items")
             )
-        struct_props = _properties(struct)
-        for name, sub in _properties(part).items():
-            s_sub = _key(_child(s_path, "properties"), name)
-            v_sub = _key(_child(v_path, "properties"), name)
+        struct_props = properties_of(struct)
+        for name, sub in properties_of(part).items():
+            s_sub = key_path(child_path(s_path, "properties"), name)
+            v_sub = key_path(child_path(v_path, "properties"), name)
             if name in struct_props:
                 self._complete_nested(sub, struct_props[name], s_sub, v_sub)
             else:
@@ -262,19 +253,19 @@ def _default_errors(schema: Schema, path: str) -> list[FieldError]:
     def walk(node: Schema, where: str) -> None:
         if "default" in node:
             value = node["default"]
-            default_path = _child(where, "default")
+            default_path = child_path(where, "default")
             if prune_value(value, node) != value:
                 errors.append(invalid(default_path, value, "must not have unknown fields"))
             else:
                 errors.extend(validate_value(value, node, field=default_path))
-        for name, sub in _properties(node).items():
-            walk(sub, _key(_child(where, "properties"), name))
-        items = _items(node)
+        for name, sub in properties_of(node).items():
+            walk(sub, key_path(child_path(where, "properties"), name))
+        items = items_of(node)
         if items is not None:
-            walk(items, _child(where, "items"))
+            walk(items, child_path(where, "items"))
         extra = node.get("additionalProperties")
         if isinstance(extra, Mapping):
-            walk(extra, _child(where, "additionalProperties"))
+            walk(extra, child_path(where, "additionalProperties"))
 
     walk(schema, path)
     return errors

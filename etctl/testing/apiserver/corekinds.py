@@ -18,7 +18,7 @@ from typing import Any
 from etctl.runtime.objects import KubeObject, ObjectView
 from etctl.testing.apiserver.status import Cause, bad_request
 from etctl.testing.apiserver.strategy import Strategy, WriteContext, mapping
-from etctl.testing.apiserver.validation import go_value
+from etctl.testing.apiserver.validation import go_value, unsupported_cause
 
 __all__ = [
     "ConfigMapStrategy",
@@ -301,14 +301,8 @@ class RoleBindingStrategy(Strategy):
         if not ref.get("name"):
             causes.append(Cause("FieldValueRequired", "roleRef.name", "Required value"))
         if ref.get("kind") not in ("Role", "ClusterRole"):
-            causes.append(
-                Cause(
-                    "FieldValueNotSupported",
-                    "roleRef.kind",
-                    f"Unsupported value: {go_value(ref.get('kind') or '')}: supported values: "
-                    '"Role", "ClusterRole"',
-                )
-            )
+            kind = ref.get("kind") or ""
+            causes.append(unsupported_cause("roleRef.kind", kind, ("Role", "ClusterRole")))
         return causes
 
     def validate_update(self, new: ObjectView, old: ObjectView, ctx: WriteContext) -> list[Cause]:

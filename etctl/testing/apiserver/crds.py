@@ -20,7 +20,14 @@ from etctl.testing.apiserver.registry import PrinterColumn, ResourceInfo, ScaleS
 from etctl.testing.apiserver.schema import structural_field_errors
 from etctl.testing.apiserver.status import Cause
 from etctl.testing.apiserver.strategy import Strategy, WriteContext, field_path, mapping
-from etctl.testing.apiserver.validation import NameRule, go_value, name_errors
+from etctl.testing.apiserver.validation import (
+    NameRule,
+    go_value,
+    invalid_cause,
+    name_errors,
+    required_cause,
+    unsupported_cause,
+)
 
 __all__ = ["CLEANUP_FINALIZER", "CRDStrategy", "is_terminating", "resource_from_crd"]
 
@@ -41,16 +48,6 @@ def _versions(crd: ObjectView) -> list[Mapping[str, Any]]:
 def is_terminating(crd: ObjectView) -> bool:
     """True once the CRD has been deleted and waits for its objects to go."""
     return bool(mapping(crd.get("metadata")).get("deletionTimestamp"))
-
-
-def _invalid(path: str, value: Any, detail: str) -> Cause:
-    return Cause("FieldValueInvalid", path, f"Invalid value: {go_value(value)}: {detail}")
-
-
-def _required(path: str, detail: str = "") -> Cause:
-    return Cause(
-        "FieldValueRequired", path, f"Required value: {detail}" if detail else "Required value"
-    )
 
 
 class CRDStrategy(Strategy):
@@ -136,40 +133,34 @@ class CRDStrategy(Strategy):
         causes: list[Cause] = []
         group = str(spec.get("group") or "")
         if not group:
-            causes.append(_required("spec.group"))
+            causes.append(required_cause("spec.group"))
         else:
             causes.extend(
-                _invalid("spec.group", group, m) for m in name_errors(NameRule.SUBDOMAIN, group)
+                invalid_cause("spec.group", group, m)
+                for m in name_errors(NameRule.SUBDOMAIN, group)
             )
             if "." not in group:
                 causes.append(
-                    _invalid("spec.group", group, "should be a domain with at least one dot")
+                    invalid_cause("spec.group", group, "should be a domain with at least one dot")
                 )
         plural = str(names.get("plural") or "")
         for key in ("plural", "singular", "kind", "listKind"):
             value = str(names.get(key) or "")
             if not value:
-                causes.append(_required(f"spec.names.{key}"))
+                causes.append(required_cause(f"spec.names.{key}"))
             elif key in ("plural", "singular"):
                 causes.extend(
-                    _invalid(f"spec.names.{key}", value, m)
+                    invalid_cause(f"spec.names.{key}", value, m)
                     for m in name_errors(NameRule.DNS1035, value)
                 )
         name = str(mapping(obj.get("metadata")).get("name") or "")
         if plural and group and name != f"{plural}.{group}":
             causes.append(
-                _invalid("metadata.name", name, 'must be spec.names.plural+"."+spec.group')
+                invalid_cause("metadata.name", name, 'must be spec.names.plural+"."+spec.group')
             )
         scope = spec.get("scope")
         if scope not in _SCOPES:
-            causes.append(
-                Cause(
-                    "FieldValueNotSupported",
-                    "spec.scope",
-                    f"Unsupported value: {go_value(scope)}: supported values: "
-                    '"Cluster", "Namespaced"',
-                )
-            )
+            causes.append(unsupported_cause("spec.scope", scope, ("Cluster", "Namespaced")))
         return causes + self._validate_versions(obj)
 
     def _validate_versions(self, obj: ObjectView) -> list[Cause]:
@@ -177,14 +168,14 @@ class CRDStrategy(Strategy):
         causes: list[Cause] = []
         if not versions:
             return [
-                _required(
+                required_cause(
                     "spec.versions", "must have exactly one version marked as storage version"
                 )
             ]
         storage = [v for v in versions if v.get("storage") is True]
         if len(storage) != 1:
             causes.append(
-                _invalid(
+                invalid_cause(
                     "spec.versions",
                     [dict(v) for v in versions],
                     "must have exactly one version marked as storage version",
@@ -192,7 +183,7 @@ class CRDStrategy(Strategy):
             )
         if not any(v.get("served") is True for v in versions):
             causes.append(
-                _invalid(
+                invalid_cause(
                     "spec.versions",
                     [dict(v) for v in versions],
                     "must have at least one served version",
@@ -203,10 +194,11 @@ class CRDStrategy(Strategy):
             base = field_path("spec", "versions", index)
             vname = str(version.get("name") or "")
             if not vname:
-                causes.append(_required(f"{base}.name"))
+                causes.append(required_cause(f"{base}.name"))
             else:
                 causes.extend(
-                    _invalid(f"{base}.name", vname, m) for m in name_errors(NameRule.DNS1035, vname)
+                    invalid_cause(f"{base}.name", vname, m)
+                    for m in name_errors(NameRule.DNS1035, vname)
                 )
                 if vname in seen:
                     causes.append(
@@ -220,7 +212,7 @@ class CRDStrategy(Strategy):
             schema = mapping(mapping(version.get("schema")).get("openAPIV3Schema"))
             path = f"{base}.schema.openAPIV3Schema"
             if not schema:
-                causes.append(_required(path, "schemas are required"))
+                causes.append(required_cause(path, "schemas are required"))
                 continue
             causes.extend(Cause.of(e) for e in structural_field_errors(schema, path=path))
             scale = mapping(mapping(version.get("subresources")).get("scale"))
@@ -230,26 +222,17 @@ class CRDStrategy(Strategy):
 
     def _validate_scale(self, path: str, scale: Mapping[str, Any]) -> list[Cause]:
         causes = []
-        spec_path = str(scale.get("specReplicasPath") or "")
-        status_path = str(scale.get("statusReplicasPath") or "")
-        if not spec_path:
-            causes.append(_required(f"{path}.specReplicasPath"))
-        elif not spec_path.startswith(".spec."):
-            causes.append(
-                _invalid(f"{path}.specReplicasPath", spec_path, "should be a json path under .spec")
-            )
-        if not status_path:
-            causes.append(_required(f"{path}.statusReplicasPath"))
-        elif not status_path.startswith(".status."):
-            causes.append(
-                _invalid(
-                    f"{path}.statusReplicasPath", status_path, "should be a json path under .status"
-                )
-            )
+        for key, under in (("specReplicasPath", "spec"), ("statusReplicasPath", "status")):
+            replicas = str(scale.get(key) or "")
+            if not replicas:
+                causes.append(required_cause(f"{path}.{key}"))
+            elif not replicas.startswith(f".{under}."):
+                detail = f"should be a json path under .{under}"
+                causes.append(invalid_cause(f"{path}.{key}", replicas, detail))
         selector = str(scale.get("labelSelectorPath") or "")
         if selector and not selector.startswith((".spec.", ".status.")):
             causes.append(
-                _invalid(
+                invalid_cause(
                     f"{path}.labelSelectorPath",
                     selector,
                     "should be a json path under either .spec or .status",
@@ -263,7 +246,7 @@ class CRDStrategy(Strategy):
         new_spec, old_spec = mapping(new.get("spec")), mapping(old.get("spec"))
         for key in ("group", "scope"):
             if new_spec.get(key) != old_spec.get(key):
-                causes.append(_invalid(f"spec.{key}", new_spec.get(key), "field is immutable"))
+                causes.append(invalid_cause(f"spec.{key}", new_spec.get(key), "field is immutable"))
         return causes
 
 

@@ -42,6 +42,16 @@ AGGREGATED_V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscover
 AGGREGATED_V2BETA1 = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
 
 
+def _aliases(info: ResourceInfo) -> dict[str, list[str]]:
+    """The resource's ``shortNames`` and ``categories``, each only when it has some."""
+    aliases = {}
+    if info.short_names:
+        aliases["shortNames"] = list(info.short_names)
+    if info.categories:
+        aliases["categories"] = list(info.categories)
+    return aliases
+
+
 def wants_aggregated(accept: str) -> str | None:
     """The aggregated discovery version the ``Accept`` header prefers, or None for legacy."""
     for entry in accept.split(","):
@@ -165,10 +175,7 @@ class Discovery:
                     "kind": info.kind,
                     "verbs": sorted(info.verbs),
                 }
-                if info.short_names:
-                    entry["shortNames"] = list(info.short_names)
-                if info.categories:
-                    entry["categories"] = list(info.categories)
+                entry.update(_aliases(info))
                 entry["storageVersionHash"] = _hash(info.group, version, info.kind)
                 resources.append(entry)
                 for name, sub_group, sub_version, kind, verbs in _subresources(info, version):
@@ -233,10 +240,7 @@ class Discovery:
             "singularResource": info.singular,
             "verbs": sorted(info.verbs),
         }
-        if info.short_names:
-            entry["shortNames"] = list(info.short_names)
-        if info.categories:
-            entry["categories"] = list(info.categories)
+        entry.update(_aliases(info))
         subs = [
             {
                 "subresource": name,

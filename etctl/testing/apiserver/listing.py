@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from etctl.runtime.objects import KubeObject
 from etctl.testing.apiserver import status as st
 from etctl.testing.apiserver.paging import INCONSISTENT, decode_continue, encode_continue
-from etctl.testing.apiserver.registry import ResourceInfo
+from etctl.testing.apiserver.registry import ResourceInfo, with_api_version
 from etctl.testing.apiserver.selection import Selection
 from etctl.testing.apiserver.store import Store, object_key, parse_resource_version
 
@@ -40,10 +40,6 @@ class ListResult:
     resource_version: str
     continue_token: str = ""
     remaining_item_count: int | None = None
-
-
-def _with_version(obj: KubeObject, api_version: str) -> KubeObject:
-    return obj if obj.get("apiVersion") == api_version else {**obj, "apiVersion": api_version}
 
 
 def _last_key(items: list[KubeObject], info: ResourceInfo) -> str:
@@ -95,7 +91,7 @@ def list_objects(
             if selection.everything:
                 remaining = sum(1 for k, _ in source[index:] if not prefix or k.startswith(prefix))
             break
-        items.append(_with_version(obj, api_version))
+        items.append(with_api_version(obj, api_version))
     return ListResult(items, str(read_rv), token, remaining)
 
 

@@ -32,7 +32,7 @@ from etctl.testing.apiserver.patch import (
     apply_merge_patch,
     apply_strategic_merge_patch,
 )
-from etctl.testing.apiserver.registry import ResourceInfo
+from etctl.testing.apiserver.registry import ResourceInfo, with_api_version
 
 if TYPE_CHECKING:
     from etctl.testing.apiserver.storage import Storage, WriteOptions
@@ -169,32 +169,68 @@ def patch_object(
     if patch_type not in accepted_types(info):
         raise st.unsupported_media_type(accepted_types(info))
     _check_options(patch_type, options, force)
-    api_version = info.api_version(version)
     key_ns = namespace if info.namespaced else ""
     existing = storage.store.get(info.key, storage._key(info, key_ns, name))
     if patch_type == APPLY:
-        return _apply(
+        result = _applied(
+            storage, info, version, patch, live=existing, options=options, force=force
+        )
+        if existing is None:
+            if subresource:
+                raise st.not_found(info.group, info.plural, name)
+            created = _create_applied(
+                storage, info, version, name, result, namespace=namespace, options=options
+            )
+            return created, True
+    elif existing is None:
+        raise st.not_found(info.group, info.plural, name)
+    else:
+        result = _patched(
             storage,
             info,
             version,
             name,
             patch,
+            patch_type=patch_type,
             existing=existing,
             namespace=namespace,
             subresource=subresource,
-            options=options,
-            force=force,
         )
-    if existing is None:
-        raise st.not_found(info.group, info.plural, name)
+    # Without a resourceVersion of its own, the result is checked against the object it was
+    # computed from: a patch is never an unconditional update in disguise.
+    meta = result.get("metadata")
+    if isinstance(meta, dict) and not meta.get("resourceVersion"):
+        meta["resourceVersion"] = (existing.get("metadata") or {}).get("resourceVersion")
+    written = storage.write_patched(
+        info,
+        version,
+        name,
+        existing,
+        result,
+        namespace=namespace,
+        subresource=subresource,
+        options=options,
+    )
+    return written, False
+
+
+def _patched(
+    storage: Storage,
+    info: ResourceInfo,
+    version: str,
+    name: str,
+    patch: Any,
+    *,
+    patch_type: str,
+    existing: KubeObject,
+    namespace: str,
+    subresource: str,
+) -> dict[str, Any]:
+    """A JSON, merge or strategic merge patch applied to the object (or its Scale); a copy."""
     if subresource == "scale":
         base: KubeObject = storage.get_scale(info, version, name, namespace=namespace)
     else:
-        base = (
-            existing
-            if existing.get("apiVersion") == api_version
-            else {**existing, "apiVersion": api_version}
-        )
+        base = with_api_version(existing, info.api_version(version))
     try:
         if patch_type == JSON_PATCH:
             patched = apply_json_patch(base, patch)
@@ -206,45 +242,28 @@ def patch_object(
         raise _patch_error(error) from error
     if not isinstance(patched, Mapping):
         raise st.bad_request("the patched object is not a JSON object")
-    patched = copy.deepcopy(dict(patched))
-    meta = patched.get("metadata")
-    if isinstance(meta, dict) and not meta.get("resourceVersion"):
-        meta["resourceVersion"] = (existing.get("metadata") or {}).get("resourceVersion")
-    return storage.write_patched(
-        info,
-        version,
-        name,
-        existing,
-        patched,
-        namespace=namespace,
-        subresource=subresource,
-        options=options,
-    ), False
+    return copy.deepcopy(dict(patched))
 
 
-def _apply(
+def _applied(
     storage: Storage,
     info: ResourceInfo,
     version: str,
-    name: str,
     applied: Any,
     *,
-    existing: KubeObject | None,
-    namespace: str,
-    subresource: str,
+    live: KubeObject | None,
     options: WriteOptions,
     force: bool,
-) -> tuple[KubeObject, bool]:
+) -> dict[str, Any]:
+    """Server-side apply of ``applied`` onto the live object (None: nothing yet); a copy.
+
+    A conflict that only the upgrade of a client-side-applied object causes is forced through,
+    as the real server does; any other conflict is refused unless ``force`` is set.
+    """
     if not isinstance(applied, Mapping):
         raise st.bad_request("the applied configuration is not an object")
-    api_version = info.api_version(version)
-    live = None
-    if existing is not None:
-        live = (
-            existing
-            if existing.get("apiVersion") == api_version
-            else {**existing, "apiVersion": api_version}
-        )
+    if live is not None:
+        live = with_api_version(live, info.api_version(version))
     schema = _schema(info, version)
 
     def apply(forced: bool) -> KubeObject:
@@ -270,29 +289,28 @@ def _apply(
         raise _apply_conflict(error) from error
     except PatchError as error:
         raise _patch_error(error) from error
-    merged = copy.deepcopy(dict(merged))
+    result = copy.deepcopy(dict(merged))
+    result.setdefault("metadata", {})
     options.applying = True
-    if existing is None:
-        if subresource:
-            raise st.not_found(info.group, info.plural, name)
-        meta = merged.setdefault("metadata", {})
-        if str(meta.get("name") or "") != name:
-            got = meta.get("name") or ""
-            raise st.bad_request(
-                f"the name of the object ({got}) does not match the name on the URL ({name})"
-            )
-        meta.pop("resourceVersion", None)
-        return storage.create_in(info, version, merged, namespace=namespace, options=options), True
-    meta = merged.setdefault("metadata", {})
-    if not meta.get("resourceVersion"):
-        meta["resourceVersion"] = (existing.get("metadata") or {}).get("resourceVersion")
-    return storage.write_patched(
-        info,
-        version,
-        name,
-        existing,
-        merged,
-        namespace=namespace,
-        subresource=subresource,
-        options=options,
-    ), False
+    return result
+
+
+def _create_applied(
+    storage: Storage,
+    info: ResourceInfo,
+    version: str,
+    name: str,
+    result: dict[str, Any],
+    *,
+    namespace: str,
+    options: WriteOptions,
+) -> KubeObject:
+    """Create the object an apply describes (its name must be the URL's)."""
+    meta = result["metadata"]
+    if str(meta.get("name") or "") != name:
+        got = meta.get("name") or ""
+        raise st.bad_request(
+            f"the name of the object ({got}) does not match the name on the URL ({name})"
+        )
+    meta.pop("resourceVersion", None)
+    return storage.create_in(info, version, result, namespace=namespace, options=options)

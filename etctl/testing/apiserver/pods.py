@@ -19,7 +19,13 @@ from typing import Any
 from etctl.runtime.objects import KubeObject, ObjectView
 from etctl.testing.apiserver.status import Cause
 from etctl.testing.apiserver.strategy import Strategy, WriteContext, field_path, mapping
-from etctl.testing.apiserver.validation import NameRule, go_value, name_errors
+from etctl.testing.apiserver.validation import (
+    NameRule,
+    go_value,
+    name_errors,
+    required_cause,
+    unsupported_cause,
+)
 
 __all__ = ["PodStrategy", "qos_class"]
 
@@ -98,19 +104,6 @@ def qos_class(spec: Mapping[str, Any]) -> str:
     return "Guaranteed" if guaranteed else "Burstable"
 
 
-def _required(path: str) -> Cause:
-    return Cause("FieldValueRequired", path, "Required value")
-
-
-def _unsupported(path: str, value: Any, supported: tuple[str, ...]) -> Cause:
-    listed = ", ".join(f'"{v}"' for v in supported)
-    return Cause(
-        "FieldValueNotSupported",
-        path,
-        f"Unsupported value: {go_value(value)}: supported values: {listed}",
-    )
-
-
 def _validate_containers(spec: Mapping[str, Any], key: str) -> list[Cause]:
     causes: list[Cause] = []
     seen: set[str] = set()
@@ -118,7 +111,7 @@ def _validate_containers(spec: Mapping[str, Any], key: str) -> list[Cause]:
         name = str(container.get("name") or "")
         name_path = field_path("spec", key, index, "name")
         if not name:
-            causes.append(_required(name_path))
+            causes.append(required_cause(name_path))
         else:
             causes.extend(
                 Cause("FieldValueInvalid", name_path, f"Invalid value: {go_value(name)}: {m}")
@@ -130,11 +123,11 @@ def _validate_containers(spec: Mapping[str, Any], key: str) -> list[Cause]:
                 )
             seen.add(name)
         if not str(container.get("image") or "").strip():
-            causes.append(_required(field_path("spec", key, index, "image")))
+            causes.append(required_cause(field_path("spec", key, index, "image")))
         policy = container.get("imagePullPolicy")
         if policy is not None and policy not in _PULL_POLICIES:
             causes.append(
-                _unsupported(
+                unsupported_cause(
                     field_path("spec", key, index, "imagePullPolicy"), policy, _PULL_POLICIES
                 )
             )
@@ -226,15 +219,15 @@ class PodStrategy(Strategy):
         spec = mapping(obj.get("spec"))
         causes: list[Cause] = []
         if not _containers(spec):
-            causes.append(_required("spec.containers"))
+            causes.append(required_cause("spec.containers"))
         causes += _validate_containers(spec, "containers")
         causes += _validate_containers(spec, "initContainers")
         restart = spec.get("restartPolicy")
         if restart not in _RESTART_POLICIES:
-            causes.append(_unsupported("spec.restartPolicy", restart, _RESTART_POLICIES))
+            causes.append(unsupported_cause("spec.restartPolicy", restart, _RESTART_POLICIES))
         dns = spec.get("dnsPolicy")
         if dns not in _DNS_POLICIES:
-            causes.append(_unsupported("spec.dnsPolicy", dns, _DNS_POLICIES))
+            causes.append(unsupported_cause("spec.dnsPolicy", dns, _DNS_POLICIES))
         grace = spec.get("terminationGracePeriodSeconds")
         if isinstance(grace, int) and grace < 0:
             causes.append(

@@ -18,7 +18,7 @@ from aiohttp import web
 from etctl.runtime.clock import Clock
 from etctl.runtime.objects import KubeObject
 from etctl.testing.apiserver import status as st
-from etctl.testing.apiserver.registry import ResourceInfo
+from etctl.testing.apiserver.registry import ResourceInfo, with_api_version
 from etctl.testing.apiserver.representation import (
     Representation,
     json_response,
@@ -54,11 +54,7 @@ def serve_read(
         stored = storage.store.get(resource.key, storage._key(resource, info.namespace, info.name))
         if stored is None:
             raise st.not_found(resource.group, resource.plural, info.name)
-        obj = (
-            stored
-            if stored.get("apiVersion") == api_version
-            else {**stored, "apiVersion": api_version}
-        )
+        obj = with_api_version(stored, api_version)
         return json_response(
             _render(resource, info, [obj], representation, query=query, clock=clock, single=True)
         )

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from etctl.runtime.objects import KubeObject
 from etctl.testing.apiserver.validation import NameRule
 
 if TYPE_CHECKING:
@@ -34,9 +35,19 @@ __all__ = [
     "SubresourceInfo",
     "VersionInfo",
     "version_priority",
+    "with_api_version",
 ]
 
 _VERSION_RE = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
+
+
+def with_api_version(obj: KubeObject, api_version: str) -> KubeObject:
+    """``obj`` as served under ``api_version`` (itself when it already says so, else a copy).
+
+    Objects are stored once per group-resource; only ``apiVersion`` differs between the
+    versions a resource is read at.
+    """
+    return obj if obj.get("apiVersion") == api_version else {**obj, "apiVersion": api_version}
 
 
 def version_priority(version: str) -> tuple[int, int, int, str]:

@@ -18,7 +18,7 @@ from etctl.errors import ApiError
 from etctl.runtime.objects import KubeObject
 from etctl.testing.apiserver import status as st
 from etctl.testing.apiserver.deletion import DeleteOptions, plan_delete
-from etctl.testing.apiserver.registry import ResourceInfo
+from etctl.testing.apiserver.registry import ResourceInfo, with_api_version
 from etctl.testing.apiserver.selection import Selection
 
 if TYPE_CHECKING:
@@ -33,10 +33,6 @@ _IMMORTAL = frozenset({"default", "kube-system", "kube-public"})
 def _meta(obj: Mapping[str, Any]) -> dict[str, Any]:
     meta = obj.get("metadata")
     return meta if isinstance(meta, dict) else {}
-
-
-def _with_version(obj: KubeObject, api_version: str) -> KubeObject:
-    return obj if obj.get("apiVersion") == api_version else {**obj, "apiVersion": api_version}
 
 
 def delete_object(
@@ -156,5 +152,5 @@ def delete_collection(
             if exc.status == 404:
                 continue  # removed meanwhile by a listener (a finalizer, a cascade)
             raise
-        out.append(_with_version(deleted, info.api_version(version)))
+        out.append(with_api_version(deleted, info.api_version(version)))
     return out

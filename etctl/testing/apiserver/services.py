@@ -17,7 +17,7 @@ from etctl.runtime.objects import KubeObject, ObjectView
 from etctl.testing.apiserver.status import Cause
 from etctl.testing.apiserver.store import Event
 from etctl.testing.apiserver.strategy import Strategy, WriteContext, field_path, mapping
-from etctl.testing.apiserver.validation import go_value
+from etctl.testing.apiserver.validation import go_value, unsupported_cause
 
 __all__ = ["ClusterIPAllocator", "ServiceStrategy"]
 
@@ -178,14 +178,7 @@ class ServiceStrategy(Strategy):
         causes: list[Cause] = []
         kind = spec.get("type")
         if kind not in _TYPES:
-            listed = ", ".join(f'"{t}"' for t in _TYPES)
-            causes.append(
-                Cause(
-                    "FieldValueNotSupported",
-                    "spec.type",
-                    f"Unsupported value: {go_value(kind)}: supported values: {listed}",
-                )
-            )
+            causes.append(unsupported_cause("spec.type", kind, _TYPES))
         ports = _ports(spec)
         if not ports and spec.get("clusterIP") != "None" and kind != "ExternalName":
             causes.append(Cause("FieldValueRequired", "spec.ports", "Required value"))
@@ -203,14 +196,8 @@ class ServiceStrategy(Strategy):
                 )
             protocol = port.get("protocol")
             if protocol not in _PROTOCOLS:
-                listed = ", ".join(f'"{p}"' for p in _PROTOCOLS)
-                causes.append(
-                    Cause(
-                        "FieldValueNotSupported",
-                        field_path("spec", "ports", index, "protocol"),
-                        f"Unsupported value: {go_value(protocol)}: supported values: {listed}",
-                    )
-                )
+                path = field_path("spec", "ports", index, "protocol")
+                causes.append(unsupported_cause(path, protocol, _PROTOCOLS))
             name = str(port.get("name") or "")
             if len(ports) > 1 and not name:
                 causes.append(

@@ -30,7 +30,7 @@ from etctl.testing.apiserver import binding, listing, patching, removal, writes
 from etctl.testing.apiserver import status as st
 from etctl.testing.apiserver.deletion import DeleteOptions, timestamp
 from etctl.testing.apiserver.listing import ListResult
-from etctl.testing.apiserver.registry import Registry, ResourceInfo
+from etctl.testing.apiserver.registry import Registry, ResourceInfo, with_api_version
 from etctl.testing.apiserver.selection import Selection, parse_selection
 from etctl.testing.apiserver.store import Store, object_key
 from etctl.testing.apiserver.watch import Watcher
@@ -45,10 +45,6 @@ CRDS = ("apiextensions.k8s.io", "customresourcedefinitions")
 def _meta(obj: Mapping[str, Any]) -> dict[str, Any]:
     meta = obj.get("metadata")
     return meta if isinstance(meta, dict) else {}
-
-
-def _with_version(obj: KubeObject, api_version: str) -> KubeObject:
-    return obj if obj.get("apiVersion") == api_version else {**obj, "apiVersion": api_version}
 
 
 class Storage:
@@ -100,7 +96,7 @@ class Storage:
     def get(self, resource: Resource, name: str, *, namespace: str = "") -> KubeObject:
         """One object, read at ``resource.version``."""
         info, version = self.target(resource)
-        return _with_version(self._load(info, namespace, name), info.api_version(version))
+        return with_api_version(self._load(info, namespace, name), info.api_version(version))
 
     def list(
         self,
@@ -411,7 +407,7 @@ class Storage:
         """
         info, _version = self.target(resource)
         obj, removed = self.delete_in(info, name, namespace=namespace, options=options)
-        return _with_version(obj, info.api_version(resource.version)), removed
+        return with_api_version(obj, info.api_version(resource.version)), removed
 
     def delete_collection(
         self,

@@ -20,10 +20,14 @@ from etctl.testing.apiserver.status import Cause
 
 __all__ = [
     "NameRule",
+    "forbidden_cause",
     "go_value",
+    "invalid_cause",
     "label_value_errors",
     "name_errors",
     "qualified_name_errors",
+    "required_cause",
+    "unsupported_cause",
     "validate_object_meta",
     "validate_object_meta_update",
 ]
@@ -192,18 +196,31 @@ def go_value(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), sort_keys=True)
 
 
-def _invalid(field: str, value: Any, detail: str) -> Cause:
+def invalid_cause(field: str, value: Any, detail: str) -> Cause:
+    """``Invalid value: <value>: <detail>`` at ``field``."""
     return Cause("FieldValueInvalid", field, f"Invalid value: {go_value(value)}: {detail}")
 
 
-def _required(field: str, detail: str = "") -> Cause:
+def required_cause(field: str, detail: str = "") -> Cause:
+    """``Required value`` (with ``: <detail>`` when given) at ``field``."""
     return Cause(
         "FieldValueRequired", field, f"Required value: {detail}" if detail else "Required value"
     )
 
 
-def _forbidden(field: str, detail: str) -> Cause:
+def forbidden_cause(field: str, detail: str) -> Cause:
+    """``Forbidden: <detail>`` at ``field``."""
     return Cause("FieldValueForbidden", field, f"Forbidden: {detail}")
+
+
+def unsupported_cause(field: str, value: Any, supported: Sequence[str]) -> Cause:
+    """``Unsupported value: <value>: supported values: "a", "b"`` at ``field``."""
+    listed = ", ".join(f'"{v}"' for v in supported)
+    return Cause(
+        "FieldValueNotSupported",
+        field,
+        f"Unsupported value: {go_value(value)}: supported values: {listed}",
+    )
 
 
 def _mapping(meta: Mapping[str, Any], key: str) -> Mapping[str, Any]:
@@ -214,11 +231,13 @@ def _mapping(meta: Mapping[str, Any], key: str) -> Mapping[str, Any]:
 def _labels(meta: Mapping[str, Any]) -> list[Cause]:
     causes: list[Cause] = []
     for key, value in _mapping(meta, "labels").items():
-        causes.extend(_invalid("metadata.labels", key, m) for m in qualified_name_errors(str(key)))
+        causes.extend(
+            invalid_cause("metadata.labels", key, m) for m in qualified_name_errors(str(key))
+        )
         if not isinstance(value, str):
-            causes.append(_invalid("metadata.labels", value, "must be a string"))
+            causes.append(invalid_cause("metadata.labels", value, "must be a string"))
             continue
-        causes.extend(_invalid("metadata.labels", value, m) for m in label_value_errors(value))
+        causes.extend(invalid_cause("metadata.labels", value, m) for m in label_value_errors(value))
     return causes
 
 
@@ -227,7 +246,7 @@ def _annotations(meta: Mapping[str, Any]) -> list[Cause]:
     causes: list[Cause] = []
     for key in annotations:
         causes.extend(
-            _invalid("metadata.annotations", key, m)
+            invalid_cause("metadata.annotations", key, m)
             for m in qualified_name_errors(str(key).lower())
         )
     size = sum(len(str(k)) + len(str(v)) for k, v in annotations.items())
@@ -252,20 +271,22 @@ def _owner_references(meta: Mapping[str, Any]) -> list[Cause]:
             continue
         api_version = str(ref.get("apiVersion") or "")
         if not api_version.rpartition("/")[2]:
-            causes.append(_invalid(f"{path}.apiVersion", api_version, "version must not be empty"))
+            causes.append(
+                invalid_cause(f"{path}.apiVersion", api_version, "version must not be empty")
+            )
         for key in ("kind", "name", "uid"):
             value = str(ref.get(key) or "")
             if not value:
-                causes.append(_invalid(f"{path}.{key}", value, "must not be empty"))
+                causes.append(invalid_cause(f"{path}.{key}", value, "must not be empty"))
         if api_version == "v1" and ref.get("kind") == "Event":
             causes.append(
-                _invalid(path, dict(ref), "/v1, Kind=Event is disallowed from being an owner")
+                invalid_cause(path, dict(ref), "/v1, Kind=Event is disallowed from being an owner")
             )
         if ref.get("controller") is True:
             current = f"{ref.get('kind')}/{ref.get('name')}"
             if controller:
                 causes.append(
-                    _invalid(
+                    invalid_cause(
                         path,
                         [dict(r) for r in refs if isinstance(r, Mapping)],
                         'Only one reference can have Controller set to true. Found "true" in '
@@ -281,13 +302,13 @@ def _finalizers(meta: Mapping[str, Any]) -> list[Cause]:
     finalizers = meta.get("finalizers") or []
     names = [str(f) for f in finalizers] if isinstance(finalizers, list) else []
     causes = [
-        _invalid("metadata.finalizers", name, msg)
+        invalid_cause("metadata.finalizers", name, msg)
         for name in names
         for msg in qualified_name_errors(name)
     ]
     if _FINALIZER_ORPHAN in names and _FINALIZER_FOREGROUND in names:
         causes.append(
-            _invalid(
+            invalid_cause(
                 "metadata.finalizers",
                 names,
                 f"finalizer {_FINALIZER_ORPHAN} and {_FINALIZER_FOREGROUND} cannot be both set",
@@ -310,29 +331,29 @@ def validate_object_meta(
     generate_name = str(meta.get("generateName") or "")
     if generate_name:
         causes.extend(
-            _invalid("metadata.generateName", generate_name, m)
+            invalid_cause("metadata.generateName", generate_name, m)
             for m in name_errors(rule, generate_name, prefix=True)
         )
     name = str(meta.get("name") or "")
     if not name:
-        causes.append(_required("metadata.name", "name or generateName is required"))
+        causes.append(required_cause("metadata.name", "name or generateName is required"))
     else:
-        causes.extend(_invalid("metadata.name", name, m) for m in name_errors(rule, name))
+        causes.extend(invalid_cause("metadata.name", name, m) for m in name_errors(rule, name))
     namespace = str(meta.get("namespace") or "")
     if namespaced:
         if not namespace:
-            causes.append(_required("metadata.namespace"))
+            causes.append(required_cause("metadata.namespace"))
         else:
             causes.extend(
-                _invalid("metadata.namespace", namespace, m)
+                invalid_cause("metadata.namespace", namespace, m)
                 for m in name_errors(NameRule.LABEL, namespace)
             )
     elif namespace:
-        causes.append(_forbidden("metadata.namespace", "not allowed on this type"))
+        causes.append(forbidden_cause("metadata.namespace", "not allowed on this type"))
     generation = meta.get("generation")
     if isinstance(generation, int) and generation < 0:
         causes.append(
-            _invalid("metadata.generation", generation, "must be greater than or equal to 0")
+            invalid_cause("metadata.generation", generation, "must be greater than or equal to 0")
         )
     return causes + _common(meta)
 
@@ -343,7 +364,7 @@ def _common(meta: Mapping[str, Any]) -> list[Cause]:
 
 def _immutable(new: Mapping[str, Any], old: Mapping[str, Any], key: str) -> list[Cause]:
     if new.get(key) != old.get(key):
-        return [_invalid(f"metadata.{key}", new.get(key), "field is immutable")]
+        return [invalid_cause(f"metadata.{key}", new.get(key), "field is immutable")]
     return []
 
 
@@ -355,7 +376,7 @@ def validate_object_meta_update(new: Mapping[str, Any], old: Mapping[str, Any]) 
         extra = sorted(set(_strings(new.get("finalizers"))) - old_finalizers)
         if extra:
             causes.append(
-                _forbidden(
+                forbidden_cause(
                     "metadata.finalizers",
                     "no new finalizers can be added if the object is being deleted, found new "
                     f"finalizers {go_value(extra)}",
@@ -365,7 +386,9 @@ def validate_object_meta_update(new: Mapping[str, Any], old: Mapping[str, Any]) 
     old_generation = old.get("generation") or 0
     ints = isinstance(new_generation, int) and isinstance(old_generation, int)
     if ints and new_generation < old_generation:
-        causes.append(_invalid("metadata.generation", new_generation, "must not be decremented"))
+        causes.append(
+            invalid_cause("metadata.generation", new_generation, "must not be decremented")
+        )
     for key in ("name", "namespace", "uid", "creationTimestamp", "deletionTimestamp"):
         causes.extend(_immutable(new, old, key))
     causes.extend(_immutable(new, old, "deletionGracePeriodSeconds"))

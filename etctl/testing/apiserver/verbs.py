@@ -19,7 +19,7 @@ from aiohttp import web
 from etctl.testing.apiserver import status as st
 from etctl.testing.apiserver.deletion import DeleteOptions
 from etctl.testing.apiserver.patching import accepted_types, decode_patch, patch_object
-from etctl.testing.apiserver.registry import ResourceInfo
+from etctl.testing.apiserver.registry import ResourceInfo, with_api_version
 from etctl.testing.apiserver.representation import (
     JSON,
     json_response,
@@ -243,7 +243,7 @@ async def delete(
     options = await delete_options(request)
     obj, removed = storage.delete_in(resource, info.name, namespace=info.namespace, options=options)
     api_version = resource.api_version(info.version)
-    obj = obj if obj.get("apiVersion") == api_version else {**obj, "apiVersion": api_version}
+    obj = with_api_version(obj, api_version)
     status = 202 if not removed and options.orphan_dependents is False else 200
     if removed and not resource.return_deleted_object:
         meta = obj.get("metadata") or {}

@@ -21,7 +21,7 @@ from etctl.runtime.objects import KubeObject
 from etctl.testing.apiserver import admission
 from etctl.testing.apiserver import status as st
 from etctl.testing.apiserver.apply import record_update
-from etctl.testing.apiserver.registry import ResourceInfo
+from etctl.testing.apiserver.registry import ResourceInfo, with_api_version
 from etctl.testing.apiserver.scale import from_scale, to_scale
 from etctl.testing.apiserver.store import parse_resource_version
 from etctl.testing.apiserver.strategy import WriteContext, spec_equal
@@ -75,10 +75,6 @@ _GENERATE_ATTEMPTS = 8
 def _meta(obj: Mapping[str, Any]) -> dict[str, Any]:
     meta = obj.get("metadata")
     return meta if isinstance(meta, dict) else {}
-
-
-def _with_version(obj: KubeObject, api_version: str) -> KubeObject:
-    return obj if obj.get("apiVersion") == api_version else {**obj, "apiVersion": api_version}
 
 
 def _empties_finalizers(new: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
@@ -143,10 +139,10 @@ def create_object(
     obj["apiVersion"] = info.api_version(info.storage_version.name)
     obj["kind"] = info.kind
     if opts.dry_run:
-        return _with_version(obj, info.api_version(version))
+        return with_api_version(obj, info.api_version(version))
     event = storage.store.commit(info.key, key, obj)
     assert event is not None
-    return _with_version(event.object, info.api_version(version))
+    return with_api_version(event.object, info.api_version(version))
 
 
 def _generate_name(storage: Storage, base: str) -> str:
@@ -182,18 +178,20 @@ def update_object(
     _check_subresource(info, version, subresource)
     if subresource == "scale":
         existing = storage._load(info, namespace, name)
-        spec = _scale_spec(storage, info, version)
         body = copy.deepcopy(dict(body))
         admission.check_name(body, name, namespace)
-        scale_rv = str(_meta(body).get("resourceVersion") or "")
-        if scale_rv and scale_rv != str(_meta(existing).get("resourceVersion")):
-            raise st.stale_conflict(info.group, info.plural, name)
-        new = from_scale(_with_version(existing, info.api_version(version)), body, spec)
-        update_existing(storage, info, version, existing, new, subresource="", options=opts)
-        return get_scale(storage, info, version, name, namespace=namespace)
-    obj = admission.decode(storage, info, version, body, opts)
-    admission.check_name(obj, name, namespace if info.namespaced else "")
-    admission.admit_namespace(storage, info, namespace, name, creating=False)
+        return write_patched(
+            storage,
+            info,
+            version,
+            name,
+            existing=existing,
+            patched=body,
+            namespace=namespace,
+            subresource=subresource,
+            options=opts,
+        )
+    obj = _admit_update(storage, info, version, name, body, namespace=namespace, options=opts)
     existing = storage._load(info, namespace, name)
     return update_existing(
         storage, info, version, existing, obj, subresource=subresource, options=opts
@@ -212,22 +210,41 @@ def write_patched(
     subresource: str = "",
     options: WriteOptions,
 ) -> KubeObject:
-    """Write the result of a patch of ``existing`` (the update path, after the patch)."""
+    """Write the result of a patch of ``existing`` (the update path, after the patch).
+
+    On ``scale`` the result is a Scale: a ``resourceVersion`` in it must be the object's (409
+    otherwise), its replicas are written onto the object and the Scale is read back.
+    """
     _check_subresource(info, version, subresource)
     if subresource == "scale":
         spec = _scale_spec(storage, info, version)
         scale_rv = str(_meta(patched).get("resourceVersion") or "")
         if scale_rv and scale_rv != str(_meta(existing).get("resourceVersion")):
             raise st.stale_conflict(info.group, info.plural, name)
-        new = from_scale(_with_version(existing, info.api_version(version)), patched, spec)
+        new = from_scale(with_api_version(existing, info.api_version(version)), patched, spec)
         update_existing(storage, info, version, existing, new, subresource="", options=options)
         return get_scale(storage, info, version, name, namespace=namespace)
-    obj = admission.decode(storage, info, version, patched, options)
-    admission.check_name(obj, name, namespace if info.namespaced else "")
-    admission.admit_namespace(storage, info, namespace, name, creating=False)
+    obj = _admit_update(storage, info, version, name, patched, namespace=namespace, options=options)
     return update_existing(
         storage, info, version, existing, obj, subresource=subresource, options=options
     )
+
+
+def _admit_update(
+    storage: Storage,
+    info: ResourceInfo,
+    version: str,
+    name: str,
+    body: Mapping[str, Any],
+    *,
+    namespace: str,
+    options: WriteOptions,
+) -> KubeObject:
+    """The new state of an update, decoded and admitted (name and namespace checked)."""
+    obj = admission.decode(storage, info, version, body, options)
+    admission.check_name(obj, name, namespace if info.namespaced else "")
+    admission.admit_namespace(storage, info, namespace, name, creating=False)
+    return obj
 
 
 def _check_subresource(info: ResourceInfo, version: str, subresource: str) -> None:
@@ -299,17 +316,17 @@ def update_existing(
     new["kind"] = info.kind
     api_version = info.api_version(version)
     if new == existing:
-        return _with_version(existing, api_version)
+        return with_api_version(existing, api_version)
     key = storage._key(info, str(old_meta.get("namespace") or ""), name)
     if _empties_finalizers(new, existing):
         if not options.dry_run:
             storage.store.commit(info.key, key, None)
-        return _with_version(existing, api_version)
+        return with_api_version(existing, api_version)
     if options.dry_run:
-        return _with_version(new, api_version)
+        return with_api_version(new, api_version)
     event = storage.store.commit(info.key, key, new)
     assert event is not None
-    return _with_version(event.object, api_version)
+    return with_api_version(event.object, api_version)
 
 
 def _record_manager(

@@ -6,7 +6,13 @@ namespaces and removes them. ``ApiServer`` runs both unless built with ``control
 """
 
 from etctl.testing.controllers.garbagecollector import GarbageCollector
-from etctl.testing.controllers.host import ControllerHost, WorkQueue
+from etctl.testing.controllers.host import ControllerHost, QueueController, WorkQueue
 from etctl.testing.controllers.namespaces import NamespaceController
 
-__all__ = ["ControllerHost", "GarbageCollector", "NamespaceController", "WorkQueue"]
+__all__ = [
+    "ControllerHost",
+    "GarbageCollector",
+    "NamespaceController",
+    "QueueController",
+    "WorkQueue",
+]

@@ -26,7 +26,7 @@ dependent, cannot be resolved and keeps its dependent.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -37,7 +37,7 @@ from etctl.testing.apiserver.deletion import FOREGROUND, ORPHAN, DeleteOptions
 from etctl.testing.apiserver.registry import ResourceInfo
 from etctl.testing.apiserver.storage import Storage
 from etctl.testing.apiserver.store import Event, GroupResource, object_key
-from etctl.testing.controllers.host import ControllerHost, WorkQueue
+from etctl.testing.controllers.host import QueueController
 
 __all__ = ["GarbageCollector"]
 
@@ -107,7 +107,7 @@ def _version(obj: ObjectView) -> str:
     return str(obj.get("apiVersion") or "v1").rpartition("/")[2]
 
 
-class GarbageCollector:
+class GarbageCollector(QueueController[tuple[Action, str]]):
     """Deletes dependents whose owners are gone, for every resource the server serves.
 
     Args:
@@ -115,38 +115,17 @@ class GarbageCollector:
     """
 
     def __init__(self, storage: Storage) -> None:
-        self.storage = storage
+        super().__init__(storage, task_name="garbage-collector")
         self._nodes: dict[str, _Node] = {}
         self._dependents: dict[str, set[str]] = {}
         self._kinds: dict[tuple[str, str], ResourceInfo | None] = {}
         self._kinds_revision = -1
-        self._queue: WorkQueue[tuple[Action, str]] = WorkQueue(self._handle)
-        self._unsubscribe: Callable[[], None] | None = None
 
-    # -- lifecycle ------------------------------------------------------------------------------
-
-    def start(self, host: ControllerHost) -> None:
-        """Build the graph from what is stored, then follow every change."""
-        self._unsubscribe = host.subscribe(self.observe)
+    def _resume(self) -> None:
+        """Build the graph from what is stored."""
         for info in self.storage.registry:
             for _key, obj in self.storage.store.items(info.key):
                 self._update(info.key, obj, None)
-        host.spawn(self._queue.run(), name="garbage-collector")
-
-    def stop(self) -> None:
-        """Stop following changes (the task ends with the server)."""
-        if self._unsubscribe is not None:
-            self._unsubscribe()
-            self._unsubscribe = None
-
-    @property
-    def pending(self) -> int:
-        """Work queued and not done yet (0: nothing to do until the store changes)."""
-        return len(self._queue)
-
-    def drain(self) -> int:
-        """Do all queued work now (tests); returns how many items were handled."""
-        return self._queue.drain()
 
     # -- the graph ------------------------------------------------------------------------------
 

@@ -4,10 +4,14 @@ A controller here is fed synchronously by the store's change listener, which onl
 work and wakes the controller's task; the task then does the queued work synchronously
 through the storage API (so its writes are ordinary commits that produce watch events and feed
 the other listeners). Nothing sleeps on time: the controllers react to changes only.
+:class:`QueueController` is that shape once: subscription, the queue's task, ``pending`` and
+``drain``; a controller supplies what it observes, how it handles a key and what it picks up
+from storage when it starts.
 """
 
 from __future__ import annotations
 
+import abc
 import asyncio
 from collections import deque
 from collections.abc import Callable, Coroutine, Hashable
@@ -17,7 +21,7 @@ from etctl.log import get_logger
 from etctl.testing.apiserver.storage import Storage
 from etctl.testing.apiserver.store import Event
 
-__all__ = ["ControllerHost", "WorkQueue"]
+__all__ = ["ControllerHost", "QueueController", "WorkQueue"]
 
 log = get_logger(__name__)
 
@@ -93,3 +97,51 @@ class WorkQueue(Generic[K]):
                 handled += 1
                 if handled % _YIELD_EVERY == 0:
                     await asyncio.sleep(0)
+
+
+class QueueController(abc.ABC, Generic[K]):
+    """A built-in controller: store changes queue keys, one task handles them.
+
+    Args:
+        storage: the server's storage.
+        task_name: the name of the controller's task.
+    """
+
+    def __init__(self, storage: Storage, *, task_name: str) -> None:
+        self.storage = storage
+        self._task_name = task_name
+        self._queue: WorkQueue[K] = WorkQueue(self._handle)
+        self._unsubscribe: Callable[[], None] | None = None
+
+    def start(self, host: ControllerHost) -> None:
+        """Follow every change, pick up what storage already holds, then run the queue."""
+        self._unsubscribe = host.subscribe(self.observe)
+        self._resume()
+        host.spawn(self._queue.run(), name=self._task_name)
+
+    def stop(self) -> None:
+        """Stop following changes (the task ends with the server)."""
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+
+    @property
+    def pending(self) -> int:
+        """Work queued and not done yet (0: nothing to do until the store changes)."""
+        return len(self._queue)
+
+    def drain(self) -> int:
+        """Do all queued work now (tests); returns how many keys were handled."""
+        return self._queue.drain()
+
+    @abc.abstractmethod
+    def observe(self, event: Event) -> None:
+        """Queue the work a committed change calls for."""
+
+    @abc.abstractmethod
+    def _resume(self) -> None:
+        """Queue the work what is already stored calls for (at start)."""
+
+    @abc.abstractmethod
+    def _handle(self, key: K) -> None:
+        """Do the work of one key, synchronously."""

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import copy
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from etctl.errors import ApiError, NotFound
@@ -32,7 +32,7 @@ from etctl.runtime.resources import NAMESPACES
 from etctl.testing.apiserver.deletion import DeleteOptions
 from etctl.testing.apiserver.storage import Storage
 from etctl.testing.apiserver.store import Event
-from etctl.testing.controllers.host import ControllerHost, WorkQueue
+from etctl.testing.controllers.host import QueueController
 
 __all__ = ["FINALIZER", "NamespaceController"]
 
@@ -52,7 +52,7 @@ def _spec_finalizers(obj: ObjectView) -> list[str]:
     return [str(f) for f in found or []]
 
 
-class NamespaceController:
+class NamespaceController(QueueController[str]):
     """Empties, finalizes and removes terminating namespaces.
 
     Args:
@@ -60,33 +60,14 @@ class NamespaceController:
     """
 
     def __init__(self, storage: Storage) -> None:
-        self.storage = storage
+        super().__init__(storage, task_name="namespace-controller")
         self._terminating: set[str] = set()
-        self._queue: WorkQueue[str] = WorkQueue(self._handle)
-        self._unsubscribe: Callable[[], None] | None = None
 
-    def start(self, host: ControllerHost) -> None:
-        """Pick up namespaces already terminating, then follow every change."""
-        self._unsubscribe = host.subscribe(self.observe)
+    def _resume(self) -> None:
+        """Pick up namespaces already terminating."""
         for _key, namespace in self.storage.store.items(_NAMESPACES):
             if _terminating(namespace):
                 self._mark(str(meta(namespace).get("name")))
-        host.spawn(self._queue.run(), name="namespace-controller")
-
-    def stop(self) -> None:
-        """Stop following changes (the task ends with the server)."""
-        if self._unsubscribe is not None:
-            self._unsubscribe()
-            self._unsubscribe = None
-
-    @property
-    def pending(self) -> int:
-        """Work queued and not done yet (0: nothing to do until the store changes)."""
-        return len(self._queue)
-
-    def drain(self) -> int:
-        """Do all queued work now (tests); returns how many namespaces were examined."""
-        return self._queue.drain()
 
     def _mark(self, name: str) -> None:
         self._terminating.add(name)

@@ -7,7 +7,8 @@ for its knobs, and :class:`Behaviour` / :class:`PodPolicy` for what simulated co
 
 from etctl.testing.kubelet.behaviour import ANNOTATION_PREFIX, Behaviour, PodPolicy, Policy
 from etctl.testing.kubelet.config import GPU, KubeletConfig, NodeConfig
-from etctl.testing.kubelet.kubelet import Kubelet, KubeletHost
+from etctl.testing.kubelet.host import KubeletHost
+from etctl.testing.kubelet.kubelet import Kubelet
 
 __all__ = [
     "ANNOTATION_PREFIX",

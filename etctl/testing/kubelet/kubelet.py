@@ -1,10 +1,11 @@
 """The simulated kubelet: nodes, the scheduler and the pods they run, on one clock-driven loop.
 
 A :class:`Kubelet` attaches to a running API server (anything offering the small
-:class:`KubeletHost` surface: storage, clock, change subscription, background tasks and
-subresource routes). It registers its nodes, binds pending pods through the built-in scheduler,
-runs a :class:`~etctl.testing.kubelet.podworker.PodWorker` per pod bound to one of its nodes, and
-serves ``pods/exec`` and ``pods/log``.
+:class:`~etctl.testing.kubelet.host.KubeletHost` surface). It registers its nodes, binds pending
+pods through the built-in scheduler, runs a :class:`~etctl.testing.kubelet.podworker.PodWorker`
+per pod bound to one of its nodes (kept in a :class:`~etctl.testing.kubelet.podtable.PodTable`),
+and serves ``pods/exec`` and ``pods/log``. What tests do inside a pod (exec, files, logs) comes
+from :class:`~etctl.testing.kubelet.podaccess.PodAccess`.
 
 How it stays deterministic: the store's change listener only *marks* work (pods to sync, a
 scheduling pass to run) and wakes the loop; the loop does all the work synchronously in
@@ -23,35 +24,33 @@ node recovers, as on a real cluster.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from functools import partial
-from typing import Any, Protocol
+from typing import Any
 
 from etctl.errors import ApiError
 from etctl.log import get_logger
-from etctl.runtime.clock import Clock, wait_event
+from etctl.runtime.clock import wait_event
 from etctl.runtime.objects import ObjectView, meta, uid
 from etctl.runtime.resources import PODS
-from etctl.testing.apiserver.http import SubresourceHandler
-from etctl.testing.apiserver.storage import Storage
 from etctl.testing.apiserver.store import Event
 from etctl.testing.kubelet.admission import admit
 from etctl.testing.kubelet.behaviour import Policy
 from etctl.testing.kubelet.config import KubeletConfig
 from etctl.testing.kubelet.containers import ContainerRuntime
 from etctl.testing.kubelet.events import EventRecorder
-from etctl.testing.kubelet.logs import ContainerLog
+from etctl.testing.kubelet.host import KubeletHost
 from etctl.testing.kubelet.nodeloss import NodeLoss
 from etctl.testing.kubelet.nodemanager import NodeManager
 from etctl.testing.kubelet.nodes import SimNode
+from etctl.testing.kubelet.podaccess import PodAccess
+from etctl.testing.kubelet.podtable import PodTable
 from etctl.testing.kubelet.podworker import InitResult, PodWorker, WorkerEnv
 from etctl.testing.kubelet.routes import exec_handler, log_handler
-from etctl.testing.kubelet.sandbox import PodSandbox
 from etctl.testing.kubelet.sandboxes import Sandboxes
 from etctl.testing.kubelet.scheduler import Scheduler
-from etctl.testing.kubelet.shell import ShellResult
 
-__all__ = ["Kubelet", "KubeletHost"]
+__all__ = ["Kubelet"]
 
 log = get_logger(__name__)
 
@@ -60,40 +59,12 @@ _NODES = ("", "nodes")
 _SOURCES = {("", "configmaps"): "configmap", ("", "secrets"): "secret"}
 
 
-class KubeletHost(Protocol):
-    """What the kubelet needs from the API server it attaches to (``ApiServer`` has it all)."""
-
-    @property
-    def storage(self) -> Storage:
-        """The synchronous internal API."""
-        ...
-
-    @property
-    def clock(self) -> Clock:
-        """The server's clock."""
-        ...
-
-    def subscribe(self, listener: Callable[[Event], None]) -> Callable[[], None]:
-        """Call ``listener`` with every committed change."""
-        ...
-
-    def spawn(self, coro: Coroutine[Any, Any, Any], *, name: str) -> asyncio.Task[Any]:
-        """Run a named background task owned by the server."""
-        ...
-
-    def add_subresource(
-        self, group: str, plural: str, subresource: str, handler: SubresourceHandler
-    ) -> None:
-        """Serve a subresource route."""
-        ...
-
-
 def _spec(obj: ObjectView) -> Mapping[str, Any]:
     value = obj.get("spec")
     return value if isinstance(value, Mapping) else {}
 
 
-class Kubelet:
+class Kubelet(PodAccess):
     """The simulated kubelet and scheduler of an API server.
 
     Args:
@@ -121,7 +92,7 @@ class Kubelet:
             self.nodes,
             lease_interval=self.config.lease_interval,
         )
-        self.sandboxes: Sandboxes | None = None
+        self.sandboxes = None
         self.policies: list[Policy] = []
         self.env = WorkerEnv(
             storage=self.storage,
@@ -134,9 +105,7 @@ class Kubelet:
             run_init=self._run_init,
             check_config=self._check_config,
         )
-        self._workers: dict[str, PodWorker] = {}
-        self._deadlines: dict[str, float] = {}
-        self._dirty: set[str] = set()
+        self._pods = PodTable(self.storage.store)
         self._schedule = True
         self.node_loss = NodeLoss(self.storage, self.clock, self.recorder)
         self._wake = asyncio.Event()
@@ -159,7 +128,7 @@ class Kubelet:
         """
         if self._task is None:
             return True
-        if self._dirty or self._schedule:
+        if self._pods.marked or self._schedule:
             return False
         deadline = self.next_deadline()
         return deadline is None or deadline > self.clock.monotonic()
@@ -193,7 +162,7 @@ class Kubelet:
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
-        for pod_uid in list(self._workers):
+        for pod_uid in self._pods.uids:
             self._forget(pod_uid)
         if self.sandboxes is not None:
             self.sandboxes.close()
@@ -228,35 +197,29 @@ class Kubelet:
         if self.sandboxes is not None:
             _guarded("volume refresh", self.sandboxes.due)
         _guarded("taint eviction", self.node_loss.due)
-        due = {pod_uid for pod_uid, when in self._deadlines.items() if when <= now}
-        batch, self._dirty = self._dirty | due, set()
-        for pod_uid in batch:
+        for pod_uid in self._pods.take(now):
             if not _guarded("pod sync", partial(self._sync, pod_uid), pod_uid=pod_uid):
-                self._deadlines.pop(pod_uid, None)
+                self._pods.set_deadline(pod_uid, None)
 
     def next_deadline(self) -> float | None:
         """The earliest timer of any pod, node or delayed volume refresh."""
-        extras = (
+        timers = (
+            self._pods.next_deadline(),
             self.node_manager.next_deadline(),
             self.node_loss.next_deadline(),
             self.sandboxes.next_deadline() if self.sandboxes is not None else None,
         )
-        candidates = [*self._deadlines.values(), *(t for t in extras if t is not None)]
-        return min(candidates) if candidates else None
+        return min((t for t in timers if t is not None), default=None)
 
     def _sync(self, pod_uid: str) -> None:
-        worker = self._workers.get(pod_uid)
+        worker = self._pods.get(pod_uid)
         if worker is None or worker.node.failed:
             return
         pod = self.storage.store.get(_PODS, worker.key)
         if pod is None or uid(pod) != pod_uid:
             self._forget(pod_uid)
             return
-        deadline = worker.sync(pod)
-        if deadline is None:
-            self._deadlines.pop(pod_uid, None)
-        else:
-            self._deadlines[pod_uid] = deadline
+        self._pods.set_deadline(pod_uid, worker.sync(pod))
         if not worker.active:
             self._schedule = True
 
@@ -280,14 +243,13 @@ class Kubelet:
             self._wake.set()
             return
         previous = event.previous
-        worker = self._workers.get(pod_uid)
-        if worker is not None:
+        if pod_uid in self._pods:
             if (
                 previous is None
                 or _spec(previous) != _spec(pod)
                 or _watched(previous) != _watched(pod)
             ):
-                self._dirty.add(pod_uid)
+                self._pods.mark(pod_uid)
                 self._wake.set()
                 if self.sandboxes is not None and previous is not None:
                     self.sandboxes.pod_changed(pod)
@@ -307,14 +269,14 @@ class Kubelet:
             return
         self.sandboxes.source_changed(kind, namespace, name)
         now = self.clock.monotonic()
-        for worker in self._workers.values():
+        for worker in self._pods:
             if worker.namespace != namespace or not self.sandboxes.uses(worker, kind, name):
                 continue
             for container in worker.all_containers():
                 if container.blocked:
                     container.blocked = False
                     container.start_at = now
-            self._dirty.add(worker.uid)
+            self._pods.mark(worker.uid)
             self._wake.set()
 
     def _track(self, pod: ObjectView) -> bool:
@@ -323,36 +285,22 @@ class Kubelet:
         if node is None:
             return False
         pod_uid = uid(pod)
-        if pod_uid not in self._workers:
-            self._workers[pod_uid] = PodWorker(pod, node, self.env)
-        self._dirty.add(pod_uid)
+        if pod_uid not in self._pods:
+            self._pods.add(PodWorker(pod, node, self.env))
+        self._pods.mark(pod_uid)
         self._wake.set()
         return True
 
     def _forget(self, pod_uid: str) -> None:
-        worker = self._workers.pop(pod_uid, None)
-        self._deadlines.pop(pod_uid, None)
         self.node_loss.forget(pod_uid)
-        self._dirty.discard(pod_uid)
-        if worker is None:
-            return
-        for container in worker.all_containers():
-            container.log.close()
-            if container.previous_log is not None:
-                container.previous_log.close()
-        worker.node.release_ip(pod_uid)
-        if self.sandboxes is not None:
+        if self._pods.remove(pod_uid) is not None and self.sandboxes is not None:
             self.sandboxes.remove(pod_uid)
 
     # -- what workers ask -----------------------------------------------------------------------
 
     def _admit(self, worker: PodWorker) -> tuple[str, str] | None:
         node = worker.node
-        others = [
-            w.spec
-            for w in self._workers.values()
-            if w.node is node and w.active and w is not worker
-        ]
+        others = [w.spec for w in self._pods.on_node(node) if w.active and w is not worker]
         return admit(worker.spec, node.config, self.storage.store.get(_NODES, node.name), others)
 
     def _volumes_ready(self, worker: PodWorker) -> bool:
@@ -379,32 +327,13 @@ class Kubelet:
 
         return remove
 
-    def worker(self, namespace: str, name: str) -> PodWorker | None:
-        """The worker running a pod, if the pod is on one of this kubelet's nodes."""
-        pod = self.storage.store.get(_PODS, f"{namespace}/{name}")
-        return self._workers.get(uid(pod)) if pod is not None else None
-
-    def _require(self, namespace: str, name: str) -> PodWorker:
-        worker = self.worker(namespace, name)
-        if worker is None:
-            msg = f"pod {namespace}/{name} is not running on this kubelet"
-            raise LookupError(msg)
-        return worker
-
-    def _container(self, worker: PodWorker, container: str | None) -> ContainerRuntime:
-        found = worker.container(container) if container else worker.containers[0]
-        if found is None:
-            msg = f'container "{container}" not found in pod {worker.key}'
-            raise LookupError(msg)
-        return found
-
     def sync(self, namespace: str, name: str) -> None:
         """Bring one pod up to date now (its status is written before this returns).
 
         Raises:
             LookupError: the pod is not on this kubelet.
         """
-        worker = self._require(namespace, name)
+        worker = self._pods.require(namespace, name)
         self._sync(worker.uid)
         self._wake.set()
 
@@ -414,7 +343,7 @@ class Kubelet:
         Raises:
             LookupError: the pod is not on this kubelet.
         """
-        self._require(namespace, name).evict(message)
+        self._pods.require(namespace, name).evict(message)
         self.sync(namespace, name)
 
     def exit(
@@ -435,96 +364,12 @@ class Kubelet:
         Raises:
             LookupError: the pod is not on this kubelet, or no such container runs.
         """
-        worker = self._require(namespace, name)
+        worker = self._pods.require(namespace, name)
         if worker.exit(code, container, reason=reason, message=message) == 0:
             which = f" {container}" if container else ""
             msg = f"no running container{which} in pod {namespace}/{name}"
             raise LookupError(msg)
         self.sync(namespace, name)
-
-    def exec(
-        self,
-        namespace: str,
-        name: str,
-        command: Sequence[str],
-        *,
-        container: str | None = None,
-        stdin: bytes = b"",
-    ) -> ShellResult:
-        """Run a command in a running container (in process; ``pods/exec`` does the same).
-
-        Raises:
-            LookupError: the pod is not on this kubelet, or the container is not running.
-        """
-        worker = self._require(namespace, name)
-        runtime = self._container(worker, container)
-        if not runtime.running or self.sandboxes is None:
-            msg = f'container not found ("{runtime.name}")'
-            raise LookupError(msg)
-        return self.sandboxes.execute(worker, runtime, command, stdin)
-
-    def sandbox(self, namespace: str, name: str) -> PodSandbox:
-        """A pod's sandbox (its volumes and container roots on disk).
-
-        Raises:
-            LookupError: the pod is not on this kubelet or has no sandbox yet.
-        """
-        worker = self._require(namespace, name)
-        found = self.sandboxes.get(worker.uid) if self.sandboxes is not None else None
-        if found is None:
-            msg = f"pod {namespace}/{name} has no sandbox yet"
-            raise LookupError(msg)
-        return found
-
-    def read_file(
-        self, namespace: str, name: str, path: str, *, container: str | None = None
-    ) -> bytes:
-        """A file as a container of the pod sees it (``/etc/edl/hostfile``).
-
-        Raises:
-            LookupError: the pod or container is unknown.
-            etctl.testing.kubelet.shell.FsError: the file cannot be read.
-        """
-        worker = self._require(namespace, name)
-        runtime = self._container(worker, container)
-        sandbox = self.sandbox(namespace, name)
-        return sandbox.container_fs(runtime.spec).read(path)
-
-    def log_of(
-        self, namespace: str, name: str, *, container: str | None = None, previous: bool = False
-    ) -> ContainerLog:
-        """The log of a container's current (or previous) instance.
-
-        Raises:
-            LookupError: the pod or container is unknown, or there is no previous instance.
-        """
-        runtime = self._container(self._require(namespace, name), container)
-        if not previous:
-            return runtime.log
-        if runtime.previous_log is None:
-            msg = f'previous terminated container "{runtime.name}" in pod "{name}" not found'
-            raise LookupError(msg)
-        return runtime.previous_log
-
-    def logs(
-        self, namespace: str, name: str, *, container: str | None = None, previous: bool = False
-    ) -> list[str]:
-        """The lines a container wrote (its current or previous instance)."""
-        found = self.log_of(namespace, name, container=container, previous=previous)
-        return [line.text for line in found.lines()]
-
-    def append_log(
-        self,
-        namespace: str,
-        name: str,
-        text: str,
-        *,
-        container: str | None = None,
-        stream: str = "stdout",
-    ) -> None:
-        """Write lines to a container's log (as if the process printed them)."""
-        found = self.log_of(namespace, name, container=container)
-        found.write(text, time=self.clock.now(), stream=stream)
 
     # -- losing nodes ---------------------------------------------------------------------------
 
@@ -532,17 +377,16 @@ class Kubelet:
         """Lose a node: NotReady/Unknown, unreachable taints, pods frozen and marked unready."""
         if self.node_manager.fail(name):
             node = self.nodes[name]
-            self.node_loss.lost([w for w in self._workers.values() if w.node is node])
+            self.node_loss.lost(self._pods.on_node(node))
             self._wake.set()
 
     def recover_node(self, name: str) -> None:
         """Bring a lost node back: Ready again, taints removed, its pods resume."""
         if not self.node_manager.recover(name):
             return
-        for worker in self._workers.values():
-            if worker.node is self.nodes[name]:
-                self.node_loss.forget(worker.uid)
-                self._dirty.add(worker.uid)
+        for worker in self._pods.on_node(self.nodes[name]):
+            self.node_loss.forget(worker.uid)
+            self._pods.mark(worker.uid)
         self._schedule = True
         self._wake.set()
 

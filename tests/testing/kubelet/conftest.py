@@ -2,21 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
-import aiohttp
 import pytest
 
 from etctl.runtime.clock import FakeClock
-from etctl.testing import ApiServer
 from etctl.testing.kubelet import Kubelet, KubeletConfig
-from tests.testing.apiserver._client import Api
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
 
 
 @pytest.fixture
@@ -30,16 +21,5 @@ def etctl_kubelet_config() -> KubeletConfig:
 
 
 @pytest.fixture
-def server(etctl_apiserver: ApiServer) -> ApiServer:
-    return etctl_apiserver
-
-
-@pytest.fixture
 def kubelet(etctl_kubelet: Kubelet) -> Kubelet:
     return etctl_kubelet
-
-
-@pytest.fixture
-async def api(server: ApiServer) -> AsyncIterator[Api]:
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session:
-        yield Api(session, server.url)

@@ -18,7 +18,7 @@ from etctl.testing.kubelet.shell.fs import ENOENT, ENOTDIR, FsError, join
 if TYPE_CHECKING:
     from etctl.testing.kubelet.shell.interpreter import IO, Builtin, Shell
 
-__all__ = ["COMMANDS", "apply_mode", "split_options"]
+__all__ = ["COMMANDS", "apply_mode", "parse_options", "split_options"]
 
 _SYMBOLIC = re.compile(r"^([ugoa]*)([-+=])([rwxX]*)$")
 _WHO = {"u": 0o700, "g": 0o070, "o": 0o007}
@@ -42,6 +42,17 @@ def split_options(argv: list[str], known: str) -> tuple[set[str], list[str], str
         else:
             operands.append(arg)
     return flags, operands, None
+
+
+def parse_options(
+    argv: list[str], known: str, io: IO, command: str
+) -> tuple[set[str], list[str]] | None:
+    """:func:`split_options`, reporting an unknown option as busybox does (None after that)."""
+    flags, operands, bad = split_options(argv, known)
+    if bad:
+        io.error(f"{command}: invalid option -- '{bad}'\n")
+        return None
+    return flags, operands
 
 
 def _path(shell: Shell, name: str) -> str:
@@ -72,10 +83,10 @@ def cat(shell: Shell, argv: list[str], io: IO) -> int:
 
 def tee(shell: Shell, argv: list[str], io: IO) -> int:
     """``tee [-a] [FILE...]``: stdin to stdout and to each file."""
-    flags, names, bad = split_options(argv, "ai")
-    if bad:
-        io.error(f"tee: invalid option -- '{bad}'\n")
+    parsed = parse_options(argv, "ai", io, "tee")
+    if parsed is None:
         return 1
+    flags, names = parsed
     data = io.read()
     status = 0
     for name in names:
@@ -114,7 +125,14 @@ def _copy(shell: Shell, source: str, target: str, *, recursive: bool, keep_mode:
         shell.fs.chmod(target, stat.mode & 0o755)  # a new file: the source's mode, umask 022
 
 
-def _destination(shell: Shell, operands: list[str], io: IO, name: str) -> tuple[str, bool] | None:
+def _transfers(
+    shell: Shell, operands: list[str], io: IO, name: str
+) -> list[tuple[str, str, str]] | None:
+    """``SOURCE... DEST`` as (operand, source path, target path) triples; None after an error.
+
+    Several sources, or a destination that is a directory, put each source into it by its
+    base name; otherwise the one source becomes the destination.
+    """
     if len(operands) < 2:
         io.error(f"{name}: missing {'file operand' if not operands else 'destination'}\n")
         return None
@@ -124,24 +142,26 @@ def _destination(shell: Shell, operands: list[str], io: IO, name: str) -> tuple[
     if len(operands) > 2 and not into:
         io.error(f"{name}: '{operands[-1]}' is not a directory\n")
         return None
-    return target, into
+    moves = []
+    for operand in operands[:-1]:
+        source = _path(shell, operand)
+        dest = posixpath.join(target, posixpath.basename(source)) if into else target
+        moves.append((operand, source, dest))
+    return moves
 
 
 def cp(shell: Shell, argv: list[str], io: IO) -> int:
     """``cp [-rRafpv] SOURCE... DEST``."""
-    flags, operands, bad = split_options(argv, "rRafpvdLP")
-    if bad:
-        io.error(f"cp: invalid option -- '{bad}'\n")
+    parsed = parse_options(argv, "rRafpvdLP", io, "cp")
+    if parsed is None:
         return 1
-    found = _destination(shell, operands, io, "cp")
-    if found is None:
+    flags, operands = parsed
+    transfers = _transfers(shell, operands, io, "cp")
+    if transfers is None:
         return 1
-    target, into = found
     recursive = bool(flags & {"r", "R", "a"})
     status = 0
-    for name in operands[:-1]:
-        source = _path(shell, name)
-        dest = posixpath.join(target, posixpath.basename(source)) if into else target
+    for name, source, dest in transfers:
         try:
             _copy(shell, source, dest, recursive=recursive, keep_mode=bool(flags & {"a", "p"}))
         except IsADirectoryError:
@@ -157,18 +177,15 @@ def cp(shell: Shell, argv: list[str], io: IO) -> int:
 
 def mv(shell: Shell, argv: list[str], io: IO) -> int:
     """``mv [-fv] SOURCE... DEST``."""
-    _flags, operands, bad = split_options(argv, "fvin")
-    if bad:
-        io.error(f"mv: invalid option -- '{bad}'\n")
+    parsed = parse_options(argv, "fvin", io, "mv")
+    if parsed is None:
         return 1
-    found = _destination(shell, operands, io, "mv")
-    if found is None:
+    _flags, operands = parsed
+    transfers = _transfers(shell, operands, io, "mv")
+    if transfers is None:
         return 1
-    target, into = found
     status = 0
-    for name in operands[:-1]:
-        source = _path(shell, name)
-        dest = posixpath.join(target, posixpath.basename(source)) if into else target
+    for name, source, dest in transfers:
         try:
             shell.fs.rename(source, dest)
         except FsError as exc:
@@ -187,10 +204,10 @@ def _remove_tree(shell: Shell, path: str) -> None:
 
 def rm(shell: Shell, argv: list[str], io: IO) -> int:
     """``rm [-rRfv] PATH...``."""
-    flags, operands, bad = split_options(argv, "rRfvdi")
-    if bad:
-        io.error(f"rm: invalid option -- '{bad}'\n")
+    parsed = parse_options(argv, "rRfvdi", io, "rm")
+    if parsed is None:
         return 1
+    flags, operands = parsed
     force = "f" in flags
     if not operands and not force:
         io.error("rm: missing operand\n")
@@ -325,10 +342,10 @@ def chmod(shell: Shell, argv: list[str], io: IO) -> int:
 
 def touch(shell: Shell, argv: list[str], io: IO) -> int:
     """``touch [-c] FILE...``."""
-    flags, operands, bad = split_options(argv, "cam")
-    if bad:
-        io.error(f"touch: invalid option -- '{bad}'\n")
+    parsed = parse_options(argv, "cam", io, "touch")
+    if parsed is None:
         return 1
+    flags, operands = parsed
     status = 0
     for name in operands:
         path = _path(shell, name)

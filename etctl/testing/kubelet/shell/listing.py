@@ -11,7 +11,7 @@ import posixpath
 import re
 from typing import TYPE_CHECKING
 
-from etctl.testing.kubelet.shell.files import split_options
+from etctl.testing.kubelet.shell.files import parse_options
 from etctl.testing.kubelet.shell.fs import ENOENT, Stat, join, mode_string
 
 if TYPE_CHECKING:
@@ -28,10 +28,10 @@ def _long(stat: Stat, name: str) -> str:
 
 def ls(shell: Shell, argv: list[str], io: IO) -> int:
     """``ls [-1aAdlR] [PATH...]``."""
-    flags, operands, bad = split_options(argv, "1aAdlRFh")
-    if bad:
-        io.error(f"ls: invalid option -- '{bad}'\n")
+    parsed = parse_options(argv, "1aAdlRFh", io, "ls")
+    if parsed is None:
         return 1
+    flags, operands = parsed
     names = operands or ["."]
     status = 0
     files: list[tuple[str, Stat]] = []

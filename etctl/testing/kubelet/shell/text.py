@@ -9,7 +9,7 @@ Reading ``-`` or no file reads stdin.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from etctl.testing.kubelet.shell.fs import FsError, join
@@ -156,40 +156,44 @@ def _count(argv: list[str], io: IO, command: str) -> tuple[int, bool, list[str]]
     return count, plus, operands
 
 
-def head(shell: Shell, argv: list[str], io: IO) -> int:
-    """``head [-n N] [FILE...]``."""
-    parsed = _count(argv, io, "head")
-    if parsed is None:
-        return 1
-    count, _plus, operands = parsed
-    status = 0
-    for index, (name, data) in enumerate(_inputs(shell, operands, io, "head")):
-        if data is None:
-            status = 1
-            continue
-        if len(operands) > 1:
-            io.write(("\n" if index else "") + f"==> {name} <==\n")
-        io.write(b"".join(_lines(data)[:count]))
-    return status
-
-
-def tail(shell: Shell, argv: list[str], io: IO) -> int:
-    """``tail [-n [+]N] [FILE...]``."""
-    parsed = _count(argv, io, "tail")
+def _excerpt(
+    shell: Shell,
+    argv: list[str],
+    io: IO,
+    command: str,
+    pick: Callable[[list[bytes], int, bool], list[bytes]],
+) -> int:
+    """Write the lines ``pick`` chooses of each input, headed by its name when there are several."""
+    parsed = _count(argv, io, command)
     if parsed is None:
         return 1
     count, plus, operands = parsed
     status = 0
-    for index, (name, data) in enumerate(_inputs(shell, operands, io, "tail")):
+    for index, (name, data) in enumerate(_inputs(shell, operands, io, command)):
         if data is None:
             status = 1
             continue
         if len(operands) > 1:
             io.write(("\n" if index else "") + f"==> {name} <==\n")
-        lines = _lines(data)
-        chosen = lines[max(count - 1, 0) :] if plus else (lines[-count:] if count else [])
-        io.write(b"".join(chosen))
+        io.write(b"".join(pick(_lines(data), count, plus)))
     return status
+
+
+def head(shell: Shell, argv: list[str], io: IO) -> int:
+    """``head [-n N] [FILE...]``."""
+    return _excerpt(shell, argv, io, "head", lambda lines, count, _plus: lines[:count])
+
+
+def _tail_lines(lines: list[bytes], count: int, plus: bool) -> list[bytes]:
+    """The last ``count`` lines, or from line ``count`` on (``+N``)."""
+    if plus:
+        return lines[max(count - 1, 0) :]
+    return lines[-count:] if count else []
+
+
+def tail(shell: Shell, argv: list[str], io: IO) -> int:
+    """``tail [-n [+]N] [FILE...]``."""
+    return _excerpt(shell, argv, io, "tail", _tail_lines)
 
 
 def wc(shell: Shell, argv: list[str], io: IO) -> int:
