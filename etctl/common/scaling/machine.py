@@ -20,7 +20,8 @@ A scaler moves through :class:`~etctl.common.scaling.api.ScaleStep` steps::
 * **Deleting** / **RollingBack**: the removed (or rolled back) workers leave the targets; wait
   until their pods are gone.
 * **Finishing**: the job's desired worker count (what ``/scale`` reads) becomes the new size, so a
-  user's scaler and ``/scale`` never fight.
+  user's scaler and ``/scale`` never fight; a count someone changed while the scaler ran is left
+  as it is, and applied after it.
 
 Decisions before actions: :func:`advance` returns a :class:`Transition` whose ``status`` (the
 decision: chosen workers, the new step, when it started) the caller writes to the scaler *before*
@@ -350,7 +351,11 @@ def _rolled_back(scaler: Scaler, job: JobView, now: datetime) -> Transition:
 
 def _finish(scaler: Scaler, job: JobView, now: datetime) -> Transition:
     size = len(job.targets)
-    if job.elasticity.replicas != size:
+    change = len(scaler.chosen)
+    before = size - change if scaler.direction is Direction.OUT else size + change
+    # Only a desired count still at the size the scaler started from is moved along: one that
+    # changed meanwhile is a request (kubectl scale, an autoscaler) the job follows afterwards.
+    if job.elasticity.replicas == before != size:
         return Transition(replicas=size)
     verb = "Out" if scaler.direction is Direction.OUT else "In"
     reason = f"Scaling{verb}Succeeded"

@@ -238,6 +238,28 @@ async def test_kubectl_scale_drives_a_scale(tmp_path: Path) -> None:
         assert env.job()["spec"]["etReplicaSpecs"]["worker"]["replicas"] == 4
 
 
+async def test_kubectl_scale_during_a_scale_out_is_applied_after_it(tmp_path: Path) -> None:
+    async with cluster(tmp_path) as env, operator(env) as manager:
+        await started(env, kubexec_job(maxReplicas=6))
+        env.kubelet.add_policy(PodPolicy(name=w(2), does=Behaviour(start_delay=10)))
+        env.apply(example("scale-out.yaml"))  # +1
+        await eventually(lambda: env.pods().get(w(2)) == "Pending")
+        await wait_idle(env.server, manager)
+        assert env.scaler(SCALEOUTS, "elastic-training-scaleout")["step"] == "Creating"
+        # The user asks for 5 workers while the scale-out (to 3) is still creating its worker.
+        await env.client.patch(
+            TRAININGJOBS, JOB, {"spec": {"replicas": 5}}, namespace=NS, subresource="scale"
+        )
+        await wait_idle(env.server, manager)
+        await env.clock.advance(10)
+        done = await finished(env, SCALEOUTS, "elastic-training-scaleout")
+        assert outcome(done)[:2] == ("ScaleSucceeded", "ScalingOutSucceeded")
+        # The scale-out reached 3; then the user's 5 is applied, not overwritten by that 3.
+        await eventually(lambda: len(env.status().get("targetWorkers", [])) == 5)
+        await eventually(lambda: env.status().get("currentScaler") is None)
+        assert env.job()["spec"]["etReplicaSpecs"]["worker"]["replicas"] == 5
+
+
 async def kubectl(kubeconfig: Path, *args: str) -> tuple[int, str, str]:
     binary = shutil.which("kubectl")
     assert binary is not None
