@@ -148,6 +148,21 @@ def _finishing(scaler: Scaler, now: datetime) -> Transition:
     return Transition(status=_updated(scaler.status, now, step=ScaleStep.FINISHING))
 
 
+_MAX_NAME = 63
+"""The longest worker name: a DNS label, as the worker's service is named after it."""
+
+
+def _too_long(job: JobView, added: Sequence[str]) -> tuple[str, str | None]:
+    too_long = [name for name in added if len(name) > _MAX_NAME]
+    if not too_long:
+        return "NameTooLong", None
+    return "NameTooLong", (
+        f"{job.title} cannot get worker {too_long[0]}: the name would exceed {_MAX_NAME} "
+        "characters (workers and their services are named alike, and a service name is a DNS "
+        "label); a shorter job name leaves room for more workers"
+    )
+
+
 # --- steps --------------------------------------------------------------------------------------
 
 
@@ -172,10 +187,13 @@ def _start(scaler: Scaler, job: JobView, now: datetime) -> Transition:
             kind=job.kind,
             job=job.name,
         )
-        if bound is not None:
-            return _done_failed(scaler, job, now, "MaxReplicasExceeded", bound)
         last = membership.high_water(prefix, job.last_index, job.targets, scaler.chosen)
         added = membership.new_names(prefix, last, count)
+        reason, problem = (
+            ("MaxReplicasExceeded", bound) if bound is not None else _too_long(job, added)
+        )
+        if problem is not None:
+            return _done_failed(scaler, job, now, reason, problem)
         message = f"adding workers {_names(added)} to {job.title}"
         status = _updated(
             scaler.status,
