@@ -90,12 +90,16 @@ class JobSettings:
         cluster_domain: DNS suffix of services (``cluster.local``); empty to omit it.
         gang_scheduler: ``""`` (none), ``volcano`` or ``scheduler-plugins``.
         init_container_image: image of the helper init containers plugins add.
+        burst: pods, and services, one reconcile of a job creates at most (the ReplicaSet
+            controller's ``burstReplicas``); the created pods' events requeue the job for the
+            rest, so a job of a huge size never holds a worker, and every other job, for long.
     """
 
     operator_name: str = "etctl"
     cluster_domain: str = ""
     gang_scheduler: str = ""
     init_container_image: str = "busybox:1.36"
+    burst: int = 500
 
 
 @dataclass(frozen=True, slots=True, order=True)

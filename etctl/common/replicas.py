@@ -118,9 +118,10 @@ class ReplicaSync(Generic[JobT]):
                 await _delete(self._control, rnd, PODS, pod)
             if not await self._failures(rnd, rtype, spec, slots):
                 return
+        budget = rnd.settings.burst
         for rtype, spec in rnd.specs.items():
             slots = fill(plans[rtype], rnd.pods_of(rtype, live=False))
-            await self._create(rnd, rtype, spec, slots, rnd.state())
+            budget -= await self._create(rnd, rtype, spec, slots, rnd.state(), budget=budget)
         await self._services(rnd, plans, rnd.state())
 
     # -- failures
@@ -188,12 +189,15 @@ class ReplicaSync(Generic[JobT]):
         spec: ReplicaSpec,
         slots: ReplicaPods,
         state: JobState[JobT],
-    ) -> None:
+        *,
+        budget: int,
+    ) -> int:
+        """Create up to ``budget`` missing pods of ``rtype``; how many were attempted."""
         completed = rnd.completed(rtype)
         pending = [ref for ref in slots.missing if ref.index not in completed]
         if not pending or not rnd.judge or not self._gate_open(rnd, rtype, state):
-            return
-        missing = [ref for ref in pending if self._may_create(rnd, ref)]
+            return 0
+        missing = [ref for ref in pending if self._may_create(rnd, ref)][: max(budget, 0)]
         drafts = [self._build(rnd, ref, spec, state) for ref in missing]
         key = replica_key(rnd.namespace, rnd.name, rnd.uid, rtype, PODS)
 
@@ -207,6 +211,7 @@ class ReplicaSync(Generic[JobT]):
             return None
 
         rnd.errors.extend(await slow_start(drafts, write, name=f"create-{rnd.name}-{rtype}"))
+        return len(drafts)
 
     def _gate_open(self, rnd: Round[JobT], rtype: str, state: JobState[JobT]) -> bool:
         condition = f"{rtype}Created"
@@ -294,9 +299,13 @@ class ReplicaSync(Generic[JobT]):
         for name, existing in have.items():
             if name not in wanted and not is_terminating(existing):
                 await _delete(self._control, rnd, SERVICES, existing)
+        budget = rnd.settings.burst
         for name, (ref, service) in wanted.items():
+            if budget <= 0:
+                return
             if name in have or not self._may_create_service(rnd, name):
                 continue
+            budget -= 1
             key = replica_key(rnd.namespace, rnd.name, rnd.uid, ref.replica_type, SERVICES)
             try:
                 created = await self._control.create(rnd.raw, SERVICES, service, key=key)

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+from etctl.common.plugin import JobSettings, JobState, ReplicaRef
+from etctl.runtime.objects import KubeObject
 from etctl.runtime.resources import PODS, SERVICES
 from tests.common._harness import NAMESPACE, harness, simplejob
-from tests.common.simplejob import SIMPLEJOBS
+from tests.common.simplejob import SIMPLEJOBS, SimpleJob, SimpleJobPlugin
 
 
 async def test_scaling_down_deletes_the_highest_slots(tmp_path: Path) -> None:
@@ -64,3 +67,26 @@ async def test_services_follow_the_planned_slots(tmp_path: Path) -> None:
         await h.step("train")
         assert await h.objects_of(SERVICES) == {}
         assert len(await h.events("SuccessfulDeleteService")) == 1
+
+
+class _ServiceForEverySlot(SimpleJobPlugin):
+    def build_service(
+        self, job: SimpleJob, ref: ReplicaRef, state: JobState[Any]
+    ) -> KubeObject | None:
+        return {"spec": {"clusterIP": "None", "ports": [{"name": "rpc", "port": 7777}]}}
+
+
+async def test_one_reconcile_creates_at_most_a_burst_of_pods_and_services(tmp_path: Path) -> None:
+    # A job asking for a huge number of replicas must not hold the reconcile worker (and every
+    # other job of its kind) for as long as it takes to create them all: each reconcile creates a
+    # bounded burst, and the next reconcile (the created pods' events requeue the job) goes on.
+    plugin = _ServiceForEverySlot()
+    async with harness(tmp_path, plugin=plugin, settings=JobSettings(burst=3)) as h:
+        await h.submit(simplejob("train", workers=5))
+        await h.step("train")
+        assert len(await h.pods()) == 3
+        assert len(await h.objects_of(SERVICES)) == 3
+        await h.step("train")
+        everyone = [f"train-worker-{i}" for i in range(5)]
+        assert sorted(await h.pods()) == everyone
+        assert sorted(await h.objects_of(SERVICES)) == everyone

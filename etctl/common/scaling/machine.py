@@ -20,7 +20,8 @@ A scaler moves through :class:`~etctl.common.scaling.api.ScaleStep` steps::
 * **Deleting** / **RollingBack**: the removed (or rolled back) workers leave the targets; wait
   until their pods are gone.
 * **Finishing**: the job's desired worker count (what ``/scale`` reads) becomes the new size, so a
-  user's scaler and ``/scale`` never fight.
+  user's scaler and ``/scale`` never fight; a count someone changed while the scaler ran is left
+  as it is, and applied after it.
 
 Decisions before actions: :func:`advance` returns a :class:`Transition` whose ``status`` (the
 decision: chosen workers, the new step, when it started) the caller writes to the scaler *before*
@@ -47,6 +48,7 @@ from etctl.common.conditions import get_condition, set_condition
 from etctl.common.scaling import membership, selection
 from etctl.common.scaling.api import (
     ScaleIn,
+    ScaleInSpec,
     ScaleOut,
     ScaleOutSpec,
     ScalerStatus,
@@ -187,6 +189,22 @@ def _finishing(scaler: Scaler, now: datetime) -> Transition:
     return Transition(status=_updated(scaler.status, now, step=ScaleStep.FINISHING))
 
 
+_MAX_NAME = 63
+"""The longest worker name: a DNS label, as the worker's service is named after it."""
+
+
+def _too_long(job: JobView, added: Sequence[str]) -> str | None:
+    """Why the new workers' names cannot be used, or None."""
+    too_long = [name for name in added if len(name) > _MAX_NAME]
+    if not too_long:
+        return None
+    return (
+        f"{job.title} cannot get worker {too_long[0]}: the name would exceed {_MAX_NAME} "
+        "characters (workers and their services are named alike, and a service name is a DNS "
+        "label); a shorter job name leaves room for more workers"
+    )
+
+
 # --- steps --------------------------------------------------------------------------------------
 
 
@@ -212,22 +230,33 @@ def _start(scaler: Scaler, job: JobView, now: datetime) -> Transition:
         problems = validate_scalein(ScaleIn(spec=spec))
     if problems:
         return _done_failed(scaler, job, now, "InvalidScaler", "; ".join(problems))
-    prefix = job.elasticity.member_prefix
     if isinstance(spec, ScaleOutSpec):
-        count = spec.to_add.count if spec.to_add and spec.to_add.count else 0
-        bound = _bounds_problem(job, count)
-        if bound is not None:
-            return _done_failed(scaler, job, now, "MaxReplicasExceeded", bound)
-        last = membership.high_water(prefix, job.last_index, job.targets, scaler.chosen)
-        added = membership.new_names(prefix, last, count)
-        message = f"adding workers {_names(added)} to {job.title}"
-        status, note = _started(scaler, now, ScaleStep.CREATING, message, add_pods=added)
-        return Transition(
-            status=status,
-            targets=(*job.targets, *added),
-            last_index=last + count,
-            notes=(note,),
-        )
+        return _start_out(scaler, spec, job, now)
+    return _start_in(scaler, spec, job, now)
+
+
+def _start_out(scaler: Scaler, spec: ScaleOutSpec, job: JobView, now: datetime) -> Transition:
+    count = spec.to_add.count if spec.to_add and spec.to_add.count else 0
+    bound = _bounds_problem(job, count)
+    if bound is not None:
+        return _done_failed(scaler, job, now, "MaxReplicasExceeded", bound)
+    prefix = job.elasticity.member_prefix
+    last = membership.high_water(prefix, job.last_index, job.targets, scaler.chosen)
+    added = membership.new_names(prefix, last, count)
+    too_long = _too_long(job, added)
+    if too_long is not None:
+        return _done_failed(scaler, job, now, "NameTooLong", too_long)
+    message = f"adding workers {_names(added)} to {job.title}"
+    status, note = _started(scaler, now, ScaleStep.CREATING, message, add_pods=added)
+    return Transition(
+        status=status,
+        targets=(*job.targets, *added),
+        last_index=last + count,
+        notes=(note,),
+    )
+
+
+def _start_in(scaler: Scaler, spec: ScaleInSpec, job: JobView, now: datetime) -> Transition:
     to_delete = spec.to_delete
     names = list(to_delete.pod_names or []) if to_delete else []
     if names:
@@ -244,7 +273,9 @@ def _start(scaler: Scaler, job: JobView, now: datetime) -> Transition:
     bound = _bounds_problem(job, -count)
     if bound is not None:
         return _done_failed(scaler, job, now, "MinReplicasExceeded", bound)
-    victims = names or selection.pick_victims(prefix, job.targets, job.phases, count)
+    victims = names or selection.pick_victims(
+        job.elasticity.member_prefix, job.targets, job.phases, count
+    )
     message = f"removing workers {_names(victims)} from {job.title}"
     status, note = _started(scaler, now, ScaleStep.DRAINING, message, to_delete_pods=victims)
     return Transition(status=status, notes=(note,))
@@ -363,7 +394,11 @@ def _rolled_back(scaler: Scaler, job: JobView, now: datetime) -> Transition:
 
 def _finish(scaler: Scaler, job: JobView, now: datetime) -> Transition:
     size = len(job.targets)
-    if job.elasticity.replicas != size:
+    change = len(scaler.chosen)
+    before = size - change if scaler.direction is Direction.OUT else size + change
+    # Only a desired count still at the size the scaler started from is moved along: one that
+    # changed meanwhile is a request (kubectl scale, an autoscaler) the job follows afterwards.
+    if job.elasticity.replicas == before != size:
         return Transition(replicas=size)
     verb = "Out" if scaler.direction is Direction.OUT else "In"
     reason = f"Scaling{verb}Succeeded"

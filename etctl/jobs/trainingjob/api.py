@@ -234,7 +234,13 @@ def validate_trainingjob(job: TrainingJob) -> list[str]:
     specs = spec.et_replica_specs
     path = "spec.etReplicaSpecs"
     worker_suffix = "-launcher"
-    if specs.worker is not None:
+    targets = job.status.target_workers
+    if targets:
+        # A started job keeps the names it has; a scale-out refuses names that would not fit
+        # (NameTooLong), so a later spec.replicas never fails a job that runs.
+        longest = max(targets, key=len)
+        worker_suffix = max(worker_suffix, longest[len(job.metadata.name) :], key=len)
+    elif specs.worker is not None:
         highest = max(specs.worker.max_replicas or 0, specs.worker.replicas)
         worker_suffix = max(worker_suffix, f"-worker-{max(highest - 1, 0)}", key=len)
     problems = validate_name(job.metadata.name, longest_suffix=worker_suffix)

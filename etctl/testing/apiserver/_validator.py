@@ -40,11 +40,16 @@ def _field(name: str) -> str:
     return name.removeprefix(".")
 
 
+_INT64 = range(-(2**63), 2**63)
+_MAX_JSON_INTEGER = 2**53 - 1  # the largest integer a float64 holds exactly (swag's bound)
+
+
 def _json_kind(value: Any) -> str:
     if isinstance(value, bool):
         return "boolean"
     if isinstance(value, int):
-        return "integer"
+        # Go decodes a number that does not fit an int64 into a float64.
+        return "integer" if value in _INT64 else "number"
     if isinstance(value, float):
         return "number"
     if isinstance(value, str):
@@ -79,7 +84,7 @@ def _json_equal(left: Any, right: Any) -> bool:
 
 
 def _is_json_integer(number: float) -> bool:
-    if math.isnan(number) or math.isinf(number):
+    if math.isnan(number) or math.isinf(number) or abs(number) > _MAX_JSON_INTEGER:
         return False
     nearest = round(number)
     return number == nearest or abs(number - nearest) / max(abs(number), 1.0) < 1e-9

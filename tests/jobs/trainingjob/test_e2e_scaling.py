@@ -236,6 +236,60 @@ async def test_kubectl_scale_drives_a_scale(tmp_path: Path) -> None:
         assert env.job()["spec"]["etReplicaSpecs"]["worker"]["replicas"] == 4
 
 
+async def test_kubectl_scale_during_a_scale_out_is_applied_after_it(tmp_path: Path) -> None:
+    async with cluster(tmp_path) as env, operator(env) as manager:
+        await started(env, kubexec_job(maxReplicas=6))
+        env.kubelet.add_policy(PodPolicy(name=w(2), does=Behaviour(start_delay=10)))
+        env.apply(example("scale-out.yaml"))  # +1
+        await eventually(lambda: env.pods().get(w(2)) == "Pending")
+        await wait_idle(env.server, manager)
+        assert env.scaler(SCALEOUTS, "elastic-training-scaleout")["step"] == "Creating"
+        # The user asks for 5 workers while the scale-out (to 3) is still creating its worker.
+        await env.client.patch(
+            TRAININGJOBS, JOB, {"spec": {"replicas": 5}}, namespace=NS, subresource="scale"
+        )
+        await wait_idle(env.server, manager)
+        await env.clock.advance(10)
+        done = await finished(env, SCALEOUTS, "elastic-training-scaleout")
+        assert outcome(done)[:2] == ("ScaleSucceeded", "ScalingOutSucceeded")
+        # The scale-out reached 3; then the user's 5 is applied, not overwritten by that 3.
+        await eventually(lambda: len(env.status().get("targetWorkers", [])) == 5)
+        await eventually(lambda: env.status().get("currentScaler") is None)
+        assert env.job()["spec"]["etReplicaSpecs"]["worker"]["replicas"] == 5
+
+
+async def test_a_scale_whose_new_names_are_too_long_fails_the_scaler_not_the_job(
+    tmp_path: Path,
+) -> None:
+    # 54 characters: <job>-worker-9 is 63 long, <job>-worker-10 would be 64 (services are named
+    # after pods and must be DNS labels). The job is valid; scaling it past ten workers is not.
+    name = "a" * 54
+    document = kubexec_job(replicas=10)
+    del document["spec"]["etReplicaSpecs"]["worker"]["maxReplicas"]  # no bound to check it against
+    document["metadata"]["name"] = name
+    async with cluster(tmp_path) as env, operator(env):
+        env.apply(document)
+        await eventually(lambda: env.running(f"{name}-launcher"))
+        await env.client.patch(
+            TRAININGJOBS, name, {"spec": {"replicas": 11}}, namespace=NS, subresource="scale"
+        )
+        generation = objects.generation(env.get(TRAININGJOBS, name) or {})
+        scaler = f"{name}-replicas-{generation}"
+        await eventually(lambda: env.scaler_done(SCALEOUTS, scaler))
+        done = env.scaler(SCALEOUTS, scaler)
+        assert outcome(done)[:2] == ("ScaleFailed", "NameTooLong")
+        assert f"{name}-worker-10" in outcome(done)[2]
+
+        def phase() -> str:
+            return str(((env.get(TRAININGJOBS, name) or {}).get("status") or {}).get("phase"))
+
+        await eventually(lambda: phase() == "Running")
+        job = env.get(TRAININGJOBS, name)
+        assert job is not None
+        assert len(job["status"]["targetWorkers"]) == 10
+        assert env.running(f"{name}-launcher", *(f"{name}-worker-{i}" for i in range(10)))
+
+
 async def kubectl(kubeconfig: Path, *args: str) -> tuple[int, str, str]:
     binary = shutil.which("kubectl")
     assert binary is not None
