@@ -7,10 +7,15 @@ labels (:func:`~etctl.common.labels.job_selector`), as client-go's ``ControllerR
 * an owned object that still matches is kept;
 * an owned object whose labels no longer match is **released**: the job's owner reference is
   removed, so the object lives on by itself (someone relabelled it on purpose);
-* an **orphan** (no controller at all) that matches and is not being deleted is **adopted**: the
-  job's controller reference is added, but only after a fresh read from the API server confirms
-  the job itself still exists with the same uid and is not being deleted (the cache may be behind
-  a deletion, and adopting into a dying job would get the orphan garbage-collected);
+* an **orphan** (no controller at all) that matches, is not being deleted and carries a name the
+  job could have given it (``<job>-...``, as every child a job creates is named) is **adopted**:
+  the job's controller reference is added, but only after a fresh read from the API server
+  confirms the job itself still exists with the same uid and is not being deleted (the cache may
+  be behind a deletion, and adopting into a dying job would get the orphan garbage-collected).
+  The name rule is what makes adoption safe: the job's own children left behind (an orphaning
+  delete, an operator that lost its owner reference) come back under the job, while an object
+  someone made by hand with copied labels (a debugging pod, say) is never adopted, and so never
+  deleted as surplus;
 * an object controlled by anything else is never touched, whatever its labels.
 
 Adoption and release are merge patches that carry the object's ``resourceVersion``, so they apply
@@ -73,10 +78,14 @@ async def claim(
         else:
             await _release(client, res, obj, job_uid)
     candidates = reader.by_index(res, BY_JOB, f"{namespace}/{selector.get(JOB_NAME, '')}")
+    prefix = f"{objects.name(job)}-"
     orphans = [
         obj
         for obj in candidates
-        if objects.controller_of(obj) is None and not is_terminating(obj) and matches(obj, selector)
+        if objects.controller_of(obj) is None
+        and not is_terminating(obj)
+        and objects.name(obj).startswith(prefix)
+        and matches(obj, selector)
     ]
     if orphans and await can_adopt():
         for obj in orphans:

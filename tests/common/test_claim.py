@@ -62,6 +62,25 @@ async def test_orphans_are_adopted_and_foreign_pods_left_alone(tmp_path: Path) -
         assert status["replicaStatuses"]["Worker"]["active"] == 2
 
 
+async def test_an_orphan_under_a_name_the_job_never_gives_is_left_alone(tmp_path: Path) -> None:
+    async with harness(tmp_path) as h:
+        stranger = await h.client.create(PODS, pod("debug-shell", 0))
+        await h.submit(simplejob("train", workers=1))
+        await h.step("train")
+        await h.step("train")
+        pods = await h.pods()
+        assert sorted(pods) == ["debug-shell", "train-worker-0"]
+        # Same labels as the job's own pod, but not a name the job gives: not adopted, not
+        # deleted as surplus, not counted.
+        kept = pods["debug-shell"]
+        assert objects.uid(kept) == objects.uid(stranger)
+        assert not objects.owner_references(kept)
+        await h.set_phase("train-worker-0", "Running")
+        await h.step("train")
+        status = (await h.job("train"))["status"]
+        assert status["replicaStatuses"]["Worker"]["active"] == 1
+
+
 async def test_a_relabelled_pod_is_released(tmp_path: Path) -> None:
     async with harness(tmp_path) as h:
         await h.submit(simplejob("train", workers=1))
