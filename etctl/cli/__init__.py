@@ -33,13 +33,21 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_parser(commands)
     manifests.add_parser(commands)
     sandbox.add_parser(commands)
+    for command in commands.choices.values():
+        # Each command reports its own unknown arguments (see main).
+        command.set_defaults(command_parser=command)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``etctl`` with ``argv`` (default: the process arguments); returns the exit status."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        # argparse would report them with the top-level usage ("etctl: error: ..."); the
+        # command's own usage and prefix ("etctl run: error: ...") say where they went wrong.
+        command_parser: argparse.ArgumentParser = args.command_parser
+        command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         status: int = args.handler(args)
     except KeyboardInterrupt:

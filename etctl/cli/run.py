@@ -37,7 +37,7 @@ from etctl.log import configure, get_logger
 from etctl.runtime.client import Client
 from etctl.runtime.clock import Clock
 from etctl.runtime.manager import Manager
-from etctl.runtime.manager_options import ManagerOptions
+from etctl.runtime.manager_options import SERVICE_ACCOUNT_NAMESPACE, ManagerOptions
 
 __all__ = [
     "add_parser",
@@ -72,7 +72,24 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
 
 
 def manager_options(settings: RunSettings) -> ManagerOptions:
-    """The Manager's options from the run settings."""
+    """The Manager's options from the run settings.
+
+    Raises:
+        ConfigError: leader election is on outside a pod and no Lease namespace is named (said
+            here in the flag's terms rather than the library option's).
+    """
+    if settings.leader_elect and not settings.leader_election_namespace:
+        try:
+            in_pod = bool(SERVICE_ACCOUNT_NAMESPACE.read_text(encoding="utf-8").strip())
+        except OSError:
+            in_pod = False
+        if not in_pod:
+            msg = (
+                "--leader-elect outside a pod needs --leader-election-namespace "
+                "(or ETCTL_LEADER_ELECTION_NAMESPACE): there is no pod namespace to put the "
+                "Lease in"
+            )
+            raise ConfigError(msg)
     return ManagerOptions(
         metrics_bind_address=settings.metrics_bind_address,
         health_probe_bind_address=settings.health_probe_bind_address,

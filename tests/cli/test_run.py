@@ -188,13 +188,17 @@ def test_help_documents_every_flag(capsys: pytest.CaptureFixture[str]) -> None:
 @pytest.mark.parametrize(
     ("argv", "env", "message"),
     [
-        (["--bogus"], {}, "unrecognized arguments: --bogus"),
+        (["--bogus"], {}, "etctl run: error: unrecognized arguments: --bogus"),
         (["--max-concurrent-reconciles=many"], {}, "argument --max-concurrent-reconciles"),
         ([], {"ETCTL_METRICS_BIND_ADDRESS": "everywhere"}, "ETCTL_METRICS_BIND_ADDRESS"),
         (["--kubeconfig=/nonexistent/kubeconfig"], {}, "/nonexistent/kubeconfig"),
         (["--jobs=mpijob"], {}, "no job kind 'mpijob' is registered"),
         (["--jobs=apionly"], {}, "publishes CRDs only"),
-        (["--leader-elect", "--kubeconfig={kubeconfig}"], {}, "leader election namespace"),
+        (
+            ["--leader-elect", "--kubeconfig={kubeconfig}"],
+            {},
+            "--leader-elect outside a pod needs --leader-election-namespace",
+        ),
     ],
 )
 def test_bad_usage_exits_2(
