@@ -21,11 +21,14 @@ OnFailure   a worker that failed (evicted included); a member that vanished
 ExitCode    a worker that failed with exit code 129-254 or none (evicted, killed from
             outside: retryable); a member that vanished. 1-128 and 255 are the program's
             own verdict: the worker stays failed and leaves the hostfile
-Never       nothing: a failed worker stays failed and leaves the hostfile
+Never       a member that vanished; a failed worker stays failed and leaves the hostfile
 ==========  =============================================================================
 
 A member *vanished* when its pod is gone or is being deleted by someone else (the controller only
-deletes workers that already left the targets) while the launcher runs. While no launcher runs
+deletes workers that already left the targets) while the launcher runs. That is no verdict of the
+program on itself (a drained node, a hand-made delete), so every policy replaces it, as a
+Kubernetes Job replaces a deleted pod whatever its restartPolicy; recreating it under its old name
+would hand Horovod a host it may have blacklisted. While no launcher runs
 (the job starts, or restarts as a whole), no Horovod knows any name: a worker lost then is created
 again under its name. The failed pod is deleted once its replacement took its place in the
 targets.
@@ -161,8 +164,6 @@ def workers_to_replace(
         launcher_running: a launcher runs: only then is a vanished member replaced (while none
             runs, no Horovod knows the name, and the job controller creates it again).
     """
-    if policy is RestartPolicy.NEVER:
-        return frozenset()
     doomed = set()
     for name in targets:
         pod = pods.get(name)

@@ -55,6 +55,28 @@ async def test_failed_and_evicted_workers_come_back_under_new_names(tmp_path: Pa
         assert env.status()["phase"] == "Running"
 
 
+async def test_under_never_a_deleted_member_is_replaced_and_a_failed_one_stays(
+    tmp_path: Path,
+) -> None:
+    async with cluster(tmp_path) as env, operator(env):
+        env.apply(job(restartPolicy="Never"))
+        await eventually(lambda: env.running(LAUNCHER))
+        await eventually(lambda: env.status().get("currentWorkers") == [w(0), w(1)])
+        # Deleted by someone else: not a verdict of the program, replaced under a new name (the
+        # old one may be blacklisted by Horovod), never recreated under its own.
+        env.server.storage.delete(PODS, w(1), namespace=NS)
+        await eventually(lambda: env.status().get("targetWorkers") == [w(0), w(2)])
+        await eventually(lambda: env.running(w(2)) and w(1) not in env.pods())
+        await eventually_hostfile(env, hosts(0, 2))
+        # Failed by its own exit: under Never it stays failed and leaves the hostfile.
+        env.kubelet.exit(NS, w(0), 1)
+        await eventually(lambda: env.status().get("currentWorkers") == [w(2)])
+        await eventually_hostfile(env, hosts(2))
+        assert env.status()["targetWorkers"] == [w(0), w(2)]
+        assert env.pods()[w(0)] == "Failed"
+        assert env.status()["lastWorkerIndex"] == 2
+
+
 async def eventually_hostfile(env: Cluster, expected: str, *, timeout: float = 10.0) -> None:
     """Read the launcher's hostfile through exec until it is ``expected`` (bounded, real time)."""
     loop = asyncio.get_running_loop()

@@ -77,7 +77,7 @@ PODS = {
 @pytest.mark.parametrize(
     ("policy", "expected"),
     [
-        (RestartPolicy.NEVER, set()),
+        (RestartPolicy.NEVER, {"tj-worker-4"}),
         (RestartPolicy.ON_FAILURE, {"tj-worker-1", "tj-worker-2", "tj-worker-3", "tj-worker-4"}),
         (RestartPolicy.EXIT_CODE, {"tj-worker-2", "tj-worker-3", "tj-worker-4"}),
         (RestartPolicy.ALWAYS, {"tj-worker-1", "tj-worker-2", "tj-worker-3", "tj-worker-4"}),
