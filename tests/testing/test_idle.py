@@ -14,7 +14,7 @@ from etctl.runtime.manager import Manager, ManagerOptions
 from etctl.runtime.reconcile import Request, Result
 from etctl.runtime.resources import CONFIGMAPS, PODS
 from etctl.testing import ApiServer, KubeletConfig, wait_idle
-from tests.runtime._realtime import NoJitter, client_of, eventually
+from tests.runtime._realtime import NoJitter, client_of, eventually, run_manager
 
 NS = "default"
 
@@ -44,13 +44,8 @@ async def operator(server: ApiServer, tmp_path: Path, reconciler: Gated) -> Asyn
         assert isinstance(server.clock, FakeClock)
         manager = Manager(client, options=options, clock=server.clock, rng=NoJitter())
         manager.controller("gated", reconciler).for_(CONFIGMAPS).build()
-        async with asyncio.TaskGroup() as group:
-            task = group.create_task(manager.run(), name="test:manager")
-            try:
-                yield manager
-            finally:
-                manager.stop()
-                await asyncio.wait_for(asyncio.shield(task), timeout=10)
+        async with run_manager(manager):
+            yield manager
 
 
 async def test_a_reconcile_in_flight_is_waited_for_and_its_timer_is_set(tmp_path: Path) -> None:
