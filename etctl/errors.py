@@ -46,6 +46,7 @@ __all__ = [
     "LeaderElectionLost",
     "MethodNotAllowed",
     "NotFound",
+    "RequestEntityTooLarge",
     "RequestNotSent",
     "ServerError",
     "TerminalError",
@@ -169,6 +170,12 @@ class Gone(ApiError):
     code = 410
 
 
+class RequestEntityTooLarge(ApiError):
+    """413: the request body is longer than the server reads (3 MiB on a real cluster)."""
+
+    code = 413
+
+
 class UnsupportedMediaType(ApiError):
     """415: the patch type is not supported for this resource (strategic merge on a CR)."""
 
@@ -226,6 +233,7 @@ _BY_REASON: dict[str, type[ApiError]] = {
     "UnsupportedMediaType": UnsupportedMediaType,
     "MethodNotAllowed": MethodNotAllowed,
     "BadRequest": BadRequest,
+    "RequestEntityTooLarge": RequestEntityTooLarge,
 }
 
 _BY_CODE: dict[int, type[ApiError]] = {
@@ -236,6 +244,7 @@ _BY_CODE: dict[int, type[ApiError]] = {
     405: MethodNotAllowed,
     409: Conflict,
     410: Gone,
+    413: RequestEntityTooLarge,
     415: UnsupportedMediaType,
     422: Invalid,
     429: TooManyRequests,

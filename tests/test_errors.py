@@ -17,6 +17,7 @@ from etctl import errors
         (500, "", errors.ServerError),
         (403, "Forbidden", errors.Forbidden),
         (415, "UnsupportedMediaType", errors.UnsupportedMediaType),
+        (413, "RequestEntityTooLarge", errors.RequestEntityTooLarge),
         (418, "", errors.ApiError),
     ],
 )

@@ -234,6 +234,9 @@ class Elasticity:
             does a member whose pod stopped running leave it; while nothing uses it, a member
             leaves only when it stops being a target, so workers lost meanwhile (a whole-job
             restart) come back under their names and nothing is rewritten meanwhile.
+        membership_problem: why the job's objects could not hold a membership of these names
+            (a ConfigMap or status past the cluster's size limits), or None when they can; a
+            scale-out that would cross it fails at its start. None: no such limit.
     """
 
     replica_type: str
@@ -248,6 +251,7 @@ class Elasticity:
     executor: ExecTarget | None = None
     membership_delivered: bool = True
     membership_in_use: bool = True
+    membership_problem: Callable[[Sequence[str]], str | None] | None = None
 
 
 # --- the required core --------------------------------------------------------------------------

@@ -4,7 +4,8 @@ The public surface is small:
 
 * :class:`ApiServer`: the server (``async with ApiServer() as server``), with its internal
   :class:`Storage`, fault injection (:class:`Fault`), request log (:class:`RequestRecord`) and
-  kubeconfig writer;
+  kubeconfig writer, and :class:`Limits` (its size limits: request bodies, ConfigMap and Secret
+  data, stored objects);
 * :class:`BackgroundApiServer`: the same server on its own thread, shareable across event loops;
 * :class:`Kubelet` (with :class:`KubeletConfig`, :class:`NodeConfig`, :class:`Behaviour` and
   :class:`PodPolicy`): the simulated nodes, scheduler and kubelet (``ApiServer(kubelet=...)``);
@@ -20,6 +21,7 @@ from etctl.testing.apiserver.background import BackgroundApiServer
 from etctl.testing.apiserver.deletion import DeleteOptions
 from etctl.testing.apiserver.faults import Fault, FaultInjector
 from etctl.testing.apiserver.http import SubresourceRequest
+from etctl.testing.apiserver.limits import Limits
 from etctl.testing.apiserver.requestlog import RequestLog, RequestRecord
 from etctl.testing.apiserver.server import ApiServer, kubeconfig_document
 from etctl.testing.apiserver.storage import ListResult, Storage, WriteOptions
@@ -37,6 +39,7 @@ __all__ = [
     "FaultInjector",
     "Kubelet",
     "KubeletConfig",
+    "Limits",
     "ListResult",
     "NodeConfig",
     "PodPolicy",

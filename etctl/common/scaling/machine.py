@@ -9,8 +9,9 @@ A scaler moves through :class:`~etctl.common.scaling.api.ScaleStep` steps::
                           \\            \\
                            `------------`--> Done (ScaleFailed; the workers stay members)
 
-* **start**: check the request (schema rules, bounds, names), choose the workers (new names after
-  the highest index ever used; or victims, :func:`~etctl.common.scaling.selection.pick_victims`).
+* **start**: check the request (schema rules, bounds, names, and that the job's objects can hold
+  the new membership within the cluster's size limits), choose the workers (new names after the
+  highest index ever used; or victims, :func:`~etctl.common.scaling.selection.pick_victims`).
 * **Creating**: the new workers are targets; wait until every one runs, at most ``timeout``
   seconds from the start of the step (a failed one fails the scale-out at once).
 * **Joining** / **Draining**: the membership (``currentWorkers``, the hostfile) gains or loses
@@ -246,6 +247,11 @@ def _start_out(scaler: Scaler, spec: ScaleOutSpec, job: JobView, now: datetime) 
     too_long = _too_long(job, added)
     if too_long is not None:
         return _done_failed(scaler, job, now, "NameTooLong", too_long)
+    check = job.elasticity.membership_problem
+    too_large = check((*job.targets, *added)) if check is not None and added else None
+    if too_large is not None:
+        message = f"{job.title} cannot grow to {len(job.targets) + count} workers: {too_large}"
+        return _done_failed(scaler, job, now, "MembershipTooLarge", message)
     message = f"adding workers {_names(added)} to {job.title}"
     status, note = _started(scaler, now, ScaleStep.CREATING, message, add_pods=added)
     return Transition(

@@ -45,6 +45,7 @@ from etctl.common.api import (
 from etctl.common.crd import CRDVersion, CustomResource, PrinterColumn, ScaleSubresource
 from etctl.common.scaling.api import GROUP, VERSION, ElasticWorkersStatus
 from etctl.common.validation import validate_name, validate_replica_spec, validate_run_policy
+from etctl.jobs.trainingjob.sizes import MAX_WORKERS
 
 __all__ = [
     "API_VERSION",
@@ -112,11 +113,16 @@ class LauncherSpec(ReplicaSpec):
 class WorkerSpec(ReplicaSpec):
     """The workers: pods the launcher runs the training processes on."""
 
-    replicas: Int32 = Field(default=1, json_schema_extra={"minimum": 1})
+    # The schema's maximum is the most workers any job's hostfile ConfigMap can list (see
+    # etctl.jobs.trainingjob.sizes): a count above it could never run, so the API server
+    # refuses it (on create, update and /scale) rather than the job failing later.
+    replicas: Int32 = Field(default=1, json_schema_extra={"minimum": 1, "maximum": MAX_WORKERS})
     """Desired number of workers. Defaults to 1."""
     min_replicas: Int32 | None = Field(default=None, json_schema_extra={"minimum": 1})
     """Fewest workers the job may be scaled to. Unset means 1."""
-    max_replicas: Int32 | None = Field(default=None, json_schema_extra={"minimum": 1})
+    max_replicas: Int32 | None = Field(
+        default=None, json_schema_extra={"minimum": 1, "maximum": MAX_WORKERS}
+    )
     """Most workers the job may be scaled to. Unset means no limit."""
 
     def bounds(self) -> tuple[int, int | None]:

@@ -23,17 +23,23 @@ Every hook is pure: it reads the job and the state it is given and returns what 
 
 Options (keyword-only): ``workers_ready_timeout`` (seconds the launcher waits for its workers
 before the job fails; 600), ``kubectl_image`` (an image with ``sh`` and ``kubectl`` whose
-kubectl the launcher gets in kubexec mode; none by default, see :mod:`.launcher`) and
-``exec_timeout`` (seconds one exec of the hostfile pusher may take; 30).
+kubectl the launcher gets in kubexec mode; none by default, see :mod:`.launcher`),
+``exec_timeout`` (seconds one exec of the hostfile pusher may take; 30) and ``size_limits`` (the
+cluster's object size limits, a real cluster's by default: a job whose ConfigMap or status would
+not fit fails as invalid, a scale-out that would cross them fails at its start; see
+:mod:`.sizes`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Callable, Sequence
+from itertools import accumulate
 from typing import Any
 
 from etctl.common.api import ReplicaSpec
 from etctl.common.crd import CustomResource
+from etctl.common.objectsize import SizeLimits
 from etctl.common.plugin import (
     DesiredObject,
     Elasticity,
@@ -68,6 +74,7 @@ from etctl.jobs.trainingjob.names import (
 )
 from etctl.jobs.trainingjob.scaling import job_slots, read_elasticity
 from etctl.jobs.trainingjob.setup import setup_hostfile_pusher
+from etctl.jobs.trainingjob.sizes import Names, membership_problem
 from etctl.jobs.trainingjob.ssh import ssh_secret
 from etctl.jobs.trainingjob.workers import decorate_worker, worker_plan, worker_service
 from etctl.runtime import objects
@@ -95,6 +102,8 @@ class TrainingJobPlugin:
     Args:
         workers_ready_timeout: seconds the launcher waits for every worker to run.
         kubectl_image: an image whose ``kubectl`` is delivered to launchers in kubexec mode.
+        exec_timeout: seconds one exec of the hostfile pusher may take.
+        size_limits: the cluster's object size limits (a real cluster's by default).
     """
 
     owned_resources: Sequence[Resource] = (SECRETS, *_LAUNCHER_SIDE)
@@ -105,6 +114,7 @@ class TrainingJobPlugin:
         workers_ready_timeout: float = lifecycle.DEFAULT_WORKERS_READY_TIMEOUT,
         kubectl_image: str | None = None,
         exec_timeout: float = DEFAULT_EXEC_TIMEOUT,
+        size_limits: SizeLimits | None = None,
     ) -> None:
         for option, value in (
             ("workers_ready_timeout", workers_ready_timeout),
@@ -116,6 +126,7 @@ class TrainingJobPlugin:
         self.workers_ready_timeout = workers_ready_timeout
         self.kubectl_image = kubectl_image
         self.exec_timeout = exec_timeout
+        self.size_limits = size_limits or SizeLimits()
 
     # -- the required core
 
@@ -135,8 +146,26 @@ class TrainingJobPlugin:
         return TrainingJob
 
     def validate(self, job: TrainingJob) -> list[str]:
-        """Problems the CRD schema cannot express."""
-        return validate_trainingjob(job)
+        """Problems the CRD schema cannot express, and a first membership too large to hold.
+
+        A job that started keeps the membership its scale-outs let it have: only the initial
+        ``replicas`` of a job yet to start are measured.
+        """
+        problems = validate_trainingjob(job)
+        worker = job.spec.et_replica_specs.worker
+        if problems or worker is None or job.status.target_workers:
+            return problems
+        names = Names.sequential(worker_prefix(job.metadata.name), worker.replicas)
+        too_large = membership_problem(
+            job,
+            names,
+            slots=job_slots(job),
+            container=_first_container(worker),
+            limits=self.size_limits,
+        )
+        if too_large is not None:
+            problems.append(f"spec.etReplicaSpecs.worker.replicas: {too_large}")
+        return problems
 
     def decorate_pod(
         self, job: TrainingJob, pod: KubeObject, ref: ReplicaRef, state: JobState[TrainingJob]
@@ -242,8 +271,10 @@ class TrainingJobPlugin:
         return rbac.operator_rules()
 
     def elasticity(self, job: TrainingJob, state: JobState[Any]) -> Elasticity:
-        """The scaling machinery's view of the job."""
-        return read_elasticity(job, state)
+        """The scaling machinery's view of the job, with its size check."""
+        return dataclasses.replace(
+            read_elasticity(job, state), membership_problem=self._membership_check(job)
+        )
 
     def setup_controllers(self, manager: Manager, settings: JobSettings) -> None:
         """Register the hostfile pusher."""
@@ -259,6 +290,23 @@ class TrainingJobPlugin:
         if job.spec.launcher_attach_mode is not LauncherAttachMode.SSH:
             return None
         return ssh_secret_name(job.metadata.name, job.metadata.annotations)
+
+    def _membership_check(self, job: TrainingJob) -> Callable[[Sequence[str]], str | None]:
+        slots = job_slots(job)
+        container = _first_container(job.spec.et_replica_specs.worker)
+
+        def check(names: Sequence[str]) -> str | None:
+            sums = [0, *accumulate(len(n.encode()) for n in names)]
+            return membership_problem(
+                job,
+                Names(len(names), sums[-1]),
+                slots=slots,
+                container=container,
+                limits=self.size_limits,
+                grow=lambda n: Names(n, sums[n]),
+            )
+
+        return check
 
     def _config_map(self, job: TrainingJob) -> KubeObject:
         worker = job.spec.et_replica_specs.worker

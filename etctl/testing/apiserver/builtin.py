@@ -18,6 +18,7 @@ from etctl.testing.apiserver.corekinds import (
     SecretStrategy,
 )
 from etctl.testing.apiserver.crds import CRDStrategy
+from etctl.testing.apiserver.limits import DEFAULT_LIMITS, Limits
 from etctl.testing.apiserver.pods import PodStrategy
 from etctl.testing.apiserver.registry import ResourceInfo, SubresourceInfo, VersionInfo
 from etctl.testing.apiserver.services import ClusterIPAllocator, ServiceStrategy
@@ -33,11 +34,14 @@ def _v1(*, status: bool = False) -> tuple[VersionInfo, ...]:
     return (VersionInfo("v1", status=status),)
 
 
-def builtin_resources(allocator: ClusterIPAllocator) -> list[ResourceInfo]:
+def builtin_resources(
+    allocator: ClusterIPAllocator, *, limits: Limits = DEFAULT_LIMITS
+) -> list[ResourceInfo]:
     """The built-in resources with fresh strategies.
 
     Args:
         allocator: the cluster-IP allocator Services draw from.
+        limits: the size limits the strategies enforce (ConfigMap and Secret data).
     """
     plain = Strategy()
     rbac = "rbac.authorization.k8s.io"
@@ -103,7 +107,7 @@ def builtin_resources(allocator: ClusterIPAllocator) -> list[ResourceInfo]:
             kind="ConfigMap",
             namespaced=True,
             versions=_v1(),
-            strategy=ConfigMapStrategy(),
+            strategy=ConfigMapStrategy(max_data_bytes=limits.max_data_bytes),
             short_names=("cm",),
         ),
         ResourceInfo(
@@ -113,7 +117,7 @@ def builtin_resources(allocator: ClusterIPAllocator) -> list[ResourceInfo]:
             kind="Secret",
             namespaced=True,
             versions=_v1(),
-            strategy=SecretStrategy(),
+            strategy=SecretStrategy(max_data_bytes=limits.max_data_bytes),
         ),
         ResourceInfo(
             group="",

@@ -4,8 +4,10 @@ The kinds are namespaces, nodes, secrets, config maps, events, RBAC bindings and
 Each keeps to what the real server does that a client can observe: namespaces start ``Active``
 with the ``kubernetes`` finalizer and the ``kubernetes.io/metadata.name`` label; secrets get a
 type and have ``stringData`` folded into ``data``; immutable secrets and config maps refuse data
-changes; role bindings keep their ``roleRef``; events, secrets, nodes and namespaces accept their
-extra field selectors.
+changes; config maps and secrets refuse more data than ``MaxSecretSize`` (1 MiB by default,
+counted as the real server counts it: the bytes of the values, a secret's once decoded); role
+bindings keep their ``roleRef``; events, secrets, nodes and namespaces accept their extra field
+selectors.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from etctl.runtime.objects import KubeObject, ObjectView
+from etctl.testing.apiserver.limits import MAX_DATA_BYTES
 from etctl.testing.apiserver.status import Cause, bad_request
 from etctl.testing.apiserver.strategy import Strategy, WriteContext, mapping
 from etctl.testing.apiserver.validation import go_value, unsupported_cause
@@ -144,18 +147,39 @@ def _immutable_data(new: ObjectView, old: ObjectView, sections: tuple[str, ...])
     return causes
 
 
+def _too_long(field: str, limit: int) -> Cause:
+    return Cause("FieldValueTooLong", field, f"Too long: must have at most {limit} bytes")
+
+
+def _decoded_size(value: Any) -> int:
+    """The length of a base64 value once decoded (it decodes: defaulting checked that)."""
+    text = str(value).rstrip("=")
+    return len(text) * 3 // 4
+
+
 class ConfigMapStrategy(Strategy):
-    """Behaviour of ``configmaps``."""
+    """Behaviour of ``configmaps``.
+
+    Args:
+        max_data_bytes: the most bytes ``data`` and ``binaryData`` values may total.
+    """
+
+    def __init__(self, *, max_data_bytes: int = MAX_DATA_BYTES) -> None:
+        self.max_data_bytes = max_data_bytes
+
+    def _size(self, obj: ObjectView) -> list[Cause]:
+        total = sum(len(str(v).encode()) for v in mapping(obj.get("data")).values())
+        total += sum(_decoded_size(v) for v in mapping(obj.get("binaryData")).values())
+        # The real server reports this on the empty path, which it prints as "[]".
+        return [_too_long("[]", self.max_data_bytes)] if total > self.max_data_bytes else []
 
     def validate_create(self, obj: ObjectView, ctx: WriteContext) -> list[Cause]:
-        """Keys are valid config keys."""
-        return _validate_keys(obj, "data", "binaryData")
+        """Keys are valid config keys; the values fit in ``max_data_bytes``."""
+        return _validate_keys(obj, "data", "binaryData") + self._size(obj)
 
     def validate_update(self, new: ObjectView, old: ObjectView, ctx: WriteContext) -> list[Cause]:
-        """Valid keys, and no data change when immutable."""
-        return _validate_keys(new, "data", "binaryData") + _immutable_data(
-            new, old, ("data", "binaryData")
-        )
+        """As on create, and no data change when immutable."""
+        return self.validate_create(new, ctx) + _immutable_data(new, old, ("data", "binaryData"))
 
 
 _BASE64 = re.compile(r"[A-Za-z0-9+/]*")
@@ -180,10 +204,17 @@ def _base64_error(value: Any) -> int | None:
 
 
 class SecretStrategy(Strategy):
-    """Behaviour of ``secrets``."""
+    """Behaviour of ``secrets``.
+
+    Args:
+        max_data_bytes: the most bytes the decoded ``data`` values may total.
+    """
 
     field_labels = frozenset({"metadata.name", "metadata.namespace", "type"})
     default_field_error = False
+
+    def __init__(self, *, max_data_bytes: int = MAX_DATA_BYTES) -> None:
+        self.max_data_bytes = max_data_bytes
 
     def fields(self, obj: ObjectView) -> dict[str, str]:
         """Name, namespace and type."""
@@ -215,8 +246,12 @@ class SecretStrategy(Strategy):
                 data[key] = base64.b64encode(str(value).encode()).decode()
 
     def validate_create(self, obj: ObjectView, ctx: WriteContext) -> list[Cause]:
-        """Keys are valid config keys."""
-        return _validate_keys(obj, "data")
+        """Keys are valid config keys; the decoded values fit in ``max_data_bytes``."""
+        causes = _validate_keys(obj, "data")
+        total = sum(_decoded_size(v) for v in mapping(obj.get("data")).values())
+        if total > self.max_data_bytes:
+            causes.append(_too_long("data", self.max_data_bytes))
+        return causes
 
     def validate_update(self, new: ObjectView, old: ObjectView, ctx: WriteContext) -> list[Cause]:
         """As on create, the type may not change, and no data change when immutable."""

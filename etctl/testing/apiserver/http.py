@@ -25,6 +25,7 @@ from etctl.testing.apiserver import status as st
 from etctl.testing.apiserver import verbs
 from etctl.testing.apiserver.discovery import SERVER_VERSION, Discovery, wants_aggregated
 from etctl.testing.apiserver.faults import Fault, FaultInjector
+from etctl.testing.apiserver.limits import BODY_LIMIT, MAX_REQUEST_BODY_BYTES
 from etctl.testing.apiserver.openapi import OpenAPI
 from etctl.testing.apiserver.reads import serve_read
 from etctl.testing.apiserver.registry import ResourceInfo
@@ -90,6 +91,7 @@ class HttpApi:
         requests: the request log.
         clock: the server clock (fault delays, watch timers, table ages).
         watch: watch timing and buffer settings.
+        max_request_body_bytes: the longest write body read; longer ones get 413.
     """
 
     def __init__(
@@ -102,6 +104,7 @@ class HttpApi:
         requests: RequestLog,
         clock: Clock,
         watch: WatchSettings,
+        max_request_body_bytes: int = MAX_REQUEST_BODY_BYTES,
     ) -> None:
         self.storage = storage
         self.discovery = discovery
@@ -110,6 +113,7 @@ class HttpApi:
         self.requests = requests
         self.clock = clock
         self.watch = watch
+        self.max_request_body_bytes = max_request_body_bytes
         self._subresources: dict[tuple[str, str, str], SubresourceHandler] = {}
         # Warnings every response to a request carries (a deprecated version), by request id.
         self._warnings: dict[int, list[str]] = {}
@@ -128,6 +132,7 @@ class HttpApi:
     def application(self) -> web.Application:
         """A fresh aiohttp application routing everything to :meth:`handle`."""
         app = web.Application(client_max_size=64 * 1024 * 1024)
+        app[BODY_LIMIT] = self.max_request_body_bytes
         app.router.add_route("*", "/{tail:.*}", self.handle)
         app.on_response_prepare.append(self._add_warnings)
         return app

@@ -33,6 +33,7 @@ from etctl.testing.apiserver.crdcontroller import CRDController
 from etctl.testing.apiserver.discovery import Discovery
 from etctl.testing.apiserver.faults import Fault, FaultInjector
 from etctl.testing.apiserver.http import HttpApi, SubresourceHandler
+from etctl.testing.apiserver.limits import DEFAULT_LIMITS, Limits
 from etctl.testing.apiserver.openapi import OpenAPI
 from etctl.testing.apiserver.registry import Registry
 from etctl.testing.apiserver.requestlog import RequestLog
@@ -91,6 +92,8 @@ class ApiServer:
             are stored but never scheduled or run); it is :attr:`kubelet` once started.
         controllers: run the garbage collector and the namespace controller (as a cluster
             does); False leaves owner references and terminating namespaces alone.
+        limits: the size limits of request bodies, ConfigMap and Secret data and stored
+            objects (a real cluster's by default; tests may lower them).
     """
 
     def __init__(
@@ -109,19 +112,21 @@ class ApiServer:
         seed: int | None = None,
         kubelet: KubeletConfig | None = None,
         controllers: bool = True,
+        limits: Limits = DEFAULT_LIMITS,
     ) -> None:
         self.host = host
+        self.limits = limits
         self.port = port
         self.clock: Clock = clock or RealClock()
         self.registry = Registry()
-        self.store = Store(history_size=history_size)
+        self.store = Store(history_size=history_size, max_object_bytes=limits.max_object_bytes)
         self.storage = Storage(
             registry=self.registry, store=self.store, clock=self.clock, seed=seed
         )
         self.faults = FaultInjector()
         self.requests = RequestLog(request_log_size)
         allocator = ClusterIPAllocator(service_cidr)
-        for info in builtin_resources(allocator):
+        for info in builtin_resources(allocator, limits=limits):
             self.registry.register(info)
         self.store.subscribe(allocator.observe)
         self.store.subscribe(CRDController(self.storage).observe)
@@ -133,6 +138,7 @@ class ApiServer:
             requests=self.requests,
             clock=self.clock,
             watch=WatchSettings(bookmark_interval, watch_timeout, watch_buffer),
+            max_request_body_bytes=limits.max_request_body_bytes,
         )
         self._crds = list(crds)
         self._kubelet_config = kubelet

@@ -15,7 +15,9 @@ Invariants:
   that resource's *compacted* resourceVersion, and reads or watches from an older
   resourceVersion fail with 410 Expired;
 * watch sinks receive each event during the commit, in commit order; change listeners are called
-  after it, in commit order even when a listener itself writes (nested commits are queued).
+  after it, in commit order even when a listener itself writes (nested commits are queued);
+* like etcd, the store refuses to put an object larger than its ``max_object_bytes`` (its compact
+  JSON plus its key), before anything changes: no resourceVersion is taken, no event is emitted.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import Any, Literal, Protocol
 
 from etctl.log import get_logger
 from etctl.runtime.objects import KubeObject
+from etctl.testing.apiserver.limits import MAX_OBJECT_BYTES, storage_request_too_large
 from etctl.testing.apiserver.status import bad_request
 
 __all__ = [
@@ -151,13 +154,21 @@ class Store:
     Args:
         history_size: events kept per group-resource for watch replay and paged snapshots.
         initial_rv: the resourceVersion before the first commit.
+        max_object_bytes: the largest object a commit may store (etcd's ``--max-request-bytes``).
     """
 
-    def __init__(self, *, history_size: int = 10_000, initial_rv: int = 1) -> None:
+    def __init__(
+        self,
+        *,
+        history_size: int = 10_000,
+        initial_rv: int = 1,
+        max_object_bytes: int = MAX_OBJECT_BYTES,
+    ) -> None:
         if history_size < 1:
             msg = "history_size must be at least 1"
             raise ValueError(msg)
         self._history_size = history_size
+        self.max_object_bytes = max_object_bytes
         self._tables: dict[GroupResource, _Table] = {}
         self._rv = initial_rv
         self._listeners: list[Callable[[Event], None]] = []
@@ -249,7 +260,13 @@ class Store:
 
         Returns:
             The event, or None when deleting a key that does not exist.
+
+        Raises:
+            etctl.errors.ServerError: ``obj`` is larger than ``max_object_bytes`` (etcd's
+                ``request is too large``); nothing is stored.
         """
+        if obj is not None:
+            self._check_size(resource, key, obj)
         table = self._table(resource)
         previous = table.objects.get(key)
         if obj is None and previous is None:
@@ -279,6 +296,13 @@ class Store:
         self._pending.append(event)
         self._dispatch()
         return event
+
+    def _check_size(self, resource: GroupResource, key: str, obj: KubeObject) -> None:
+        group, plural = resource
+        # The etcd key a real server would use: /registry/<group>/<plural>/<namespace>/<name>.
+        key_bytes = len(f"/registry/{group}/{plural}/{key}".encode())
+        if len(dumps(obj)) + key_bytes > self.max_object_bytes:
+            raise storage_request_too_large()
 
     def compact(self, resource: GroupResource | None = None) -> None:
         """Drop the retained history (of one resource, or all): older reads and watches get 410."""

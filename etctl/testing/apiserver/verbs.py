@@ -4,11 +4,14 @@ Create answers 201, update 200, patch 200 (201 when server-side apply created th
 delete 200 with the object or, for kinds that do not return it once removed, a ``Success``
 Status (202 while a deletion with ``orphanDependents=false`` is pending), deletecollection a list
 of what it deleted. Bodies are JSON or YAML; options come from the query (and, for deletes, from a
-``DeleteOptions`` body).
+``DeleteOptions`` body). As kube-apiserver does, a handler reads at most the server's
+``max_request_body_bytes`` of a body (before it looks at the write's options) and answers a longer
+one with 413 RequestEntityTooLarge.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -18,6 +21,11 @@ from aiohttp import web
 
 from etctl.testing.apiserver import status as st
 from etctl.testing.apiserver.deletion import DeleteOptions
+from etctl.testing.apiserver.limits import (
+    BODY_LIMIT,
+    MAX_REQUEST_BODY_BYTES,
+    request_entity_too_large,
+)
 from etctl.testing.apiserver.patching import accepted_types, decode_patch, patch_object
 from etctl.testing.apiserver.registry import ResourceInfo, with_api_version
 from etctl.testing.apiserver.representation import (
@@ -39,27 +47,46 @@ __all__ = [
     "delete_options",
     "patch",
     "read_body",
+    "read_raw",
     "update",
     "write_options",
 ]
 
 
+async def read_raw(request: web.Request) -> bytes:
+    """The request body, read up to the server's body limit.
+
+    Raises:
+        etctl.errors.RequestEntityTooLarge: the body is longer than the limit.
+    """
+    limit = request.app.get(BODY_LIMIT, MAX_REQUEST_BODY_BYTES)
+    declared = request.content_length
+    if declared is not None and declared > limit:
+        raise request_entity_too_large(limit)
+    try:
+        await request.content.readexactly(limit + 1)
+    except asyncio.IncompleteReadError as short:
+        return short.partial
+    raise request_entity_too_large(limit)
+
+
 async def read_body(request: web.Request) -> Any:
-    """The decoded request body (JSON or YAML).
+    """The decoded request body (JSON or YAML), read up to the server's body limit.
 
     Raises:
         etctl.errors.BadRequest: the body does not parse.
+        etctl.errors.RequestEntityTooLarge: the body is longer than the limit.
         etctl.errors.UnsupportedMediaType: neither JSON nor YAML.
     """
     media = request.content_type or JSON
-    raw = await request.read()
+    if media not in (JSON, "application/yaml", "application/octet-stream", "text/plain"):
+        raise st.unsupported_media_type([JSON, "application/yaml"])
+    raw = await read_raw(request)
     if media == "application/yaml":
         try:
             return yaml.safe_load(raw.decode() or "null")
         except (yaml.YAMLError, UnicodeDecodeError) as exc:
             raise st.bad_request(f"error converting YAML to JSON: {exc}") from exc
-    if media not in (JSON, "application/octet-stream", "text/plain"):
-        raise st.unsupported_media_type([JSON, "application/yaml"])
     try:
         return json.loads(raw or b"null")
     except ValueError as exc:
@@ -113,8 +140,8 @@ async def create(
     storage: Storage, request: web.Request, resource: ResourceInfo, info: RequestInfo
 ) -> web.StreamResponse:
     """POST: create (or bind a pod)."""
-    options = write_options(request, "CreateOptions")
     body = await read_body(request)
+    options = write_options(request, "CreateOptions")
     if info.subresource == "binding":
         return _bind(storage, resource, info, body, options)
     if info.name:
@@ -167,8 +194,8 @@ async def update(
     storage: Storage, request: web.Request, resource: ResourceInfo, info: RequestInfo
 ) -> web.StreamResponse:
     """PUT: replace an object or a subresource."""
-    options = write_options(request, "UpdateOptions")
     body = await read_body(request)
+    options = write_options(request, "UpdateOptions")
     obj = storage.update_in(
         resource,
         info.version,
@@ -186,12 +213,12 @@ async def patch(
 ) -> web.StreamResponse:
     """PATCH: the four patch types."""
     query = request.rel_url.query
-    options = write_options(request, "PatchOptions")
     patch_type = request.content_type
-
     if patch_type not in accepted_types(resource):
         raise st.unsupported_media_type(accepted_types(resource))
-    patch = decode_patch(await request.read(), patch_type)
+    raw = await read_raw(request)
+    options = write_options(request, "PatchOptions")
+    patch = decode_patch(raw, patch_type)
     obj, created = patch_object(
         storage,
         resource,

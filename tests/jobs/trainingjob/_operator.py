@@ -27,7 +27,7 @@ from etctl.runtime.clock import FakeClock
 from etctl.runtime.manager import Manager
 from etctl.runtime.objects import KubeObject
 from etctl.runtime.resources import EVENTS, PODS, Resource
-from etctl.testing import ApiServer, KubeletConfig
+from etctl.testing import ApiServer, KubeletConfig, Limits
 from tests.common._operator import condition_of, job_operator
 from tests.runtime._realtime import client_of, eventually, run_manager
 
@@ -125,13 +125,15 @@ class Cluster:
 
 
 @asynccontextmanager
-async def cluster(tmp_path: Path, *, gpus: int = 8, nodes: int = 2) -> AsyncIterator[Cluster]:
+async def cluster(
+    tmp_path: Path, *, gpus: int = 8, nodes: int = 2, limits: Limits | None = None
+) -> AsyncIterator[Cluster]:
     """A fresh server with the TrainingJob CRDs and a kubelet, and a client, on one FakeClock."""
     clock = FakeClock()
     crds = [crd_manifest(r) for r in TrainingJobPlugin().custom_resources]
     kubelet = KubeletConfig.uniform(nodes, gpus=gpus, root=tmp_path / "sandboxes")
     async with (
-        ApiServer(clock=clock, crds=crds, kubelet=kubelet) as api,
+        ApiServer(clock=clock, crds=crds, kubelet=kubelet, limits=limits or Limits()) as api,
         client_of(api, tmp_path) as client,
     ):
         yield Cluster(api, client, clock)
