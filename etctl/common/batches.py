@@ -7,7 +7,10 @@ controller's ``slowStartBatch``), each batch concurrently in a task group, and s
 batch that had a failure: the rest is retried by the next reconcile, with backoff.
 
 The write function reports its own failure by returning the error (it must not raise): a failure
-of one write never cancels its siblings half-way.
+of one write never cancels its siblings half-way. Once the controller running the reconcile begins
+to stop (:func:`~etctl.runtime.reconcile.stop_requested`), no further batch starts: a burst of
+hundreds of creates never holds a shutdown for its grace period, and the next reconcile creates
+the rest.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 
 from etctl.errors import EtctlError
+from etctl.runtime.reconcile import stop_requested
 
 __all__ = ["slow_start"]
 
@@ -32,6 +36,8 @@ async def slow_start(
 ) -> list[EtctlError]:
     """Run ``write`` over ``items`` in doubling batches; the errors of the batch that stopped.
 
+    Writes stop early, with no error, when the controller stops (see the module docstring).
+
     Args:
         items: what to write, in order.
         write: writes one item; returns its error, or None on success.
@@ -40,7 +46,7 @@ async def slow_start(
     """
     size = max(initial, 1)
     start = 0
-    while start < len(items):
+    while start < len(items) and not stop_requested():
         batch = items[start : start + size]
         async with asyncio.TaskGroup() as group:
             tasks = [

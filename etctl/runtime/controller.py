@@ -29,7 +29,8 @@ semantics:
   reconcile_id)``, so every line it logs names the key and the attempt.
 * **Stop.** Cancelling :meth:`run` stops handing out work, drops queued keys, lets reconciles in
   flight finish for up to ``shutdown_grace`` seconds, then cancels what is left. No reconcile
-  starts after the stop began.
+  starts after the stop began, and those in flight see
+  :func:`~etctl.runtime.reconcile.stop_requested` turn True, so a long one can end early.
 
 A controller runs once; a manager that regains leadership builds a new one.
 """
@@ -47,7 +48,7 @@ from etctl.runtime.clock import Clock
 from etctl.runtime.handler import EnqueueingHandler, EventHandler
 from etctl.runtime.predicate import Predicate
 from etctl.runtime.ratelimit import RateLimiter
-from etctl.runtime.reconcile import Reconciler, Request, Result
+from etctl.runtime.reconcile import STOPPING, Reconciler, Request, Result
 from etctl.runtime.source import EventSource, HandlerRegistration
 from etctl.runtime.workqueue import ShutDown, WorkQueue
 
@@ -119,6 +120,7 @@ class Controller:
         self._watches: list[tuple[EventSource, EnqueueingHandler]] = []
         self._started = False
         self._working = False
+        self._stopping = asyncio.Event()
         # controller-runtime pre-creates every series at zero, so rates and alerts work from the
         # first scrape; the children are kept to keep label lookups off the reconcile path.
         self._total = {result: metrics.RECONCILE_TOTAL.labels(name, result) for result in _RESULTS}
@@ -186,6 +188,7 @@ class Controller:
                 await asyncio.get_running_loop().create_future()  # until cancelled
             finally:
                 self._working = False
+                self._stopping.set()
                 clog.info("stopping controller", in_flight=self._queue.processing)
                 if not await self._queue.shut_down_with_drain(self._shutdown_grace):
                     clog.warning(
@@ -215,6 +218,7 @@ class Controller:
                 await self._clock.sleep(_SYNC_POLL_SECONDS)
 
     async def _worker(self) -> None:
+        STOPPING.set(self._stopping)  # this worker task's context, inherited by its reconciles
         queue = self._queue
         while True:
             try:

@@ -15,11 +15,18 @@ What the controller does with the outcome, as controller-runtime does:
 
 There is deliberately no ``requeue`` flag (controller-runtime deprecated theirs): return a delay, or
 raise.
+
+A reconcile that runs long (hundreds of writes) may ask :func:`stop_requested` between steps: once
+its controller has begun to stop, it should end early rather than hold the shutdown for its whole
+grace period. Ending early loses nothing: the next controller to run reads the world again and
+carries on (controller-runtime gets the same effect by cancelling the reconcile's context).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -27,7 +34,21 @@ from etctl.runtime.objects import ObjectView
 from etctl.runtime.objects import name as object_name
 from etctl.runtime.objects import namespace as object_namespace
 
-__all__ = ["ReconcileFunc", "Reconciler", "Request", "Result"]
+__all__ = ["ReconcileFunc", "Reconciler", "Request", "Result", "stop_requested"]
+
+# The stop signal of the controller whose worker runs the current task; tasks a reconcile starts
+# inherit it with the rest of their context.
+STOPPING: ContextVar[asyncio.Event | None] = ContextVar("etctl_reconcile_stopping", default=None)
+
+
+def stop_requested() -> bool:
+    """True when the controller running this reconcile has begun to stop.
+
+    False outside a reconcile. A long reconcile checks it between steps and returns early (any
+    result: the controller no longer requeues); the work resumes when a controller next runs.
+    """
+    stopping = STOPPING.get()
+    return stopping is not None and stopping.is_set()
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,6 +6,7 @@ import asyncio
 
 from etctl.common.batches import slow_start
 from etctl.errors import EtctlError, ServerError
+from etctl.runtime.reconcile import STOPPING
 
 
 async def test_batches_double_and_run_concurrently() -> None:
@@ -36,4 +37,22 @@ async def test_a_failing_batch_stops_the_rest() -> None:
 
     errors = await slow_start(list(range(20)), write, name="t")
     assert [str(e) for e in errors] == [str(ServerError("boom"))]
+    assert sorted(attempted) == [0, 1, 2]
+
+
+async def test_no_batch_starts_once_the_controller_stops() -> None:
+    stopping = asyncio.Event()
+    attempted: list[int] = []
+
+    async def write(item: int) -> EtctlError | None:
+        attempted.append(item)
+        if item == 2:
+            stopping.set()  # the controller began to stop while the batch [1, 2] ran
+        return None
+
+    token = STOPPING.set(stopping)
+    try:
+        assert await slow_start(list(range(20)), write, name="t") == []
+    finally:
+        STOPPING.reset(token)
     assert sorted(attempted) == [0, 1, 2]

@@ -14,7 +14,7 @@ from etctl.runtime.handler import EnqueueRequestForObject
 from etctl.runtime.metrics import REGISTRY
 from etctl.runtime.predicate import GenerationChanged
 from etctl.runtime.ratelimit import ItemExponentialRateLimiter
-from etctl.runtime.reconcile import ReconcileFunc, Request, Result
+from etctl.runtime.reconcile import ReconcileFunc, Request, Result, stop_requested
 from tests.runtime._fakes import FakeSource, obj, sample, unique_name, until
 
 ReconcileFn = Callable[[Request], Awaitable[Result]]
@@ -395,6 +395,32 @@ async def test_work_still_running_after_the_grace_period_is_cancelled() -> None:
             await h.clock.advance(10)
     assert outcome == ["cancelled at 12.0"]
     assert any("grace" in e["event"] for e in logs if e["log_level"] == "warning")
+    assert h.metric("controller_runtime_active_workers") == 0
+
+
+async def test_a_long_reconcile_sees_the_stop_and_ends_early() -> None:
+    steps: list[float] = []
+    h = Harness(shutdown_grace=30.0)
+
+    async def reconcile(request: Request) -> Result:
+        # A burst of many writes, one a second, asking between them whether to go on.
+        while not stop_requested() and len(steps) < 1000:
+            steps.append(h.clock.monotonic())
+            await h.clock.sleep(1)
+        return Result()
+
+    h.fn = reconcile
+    h.source.create(obj("burst", "ns"))
+    assert not stop_requested()  # outside a reconcile
+    async with asyncio.TaskGroup() as group:
+        task = group.create_task(h.controller.run())
+        await h.clock.advance(5)
+        task.cancel()
+        await h.clock.advance(1)
+        await h.clock.settle()
+        # Done after its current step, not after the 30 s grace period nor its 1000 steps.
+        assert task.done()
+    assert len(steps) == 6
     assert h.metric("controller_runtime_active_workers") == 0
 
 
