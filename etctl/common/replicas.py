@@ -49,6 +49,7 @@ from etctl.common.tracking import replica_key
 from etctl.errors import EtctlError
 from etctl.runtime import objects
 from etctl.runtime.objects import KubeObject, ObjectView
+from etctl.runtime.reconcile import stop_requested
 from etctl.runtime.resources import PODS, SERVICES, Resource
 
 __all__ = ["ReplicaSync", "delete_all"]
@@ -301,7 +302,7 @@ class ReplicaSync(Generic[JobT]):
                 await _delete(self._control, rnd, SERVICES, existing)
         budget = rnd.settings.burst
         for name, (ref, service) in wanted.items():
-            if budget <= 0:
+            if budget <= 0 or stop_requested():  # the rest comes with the next reconcile
                 return
             if name in have or not self._may_create_service(rnd, name):
                 continue
