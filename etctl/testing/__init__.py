@@ -4,8 +4,9 @@ The public surface is small:
 
 * :class:`ApiServer`: the server (``async with ApiServer() as server``), with its internal
   :class:`Storage`, fault injection (:class:`Fault`), request log (:class:`RequestRecord`) and
-  kubeconfig writer, and :class:`Limits` (its size limits: request bodies, ConfigMap and Secret
-  data, stored objects);
+  kubeconfig writer, :class:`Limits` (its size limits: request bodies, ConfigMap and Secret
+  data, stored objects), and ``ApiServer(auth=AuthConfig())``, which authenticates tokens and
+  enforces RBAC;
 * :class:`BackgroundApiServer`: the same server on its own thread, shareable across event loops;
 * :class:`Kubelet` (with :class:`KubeletConfig`, :class:`NodeConfig`, :class:`Behaviour` and
   :class:`PodPolicy`): the simulated nodes, scheduler and kubelet (``ApiServer(kubelet=...)``);
@@ -17,6 +18,8 @@ The public surface is small:
 See ``docs/testing.md`` for usage, the internal storage API and the server's limits.
 """
 
+from etctl.testing.apiserver.authn import UserInfo
+from etctl.testing.apiserver.authorization import AuthConfig
 from etctl.testing.apiserver.background import BackgroundApiServer
 from etctl.testing.apiserver.deletion import DeleteOptions
 from etctl.testing.apiserver.faults import Fault, FaultInjector
@@ -31,6 +34,7 @@ from etctl.testing.kubelet import Behaviour, Kubelet, KubeletConfig, NodeConfig,
 
 __all__ = [
     "ApiServer",
+    "AuthConfig",
     "BackgroundApiServer",
     "Behaviour",
     "DeleteOptions",
@@ -47,6 +51,7 @@ __all__ = [
     "RequestRecord",
     "Storage",
     "SubresourceRequest",
+    "UserInfo",
     "WriteOptions",
     "kubeconfig_document",
     "wait_idle",

@@ -4,19 +4,26 @@ The launcher runs as ServiceAccount ``<job>-launcher``, bound by RoleBinding ``<
 Role ``<job>-launcher``, which grants (in the job's namespace only):
 
 * ``pods``: get, list, watch (Horovod and kubectl look the workers up);
-* ``pods/exec``: create, **only on this job's workers** (``resourceNames`` = ``status.
+* ``pods/exec``: get and create, **only on this job's workers** (``resourceNames`` = ``status.
   targetWorkers``, rewritten on every scale and replacement) and only in kubexec mode, the one
   mode that execs (et-operator granted exec into every pod of the namespace, in every mode). An
-  empty ``resourceNames`` would mean *every* pod, so a job without workers gets no exec rule;
+  empty ``resourceNames`` would mean *every* pod, so a job without workers gets no exec rule.
+  Both verbs, because the API server authorizes an exec by its HTTP method: the WebSocket upgrade
+  (kubectl's first choice, and the only protocol of etctl's client) is a GET, so ``get``, and from
+  Kubernetes 1.35 also ``create``; SPDY is a POST, so ``create``. With ``create`` alone kubectl
+  pays a refused WebSocket round trip before falling back to SPDY, and a WebSocket-only client
+  cannot exec at all;
 * ``configmaps``: get, only ``<job>-config`` (et-operator's rule named ``configmap`` and granted
   nothing).
 
 The operator (:func:`operator_rules`) needs, besides what every job kind needs: ServiceAccounts,
 Roles and RoleBindings (to create and keep the launcher's), Secrets (the ssh keys) and ConfigMaps,
-``pods/exec`` (the hostfile pusher and scalers' scripts run in the launcher), and the ScaleIn and
-ScaleOut objects with their status. Kubernetes lets a subject create a Role only with permissions
-it holds itself (RBAC escalation prevention), so the operator must also hold ``pods/exec`` create
-and ``configmaps`` get to grant them to launchers; it does (above), and needs no ``escalate``.
+``pods/exec`` get and create (the hostfile pusher and scalers' scripts run in the launcher over the
+WebSocket protocol, authorized as ``get``, and as ``create`` too from Kubernetes 1.35), and the
+ScaleIn and ScaleOut objects with their status. Kubernetes lets a subject create a Role only with
+permissions it holds itself (RBAC escalation prevention), so the operator must also hold
+``pods/exec`` get and create and ``configmaps`` get to grant them to launchers; it does (above),
+and needs no ``escalate``.
 """
 
 from __future__ import annotations
@@ -56,7 +63,7 @@ def launcher_role(
             {
                 "apiGroups": [""],
                 "resources": ["pods/exec"],
-                "verbs": ["create"],
+                "verbs": ["get", "create"],
                 "resourceNames": sorted(workers),
             }
         )
@@ -92,7 +99,7 @@ def operator_rules() -> tuple[PolicyRule, ...]:
     return (
         PolicyRule(("",), ("serviceaccounts", "secrets", "configmaps"), _WRITE),
         PolicyRule((_RBAC,), ("roles", "rolebindings"), _WRITE),
-        PolicyRule(("",), ("pods/exec",), ("create",)),
+        PolicyRule(("",), ("pods/exec",), ("get", "create")),
         PolicyRule((GROUP,), ("trainingjobs", "scaleins", "scaleouts"), _WRITE),
         PolicyRule(
             (GROUP,),

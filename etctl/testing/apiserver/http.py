@@ -1,11 +1,12 @@
 """The HTTP face of the server: one aiohttp handler that routes, negotiates and answers.
 
 Every request is parsed into a :class:`~etctl.testing.apiserver.request.RequestInfo`, recorded in
-the request log, held while the server is paused, matched against injected faults, and then
-answered: discovery and OpenAPI documents, or a verb on a resource through
-:class:`~etctl.testing.apiserver.storage.Storage`. Errors are ``Status`` bodies with the real
-server's codes; warnings become ``Warning: 299`` headers. Representations are JSON objects,
-``meta.k8s.io`` Tables (``kubectl get``) or PartialObjectMetadata, chosen from ``Accept``.
+the request log, authenticated and authorized when the server enforces RBAC (a
+:class:`~etctl.testing.apiserver.authorization.Guard`), held while the server is paused, matched
+against injected faults, and then answered: discovery and OpenAPI documents, or a verb on a
+resource through :class:`~etctl.testing.apiserver.storage.Storage`. Errors are ``Status`` bodies
+with the real server's codes; warnings become ``Warning: 299`` headers. Representations are JSON
+objects, ``meta.k8s.io`` Tables (``kubectl get``) or PartialObjectMetadata, chosen from ``Accept``.
 
 Subresources that belong to other components (``pods/exec``, ``pods/log``) are served by handlers
 registered with :meth:`HttpApi.add_subresource`.
@@ -23,6 +24,7 @@ from etctl.log import get_logger
 from etctl.runtime.clock import Clock
 from etctl.testing.apiserver import status as st
 from etctl.testing.apiserver import verbs
+from etctl.testing.apiserver.authorization import Guard
 from etctl.testing.apiserver.discovery import SERVER_VERSION, Discovery, wants_aggregated
 from etctl.testing.apiserver.faults import Fault, FaultInjector
 from etctl.testing.apiserver.limits import BODY_LIMIT, MAX_REQUEST_BODY_BYTES
@@ -115,6 +117,8 @@ class HttpApi:
         self.watch = watch
         self.max_request_body_bytes = max_request_body_bytes
         self._subresources: dict[tuple[str, str, str], SubresourceHandler] = {}
+        # Authentication and RBAC, when the server enforces them (None: every request is served).
+        self.guard: Guard | None = None
         # Warnings every response to a request carries (a deprecated version), by request id.
         self._warnings: dict[int, list[str]] = {}
 
@@ -155,6 +159,10 @@ class HttpApi:
             record.verb, record.group, record.version = info.verb, info.group, info.version
             record.resource, record.namespace = info.resource, info.namespace
             record.name, record.subresource = info.name, info.subresource
+            if self.guard is not None:
+                user = self.guard.authenticate(request.headers.get("Authorization"))
+                record.user = user.name
+                self.guard.authorize(user, info, request.path, query)
             if self.faults.paused:
                 await self.faults.wait_running()
             fault = self.faults.take(info)

@@ -34,6 +34,8 @@ class RequestRecord:
         code: the HTTP status (0 until known).
         user_agent: the ``User-Agent`` header.
         field_manager: the ``fieldManager`` query parameter.
+        user: the authenticated user when the server enforces RBAC (``""`` otherwise, and for a
+            request that failed authentication).
     """
 
     method: str
@@ -48,6 +50,7 @@ class RequestRecord:
     code: int = 0
     user_agent: str = ""
     field_manager: str = ""
+    user: str = ""
 
 
 class RequestLog:
@@ -79,6 +82,7 @@ class RequestLog:
         name: str | None = None,
         subresource: str | None = None,
         code: int | None = None,
+        user: str | None = None,
     ) -> list[RequestRecord]:
         """The records matching every given field (``resource`` may be ``plural.group``)."""
         out = []
@@ -95,6 +99,8 @@ class RequestLog:
             if subresource is not None and record.subresource != subresource:
                 continue
             if code is not None and record.code != code:
+                continue
+            if user is not None and record.user != user:
                 continue
             out.append(record)
         return out

@@ -10,6 +10,11 @@ Beside HTTP it offers the hooks tests and in-process components need: :attr:`Api
 :meth:`ApiServer.add_subresource` (serve ``pods/exec``, ``pods/log``...), :attr:`ApiServer.faults`
 (fault injection and pause), :attr:`ApiServer.requests` (the request log) and an injectable
 :class:`~etctl.runtime.clock.Clock` behind every timestamp and timer.
+
+Access control is opt-in: ``ApiServer(auth=AuthConfig())`` authenticates bearer tokens and
+enforces RBAC (:mod:`~etctl.testing.apiserver.authorization`); identities come from
+:meth:`ApiServer.add_token` and :meth:`ApiServer.service_account_token`, and the kubeconfig
+:meth:`ApiServer.write_kubeconfig` writes by default is the administrator's (``system:masters``).
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ from etctl.log import get_logger
 from etctl.runtime.clock import Clock, RealClock
 from etctl.runtime.objects import KubeObject
 from etctl.runtime.resources import CRDS, NAMESPACES, Resource
+from etctl.testing.apiserver.authn import ADMIN_TOKEN, UserInfo
+from etctl.testing.apiserver.authorization import AuthConfig, Guard, bootstrap_policy
 from etctl.testing.apiserver.builtin import builtin_resources
 from etctl.testing.apiserver.crdcontroller import CRDController
 from etctl.testing.apiserver.discovery import Discovery
@@ -52,18 +59,17 @@ CRDSource = str | Path | Mapping[str, Any]
 """A CRD to load: a YAML/JSON file, a directory of them, or the CRD as a mapping."""
 
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
-_TOKEN = "etctl-embedded-apiserver"  # noqa: S105 - a dummy bearer token; the server checks none
 
 
 def kubeconfig_document(
-    url: str, *, name: str = "etctl", namespace: str = "default"
+    url: str, *, name: str = "etctl", namespace: str = "default", token: str = ADMIN_TOKEN
 ) -> dict[str, Any]:
-    """A kubeconfig for ``url`` (plain HTTP, a dummy bearer token), as kubectl expects it."""
+    """A kubeconfig for ``url`` (plain HTTP, a bearer token: the administrator's by default)."""
     return {
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [{"name": name, "cluster": {"server": url}}],
-        "users": [{"name": name, "user": {"token": _TOKEN}}],
+        "users": [{"name": name, "user": {"token": token}}],
         "contexts": [
             {"name": name, "context": {"cluster": name, "user": name, "namespace": namespace}}
         ],
@@ -94,6 +100,8 @@ class ApiServer:
             does); False leaves owner references and terminating namespaces alone.
         limits: the size limits of request bodies, ConfigMap and Secret data and stored
             objects (a real cluster's by default; tests may lower them).
+        auth: authenticate bearer tokens and enforce RBAC with these settings (None: every
+            request is served, whoever sends it); :attr:`guard` once set.
     """
 
     def __init__(
@@ -113,6 +121,7 @@ class ApiServer:
         kubelet: KubeletConfig | None = None,
         controllers: bool = True,
         limits: Limits = DEFAULT_LIMITS,
+        auth: AuthConfig | None = None,
     ) -> None:
         self.host = host
         self.limits = limits
@@ -153,6 +162,12 @@ class ApiServer:
         self._tasks: list[asyncio.Task[Any]] = []
         for name in INITIAL_NAMESPACES:
             self.storage.create(NAMESPACES, {"metadata": {"name": name}})
+        self.guard: Guard | None = None
+        if auth is not None:
+            self.guard = self.http.guard = Guard(self.store, auth)
+            if auth.bootstrap_policy:
+                for obj in bootstrap_policy():
+                    self.apply_object(_RBAC_KINDS[obj["kind"]], obj)
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -275,16 +290,68 @@ class ApiServer:
 
     # -- configuration --------------------------------------------------------------------------
 
-    def kubeconfig(self, *, namespace: str = "default") -> dict[str, Any]:
-        """A kubeconfig document for this server."""
-        return kubeconfig_document(self.url, namespace=namespace)
+    def kubeconfig(self, *, namespace: str = "default", token: str = ADMIN_TOKEN) -> dict[str, Any]:
+        """A kubeconfig document for this server (as the administrator unless ``token``)."""
+        return kubeconfig_document(self.url, namespace=namespace, token=token)
 
-    def write_kubeconfig(self, path: str | Path, *, namespace: str = "default") -> Path:
-        """Write a kubeconfig for this server (kubectl and kubernetes_asyncio accept it)."""
+    def write_kubeconfig(
+        self, path: str | Path, *, namespace: str = "default", token: str = ADMIN_TOKEN
+    ) -> Path:
+        """Write a kubeconfig for this server (kubectl and kubernetes_asyncio accept it).
+
+        Args:
+            path: where to write it.
+            namespace: the context's namespace.
+            token: the bearer token (the administrator's, in ``system:masters``, by default).
+        """
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(yaml.safe_dump(self.kubeconfig(namespace=namespace), sort_keys=False))
+        document = self.kubeconfig(namespace=namespace, token=token)
+        target.write_text(yaml.safe_dump(document, sort_keys=False))
         return target
+
+    # -- identities (they matter once the server enforces RBAC) ---------------------------------
+
+    def _authenticator(self) -> Guard:
+        if self.guard is None:
+            msg = "the server does not authenticate: start it with auth=AuthConfig()"
+            raise ConfigError(msg)
+        return self.guard
+
+    def add_token(
+        self, token: str, *, user: str, groups: Iterable[str] = (), uid: str = ""
+    ) -> UserInfo:
+        """Accept ``token`` as ``user`` in ``groups`` (plus ``system:authenticated``).
+
+        Raises:
+            etctl.errors.ConfigError: the server was started without ``auth``.
+            ValueError: the token is empty or issued already.
+        """
+        guard = self._authenticator()
+        return guard.authenticator.add_token(token, user=user, groups=groups, uid=uid)
+
+    def service_account_token(self, namespace: str, name: str) -> str:
+        """A token of ServiceAccount ``namespace/name`` (which must exist), bound to its uid.
+
+        It authenticates as ``system:serviceaccount:<namespace>:<name>`` in
+        ``system:serviceaccounts``, ``system:serviceaccounts:<namespace>`` and
+        ``system:authenticated``, until the ServiceAccount is deleted.
+
+        Raises:
+            etctl.errors.ConfigError: the server was started without ``auth``.
+            LookupError: the ServiceAccount does not exist.
+        """
+        return self._authenticator().authenticator.service_account_token(namespace, name)
+
+    def write_service_account_kubeconfig(
+        self, path: str | Path, *, namespace: str, name: str
+    ) -> Path:
+        """Write a kubeconfig that authenticates as ServiceAccount ``namespace/name``.
+
+        Its context's namespace is the ServiceAccount's, as in the account's own pods.
+        """
+        token = self.service_account_token(namespace, name)
+        return self.write_kubeconfig(path, namespace=namespace, token=token)
 
     def load_crds(self, *sources: CRDSource) -> list[KubeObject]:
         """Create (or update) CRDs from files, directories or mappings; returns them as stored.
@@ -312,6 +379,20 @@ class ApiServer:
             return self.storage.update(
                 resource, updated, namespace=namespace, options=WriteOptions()
             )
+
+
+_RBAC_KINDS = {
+    "ClusterRole": Resource(
+        "rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", namespaced=False
+    ),
+    "ClusterRoleBinding": Resource(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "clusterrolebindings",
+        "ClusterRoleBinding",
+        namespaced=False,
+    ),
+}
 
 
 def _documents(sources: Iterable[CRDSource]) -> list[Mapping[str, Any]]:

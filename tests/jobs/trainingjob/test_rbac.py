@@ -18,7 +18,7 @@ def test_role_limits_exec_to_the_workers_and_fixes_the_configmap_rule() -> None:
         {
             "apiGroups": [""],
             "resources": ["pods/exec"],
-            "verbs": ["create"],
+            "verbs": ["get", "create"],
             "resourceNames": ["tj-worker-0", "tj-worker-3"],
         },
         {
@@ -67,6 +67,6 @@ def test_operator_holds_what_it_grants() -> None:
     }
     pods = {("", "pods", verb) for verb in ("get", "list", "watch")}  # the generic controller's
     assert needed - granted <= pods
-    assert ("", "pods/exec", "create") in granted
+    assert {("", "pods/exec", "get"), ("", "pods/exec", "create")} <= granted
     assert ("kai.alibabacloud.com", "scaleouts/status", "patch") in granted
     assert ("rbac.authorization.k8s.io", "roles", "update") in granted

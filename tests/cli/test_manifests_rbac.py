@@ -1,0 +1,278 @@
+"""The committed manifests/ under enforced RBAC: the operator's grants are enough, and no more.
+
+The embedded API server enforces RBAC (with Kubernetes 1.35's rule that a WebSocket exec also needs
+``create``, the stricter of the two behaviours). The manifests are installed as ``kubectl apply -k``
+would (the namespace set by the kustomization; the Deployment is left out, since the test runs the
+operator itself), and the operator is assembled as ``etctl run`` assembles it, authenticated as its
+ServiceAccount, electing a leader in its namespace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from etctl.cli.run import build_manager, serve
+from etctl.cli.settings import RunSettings
+from etctl.common.registry import discover
+from etctl.common.scaling.api import SCALEINS, SCALEOUTS
+from etctl.errors import CacheSyncError, Forbidden
+from etctl.jobs.tfjob.api import TFJOBS
+from etctl.runtime.client import Client
+from etctl.runtime.clock import FakeClock
+from etctl.runtime.resources import (
+    CONFIGMAPS,
+    CRDS,
+    LEASES,
+    NAMESPACES,
+    PODS,
+    ROLEBINDINGS,
+    ROLES,
+    SECRETS,
+    SERVICEACCOUNTS,
+    SERVICES,
+    Resource,
+)
+from etctl.testing import ApiServer, AuthConfig, KubeletConfig
+from tests.jobs.tfjob._cluster import replica, tfjob
+from tests.jobs.trainingjob._operator import JOB, LAUNCHER, NS, Cluster, w
+from tests.runtime._realtime import client_of, eventually, run_manager
+from tests.schema_support import EXAMPLES, load_yaml
+
+MANIFESTS = Path(__file__).resolve().parents[2] / "manifests"
+_RBAC = "rbac.authorization.k8s.io"
+KINDS = {
+    "Namespace": NAMESPACES,
+    "CustomResourceDefinition": CRDS,
+    "ServiceAccount": SERVICEACCOUNTS,
+    "Service": SERVICES,
+    "Role": ROLES,
+    "RoleBinding": ROLEBINDINGS,
+    "ClusterRole": Resource(_RBAC, "v1", "clusterroles", "ClusterRole", namespaced=False),
+    "ClusterRoleBinding": Resource(
+        _RBAC, "v1", "clusterrolebindings", "ClusterRoleBinding", namespaced=False
+    ),
+}
+
+
+def manifests() -> tuple[str, list[dict[str, Any]]]:
+    """The operator's namespace and the documents of manifests/, as kustomize would emit them."""
+    kustomization = yaml.safe_load((MANIFESTS / "kustomization.yaml").read_text())
+    namespace = kustomization["namespace"]
+    documents = []
+    for file in kustomization["resources"]:
+        for doc in yaml.safe_load_all((MANIFESTS / file).read_text()):
+            if not doc or doc["kind"] == "Deployment":
+                continue
+            resource = KINDS[doc["kind"]]
+            if resource.namespaced:
+                doc["metadata"]["namespace"] = namespace
+            documents.append(doc)
+    return namespace, documents
+
+
+NAMESPACE, DOCUMENTS = manifests()
+ACCOUNT = next(d for d in DOCUMENTS if d["kind"] == "ServiceAccount")["metadata"]["name"]
+OPERATOR = f"system:serviceaccount:{NAMESPACE}:{ACCOUNT}"
+
+
+def install(server: ApiServer, edit: Callable[[dict[str, Any]], None] | None = None) -> None:
+    for document in DOCUMENTS:
+        doc = copy.deepcopy(document)
+        if edit is not None:
+            edit(doc)
+        server.apply_object(KINDS[doc["kind"]], doc)
+
+
+def settings_for(server: ApiServer, tmp_path: Path, **options: Any) -> RunSettings:
+    kubeconfig = server.write_service_account_kubeconfig(
+        tmp_path / "operator.kubeconfig", namespace=NAMESPACE, name=ACCOUNT
+    )
+    return RunSettings(
+        kubeconfig=str(kubeconfig),
+        leader_elect=True,
+        leader_election_namespace=NAMESPACE,
+        metrics_bind_address="0",
+        health_probe_bind_address="0",
+        **options,
+    )
+
+
+@asynccontextmanager
+async def enforced(tmp_path: Path) -> AsyncIterator[Cluster]:
+    """A server enforcing RBAC with manifests/ installed, its kubelet, and an admin client."""
+    clock = FakeClock()
+    kubelet = KubeletConfig.uniform(2, gpus=8, root=tmp_path / "sandboxes")
+    auth = AuthConfig(websocket_exec_requires_create=True)
+    async with (
+        ApiServer(clock=clock, kubelet=kubelet, auth=auth) as server,
+        client_of(server, tmp_path) as admin,
+    ):
+        install(server)
+        yield Cluster(server, admin, clock)
+
+
+@asynccontextmanager
+async def operator(env: Cluster, tmp_path: Path) -> AsyncIterator[None]:
+    """``etctl run``'s operator with every plugin, as its ServiceAccount, while the block runs."""
+    settings = settings_for(env.server, tmp_path)
+    async with await Client.from_kubeconfig(settings.kubeconfig) as client:
+        manager = build_manager(client, settings, discover().plugins(), clock=env.clock)
+        async with run_manager(manager):
+            yield
+
+
+def refused(server: ApiServer, name: str) -> list[str]:
+    """Requests of user ``name`` answered 401 or 403 (and any 401: it has no user)."""
+    return [
+        f"{r.code} {r.verb} {r.path}"
+        for r in server.requests
+        if r.code in (401, 403) and r.user in (name, "")
+    ]
+
+
+def example(name: str) -> dict[str, Any]:
+    return load_yaml(EXAMPLES / "trainingjob" / name)
+
+
+async def scaled(env: Cluster, res: Resource, name: str) -> None:
+    await eventually(lambda: env.scaler_done(res, name))
+    await eventually(lambda: env.status().get("currentScaler") is None)
+
+
+async def hostfile_becomes(env: Cluster, expected: str) -> None:
+    """Read the launcher's hostfile (exec, as the admin) until the pusher has written it."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 10
+    while (found := await env.hostfile()) != expected:
+        assert loop.time() < deadline, f"the hostfile is {found!r}, not {expected!r}"
+        await asyncio.sleep(0.01)
+
+
+async def test_the_manifests_grant_everything_the_operator_does(tmp_path: Path) -> None:
+    async with enforced(tmp_path) as env, operator(env, tmp_path):
+        lease = env.server.storage
+        await eventually(lambda: _holder(lease) is not None)
+        env.apply(example("training-job.yaml"))
+        await eventually(lambda: env.running(LAUNCHER) and env.status().get("phase") == "Running")
+        env.apply(example("scale-out.yaml"))
+        await scaled(env, SCALEOUTS, "elastic-training-scaleout")
+        assert env.status()["targetWorkers"] == [w(0), w(1), w(2)]
+        env.apply(example("scale-in-count.yaml"))
+        await scaled(env, SCALEINS, "scalein-sample")
+        await eventually(lambda: env.status().get("currentWorkers") == [w(0), w(1)])
+        # A worker deleted by someone else is replaced under a new name.
+        env.server.storage.delete(PODS, w(1), namespace=NS)
+        await eventually(lambda: env.status().get("currentWorkers") == [w(0), w(3)])
+        await hostfile_becomes(env, f"{w(0)}:1\n{w(3)}:1\n")
+
+        env.server.storage.create(TFJOBS, tfjob("mnist", Worker=replica(2)), namespace=NS)
+        await eventually(lambda: env.running("mnist-worker-0", "mnist-worker-1"))
+        env.kubelet.exit(NS, "mnist-worker-0", 0)
+        await eventually(lambda: _tfjob_state(env, "mnist") == "Succeeded")
+
+        assert _holder(lease) is not None
+        assert env.status()["phase"] == "Running"
+        assert env.server.requests.find(user=OPERATOR)
+        assert refused(env.server, OPERATOR) == []
+
+
+async def test_a_missing_rule_fails_loudly_naming_the_resource(tmp_path: Path) -> None:
+    def drop_services(doc: dict[str, Any]) -> None:
+        if doc["kind"] == "ClusterRole":
+            doc["rules"] = [r for r in doc["rules"] if r["resources"] != ["services"]]
+
+    clock = FakeClock()
+    async with ApiServer(clock=clock, auth=AuthConfig()) as server:
+        install(server, drop_services)
+        settings = settings_for(server, tmp_path, cache_sync_timeout=30)
+        entries = discover().plugins()
+        task = asyncio.create_task(serve(settings, entries, clock=clock), name="test:serve")
+        await eventually(lambda: bool(server.requests.find(resource="services", code=403)))
+        await clock.advance(31)
+        with pytest.raises(CacheSyncError) as failed:
+            await asyncio.wait_for(task, timeout=10)
+    message = str(failed.value)
+    assert "services" in message
+    assert (
+        f'services is forbidden: User "{OPERATOR}" cannot list resource "services" in API group '
+        '"" at the cluster scope'
+    ) in message
+
+
+async def test_the_launcher_may_exec_into_its_current_workers_only(tmp_path: Path) -> None:
+    async with enforced(tmp_path) as env, operator(env, tmp_path):
+        document = example("training-job.yaml")
+        document["spec"]["launcherAttachMode"] = "kubexec"
+        env.apply(document)
+        await eventually(lambda: env.running(LAUNCHER, w(0), w(1)))
+        env.server.storage.create(PODS, _pod("bystander"), namespace=NS)
+        await eventually(lambda: env.running("bystander"))
+        path = env.server.write_service_account_kubeconfig(
+            tmp_path / "launcher.kubeconfig", namespace=NS, name=LAUNCHER
+        )
+        async with await Client.from_kubeconfig(path) as launcher:
+
+            async def can_exec(pod: str) -> bool:
+                try:
+                    result = await launcher.exec(NS, pod, ["true"], timeout=10)
+                except Forbidden:
+                    return False
+                return result.exit_code == 0
+
+            assert [await can_exec(p) for p in (w(0), w(1), LAUNCHER, "bystander")] == [
+                True,
+                True,
+                False,
+                False,
+            ]
+            # It reads its own ConfigMap and pods, and nothing else.
+            await launcher.get(CONFIGMAPS, f"{JOB}-config", namespace=NS)
+            await launcher.list(PODS, namespace=NS)
+            with pytest.raises(Forbidden):
+                await launcher.list(SECRETS, namespace=NS)
+            with pytest.raises(Forbidden):
+                await launcher.list(CONFIGMAPS, namespace=NS)
+
+            env.apply(example("scale-out.yaml"))
+            await scaled(env, SCALEOUTS, "elastic-training-scaleout")
+            await eventually(lambda: env.running(w(2)))
+            assert await can_exec(w(2))
+            env.apply(example("scale-in-count.yaml"))
+            await scaled(env, SCALEINS, "scalein-sample")
+            await eventually(lambda: w(2) not in env.pods())
+            # Gone from the Role: refused before the server even looks for the pod.
+            assert not await can_exec(w(2))
+            assert [await can_exec(p) for p in (w(0), w(1))] == [True, True]
+        assert refused(env.server, OPERATOR) == []
+
+
+def _pod(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]},
+    }
+
+
+def _holder(storage: Any) -> str | None:
+    for lease in storage.list(LEASES, namespace=NAMESPACE).items:
+        holder = (lease.get("spec") or {}).get("holderIdentity")
+        if holder:
+            return str(holder)
+    return None
+
+
+def _tfjob_state(env: Cluster, name: str) -> str:
+    job = env.server.storage.get(TFJOBS, name, namespace=NS)
+    conditions = (job.get("status") or {}).get("conditions") or []
+    true = [c["type"] for c in conditions if c.get("status") == "True"]
+    return true[-1] if true else ""
