@@ -286,6 +286,15 @@ class Cache:
             return [inf for inf in informers if inf.namespace == namespace]
         return informers
 
+    def backing_off(self, res: Resource, namespace: str | None = None) -> bool:
+        """Whether an informer of ``res`` (for ``namespace``) waits out a backoff on the clock.
+
+        Raises:
+            NotCachedError: no informer of ``res`` (in that namespace).
+        """
+        namespace = namespace if res.namespaced else None
+        return any(inf.backing_off for inf in self._informers_of(res, namespace))
+
     def get(self, res: Resource, name: str, namespace: str | None = None) -> ObjectView | None:
         """The cached object, or ``None``.
 

@@ -208,6 +208,15 @@ class Informer:
         """The resourceVersion the cache is current at (``""`` before the first list)."""
         return self._reflector.last_sync_resource_version
 
+    @property
+    def backing_off(self) -> bool:
+        """True while its reflector waits out a backoff on the clock.
+
+        After a failed list, or a watch that ended at once, the cache cannot change before the
+        clock moves.
+        """
+        return self._reflector.backing_off
+
     def describe(self) -> str:
         """Names this informer in messages (resource, namespace, selectors)."""
         return self._reflector.describe()

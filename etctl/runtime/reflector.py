@@ -200,6 +200,7 @@ class Reflector:
         self._rv_unavailable = False
         self._activity = 0.0
         self._running = False
+        self._backing_off = False
         self.last_error: Exception | None = None
         """The last failure of a list or watch (cleared by nothing: it is history)."""
         self.last_list_error: Exception | None = None
@@ -210,6 +211,15 @@ class Reflector:
     def last_sync_resource_version(self) -> str:
         """The resourceVersion the sink's content is current at (``""`` before the first list)."""
         return self._last_rv
+
+    @property
+    def backing_off(self) -> bool:
+        """True while the reflector waits out its backoff before its next list or watch.
+
+        Nothing reaches the sink until that wait ends on the clock: a test driving a FakeClock
+        counts it as a timer, not as work in flight.
+        """
+        return self._backing_off
 
     def describe(self) -> str:
         """``pods/v1 in namespace x with labels a=b``: names this reflector in messages."""
@@ -245,14 +255,21 @@ class Reflector:
                     await self._list()
                 except Exception as exc:  # noqa: BLE001 - a reflector must outlive every failure
                     self._failed_list(exc)
-                    await self._backoff.wait()
+                    await self._wait_backoff()
                     continue
                 need_list = False
             outcome = await self._watch()
             metrics.INFORMER_WATCH_RESTARTS.labels(self._label, outcome.reason).inc()
             if outcome.backoff:
-                await self._backoff.wait()
+                await self._wait_backoff()
             need_list = outcome.relist
+
+    async def _wait_backoff(self) -> None:
+        self._backing_off = True
+        try:
+            await self._backoff.wait()
+        finally:
+            self._backing_off = False
 
     # -- list
 

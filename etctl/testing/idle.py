@@ -11,7 +11,8 @@ time, until nothing is left that could happen without the clock moving:
   queued, nothing processing and no delayed item already due;
 * **their caches**: for every resource a controller watches, the cache holds exactly the objects
   the API server holds, at the same resourceVersion (in each namespace the cache is limited to),
-  so no watch event is still on its way to a handler;
+  so no watch event is still on its way to a handler; a cache whose reflector waits out a backoff
+  (after a failed list, or a watch that ended at once) is a timer, like a delayed queue item;
 * **the server**: no watch stream holds events it has not sent, the built-in controllers have no
   work queued, and the simulated kubelet has no pod to sync, no scheduling pass to make and no
   timer due.
@@ -125,7 +126,9 @@ def _cache_behind(server: ApiServer, manager: Manager, res: Resource) -> list[st
         except (ApiError, ConfigError) as exc:
             behind.append(f"{res} cannot be compared: {exc}")
             continue
-        if _versions(stored) != _versions(cached):
+        if _versions(stored) != _versions(cached) and not manager.cache.backing_off(
+            res, namespace
+        ):
             where = f" in namespace {namespace}" if namespace else ""
             behind.append(f"the cache of {res}{where} is behind the server")
     return behind

@@ -347,12 +347,14 @@ async def test_429_on_watch_start_backs_off_in_virtual_time_and_resets_when_heal
         async with running(refl):
             for attempt, base in enumerate((0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 30.0, 30.0), 1):
                 await eventually(lambda: throttle.fired == attempt and env.backing_off())  # noqa: B023
+                assert refl.backing_off
                 delay = env.backoff_left()
                 assert base <= delay < 2 * base
                 if attempt == 8:
                     env.server.faults.remove(throttle)
                 await env.clock.advance(delay)
             await eventually(lambda: env.watchers() == 1)
+            assert not refl.backing_off
             await env.clock.advance(130)  # two healthy minutes
             again = env.server.inject(Fault(verb="watch", resource="configmaps", status=429))
             env.cut_watches()
