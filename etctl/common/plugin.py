@@ -183,11 +183,18 @@ class Gate:
     reason: str = ""
     message: str = ""
     fail_at: datetime | None = None
+    record: bool = False
 
     @classmethod
-    def opened(cls) -> Gate:
-        """A gate that lets pods be created."""
-        return cls(open=True)
+    def opened(cls, *, record: bool = False) -> Gate:
+        """A gate that lets pods be created.
+
+        Args:
+            record: report the ``<Type>Created`` condition True as the pods are created even if
+                no closed gate was ever written (for a type that always waits first: whether
+                its wait reached the status depends on timing, what the job remembers must not).
+        """
+        return cls(open=True, record=record)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,10 @@ For every replica type, in the order the job's model lists them:
 
    * the plugin's gate (:class:`~etctl.common.plugin.GatesCreation`) is closed: a
      ``<Type>Created`` condition (False) carries the gate's reason and message, a gate past its
-     ``fail_at`` fails the job with them, and a reconcile is scheduled for ``fail_at``;
+     ``fail_at`` fails the job with them, and a reconcile is scheduled for ``fail_at``; once it
+     opens the condition turns True (``GateOpened``), and a gate opened with ``record`` sets it
+     True even if its closed state was never written (a lost status write must not change what
+     the job remembers);
    * a pod of that name exists that the job does not control (a Warning ``ErrResourceExists``;
      it is never touched).
 
@@ -221,7 +224,9 @@ class ReplicaSync(Generic[JobT]):
         gate = self._caps.gate.gate(rnd.job, rtype, state)
         if gate.open:
             current = get_condition(rnd.job.status.conditions, condition)
-            if current is not None and current.status is not ConditionStatus.TRUE:
+            if (current is None and gate.record) or (
+                current is not None and current.status is not ConditionStatus.TRUE
+            ):
                 rnd.change(
                     condition, ConditionStatus.TRUE, "GateOpened", f"{rtype} pods are being created"
                 )

@@ -40,6 +40,14 @@ class DeadlineGatePlugin(SimpleJobPlugin):
         )
 
 
+class RecordedGatePlugin(SimpleJobPlugin):
+    """The leader's gate is open from the start and asks for its condition to be recorded."""
+
+    def gate(self, job: SimpleJob, replica_type: str, state: JobState[Any]) -> Gate:
+        """Open for every type; recorded for the leader."""
+        return Gate.opened(record=replica_type == LEADER)
+
+
 class PhasedStatus(JobStatus):
     """A status with fields of its own."""
 

@@ -7,7 +7,13 @@ from pathlib import Path
 from etctl.runtime import objects
 from etctl.runtime.resources import CONFIGMAPS, SERVICES
 from tests.common._harness import NAMESPACE, harness, simplejob
-from tests.common._plugins import PHASEDJOBS, DeadlineGatePlugin, PhasedPlugin, RestartingPlugin
+from tests.common._plugins import (
+    PHASEDJOBS,
+    DeadlineGatePlugin,
+    PhasedPlugin,
+    RecordedGatePlugin,
+    RestartingPlugin,
+)
 from tests.common.simplejob import SIMPLEJOBS
 
 
@@ -246,6 +252,18 @@ async def test_a_gate_past_its_deadline_fails_the_job(tmp_path: Path) -> None:
         await h.step("train")
         assert (await h.conditions("train"))["Failed"] == ("True", "LeaderNeverReady")
         assert sorted(await h.pods()) == ["train-worker-0"]
+
+
+async def test_a_recorded_gate_is_reported_though_it_was_never_seen_closed(
+    tmp_path: Path,
+) -> None:
+    async with harness(tmp_path, plugin=RecordedGatePlugin()) as h:
+        await h.submit(simplejob("train", workers=1, leader=True))
+        await h.step("train")
+        assert sorted(await h.pods()) == ["train-leader-0", "train-worker-0"]
+        conditions = await h.conditions("train")
+        assert conditions["LeaderCreated"] == ("True", "GateOpened")
+        assert "WorkerCreated" not in conditions  # not recorded: never gated
 
 
 async def test_planned_replicas_and_extended_status(tmp_path: Path) -> None:

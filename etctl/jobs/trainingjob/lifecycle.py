@@ -116,7 +116,7 @@ def launcher_gate(job: TrainingJob, state: JobState[Any], *, timeout: float) -> 
     if _launcher_vanished(job, state):
         policy = launcher.restart_policy if launcher is not None else RestartPolicy.NEVER
         if policy is RestartPolicy.ALWAYS:
-            return Gate.opened()
+            return Gate.opened(record=True)
         return Gate(
             open=False,
             reason="TrainingJobFailed",
@@ -128,7 +128,9 @@ def launcher_gate(job: TrainingJob, state: JobState[Any], *, timeout: float) -> 
         )
     ready, up, total = workers_ready(job, state)
     if ready:
-        return Gate.opened()
+        # LauncherCreated is what tells a vanished Pending launcher from one never created: it
+        # must be recorded even when the round that saw the gate closed lost its status write.
+        return Gate.opened(record=True)
     return Gate(
         open=False,
         reason="WorkersNotReady",

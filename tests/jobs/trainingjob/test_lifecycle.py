@@ -83,6 +83,15 @@ def test_after_a_whole_job_restart_the_launcher_waits_again() -> None:
     assert gate.fail_at == NOW - timedelta(seconds=30) + timedelta(seconds=60)
 
 
+def test_the_open_gate_is_recorded_even_if_the_wait_never_was() -> None:
+    # Whether the round that saw the gate closed got its status written is timing: the open
+    # gate asks for LauncherCreated either way, which is what tells a vanished launcher later.
+    job = parse(job_document(status=MEMBERS))
+    gate = launcher_gate(job, state(job, workers=WORKERS), timeout=600)
+    assert gate.open
+    assert gate.record
+
+
 def test_verdict_follows_the_launcher() -> None:
     job = parse(job_document())
     assert verdict(job, state(job)) is None
