@@ -126,9 +126,7 @@ def _cache_behind(server: ApiServer, manager: Manager, res: Resource) -> list[st
         except (ApiError, ConfigError) as exc:
             behind.append(f"{res} cannot be compared: {exc}")
             continue
-        if _versions(stored) != _versions(cached) and not manager.cache.backing_off(
-            res, namespace
-        ):
+        if _versions(stored) != _versions(cached) and not manager.cache.backing_off(res, namespace):
             where = f" in namespace {namespace}" if namespace else ""
             behind.append(f"the cache of {res}{where} is behind the server")
     return behind
