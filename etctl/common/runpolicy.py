@@ -223,9 +223,8 @@ class RunPolicy:
     async def _delete(self, rnd: Round[Any], pod: ObjectView, service: ObjectView | None) -> None:
         rtype = rnd.replica_type(pod)
         try:
-            key = replica_key(rnd.namespace, rnd.name, rnd.uid, rtype, PODS) if rtype else None
-            await self._control.delete(rnd.raw, PODS, pod, key=key)
-            rnd.pod_deleted(pod)
+            # The service first: a pod whose delete failed is found again by the next round,
+            # which deletes what is left; a service whose pod is gone would never be found again.
             if service is not None:
                 key = (
                     replica_key(rnd.namespace, rnd.name, rnd.uid, rtype, SERVICES)
@@ -234,5 +233,8 @@ class RunPolicy:
                 )
                 await self._control.delete(rnd.raw, SERVICES, service, key=key)
                 rnd.service_deleted(service)
+            key = replica_key(rnd.namespace, rnd.name, rnd.uid, rtype, PODS) if rtype else None
+            await self._control.delete(rnd.raw, PODS, pod, key=key)
+            rnd.pod_deleted(pod)
         except EtctlError as exc:
             rnd.errors.append(exc)

@@ -119,3 +119,26 @@ async def test_a_job_failed_by_its_limits_loses_the_pods_a_refused_delete_left(
         # The retry finds a finished job: its failure, not cleanPodPolicy, says what goes.
         await h.step("train")
         assert await h.pods() == {}
+
+
+async def test_a_cleaned_pod_whose_service_delete_failed_leaves_no_service(
+    tmp_path: Path,
+) -> None:
+    async with harness(tmp_path) as h:
+        policy = {"cleanPodPolicy": "Running"}
+        await h.submit(simplejob("train", workers=1, leader=True, run_policy=policy))
+        await h.step("train")
+        await h.set_phase("train-worker-0", "Running")
+        await h.step("train")
+        await h.set_phase("train-leader-0", "Running")
+        assert sorted(await h.objects_of(SERVICES)) == ["train-leader-0"]
+        await h.set_phase("train-worker-0", "Failed", exit_code=1)
+        await h.step("train")
+        assert (await h.conditions("train"))["Failed"][0] == "True"
+        h.server.inject(Fault(verb="delete", resource="services", status=403, times=1))
+        with pytest.raises(Forbidden):
+            await h.step("train")
+        # The leader still runs, so the retry finds it and deletes what is left.
+        await h.step("train")
+        assert await h.objects_of(SERVICES) == {}
+        assert sorted(await h.pods()) == ["train-worker-0"]
