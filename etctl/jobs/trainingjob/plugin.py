@@ -37,7 +37,8 @@ from collections.abc import Callable, Sequence
 from itertools import accumulate
 from typing import Any
 
-from etctl.common.api import ReplicaSpec
+from etctl.common.api import JobConditionType, ReplicaSpec
+from etctl.common.conditions import get_condition
 from etctl.common.crd import CustomResource
 from etctl.common.objectsize import SizeLimits
 from etctl.common.plugin import (
@@ -148,14 +149,22 @@ class TrainingJobPlugin:
     def validate(self, job: TrainingJob) -> list[str]:
         """Problems the CRD schema cannot express, and a first membership too large to hold.
 
-        A job that started keeps the membership its scale-outs let it have: only the initial
-        ``replicas`` of a job yet to start are measured.
+        A job that ran keeps the membership its scale-outs let it have (each is measured before
+        it grows the job). Until then the first membership is measured on every reconcile: the
+        targets once the scaling controller wrote them (it may do so before this controller's
+        first look at the job), else the initial ``replicas``.
         """
         problems = validate_trainingjob(job)
         worker = job.spec.et_replica_specs.worker
-        if problems or worker is None or job.status.target_workers:
+        ran = get_condition(job.status.conditions, JobConditionType.RUNNING) is not None
+        if problems or worker is None or ran:
             return problems
-        names = Names.sequential(worker_prefix(job.metadata.name), worker.replicas)
+        targets = job.status.target_workers
+        names = (
+            Names.of(targets)
+            if targets
+            else Names.sequential(worker_prefix(job.metadata.name), worker.replicas)
+        )
         too_large = membership_problem(
             job,
             names,

@@ -17,7 +17,7 @@ import pytest
 from etctl.common.objectsize import SizeLimits
 from etctl.common.scaling.api import SCALEOUTS
 from etctl.errors import Invalid
-from etctl.jobs.trainingjob.api import TRAININGJOBS
+from etctl.jobs.trainingjob.api import TRAININGJOBS, TrainingJob
 from etctl.jobs.trainingjob.hostfile import config_data
 from etctl.jobs.trainingjob.names import config_name, worker_prefix
 from etctl.jobs.trainingjob.plugin import TrainingJobPlugin
@@ -126,3 +126,17 @@ async def test_the_schema_refuses_more_workers_than_any_job_can_hold(tmp_path: P
             env.apply(refused)
         assert f"should be less than or equal to {MAX_WORKERS}" in str(raised.value)
         assert env.get(PODS, w(0)) is None
+
+
+def test_the_first_membership_is_measured_even_when_its_targets_are_written_first() -> None:
+    # The scaling controller may write the initial targets before the job controller's first
+    # look at the job: the targets are measured then, until the job has run.
+    document = example("training-job.yaml", replicas=3)
+    document["status"] = {"targetWorkers": [w(0), w(1), w(2)]}
+    job = TrainingJob.model_validate(document)
+    (problem,) = plugin().validate(job)
+    assert problem.startswith("spec.etReplicaSpecs.worker.replicas: 3 workers need")
+    document["status"]["conditions"] = [
+        {"type": "Running", "status": "True", "reason": "TrainingJobRunning"}
+    ]
+    assert plugin().validate(TrainingJob.model_validate(document)) == []
