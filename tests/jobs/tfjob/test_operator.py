@@ -85,6 +85,9 @@ async def test_ps_and_workers_run_to_success(tmp_path: Path) -> None:
             assert status["completionTime"]
             # cleanPodPolicy None (the TFJob default) leaves every pod.
             assert sorted(c.pods()) == names
+            # The server holds a write before the operator hears back and records its event:
+            # wait until the operator is idle, then flush what it recorded.
+            await wait_idle(c.server, op.manager)
             await op.manager.recorder("tfjob-controller").flush()
             reasons = {e["reason"] for e in c.objects(EVENTS).values()}
             assert {
@@ -172,6 +175,9 @@ async def test_exit_code_restarts_a_retryable_failure_and_fails_on_a_permanent_o
                 )
             )
             await eventually(lambda: running_pods(c, "ec-worker-1"))
+            # The server holds a write before the operator hears back and records its event:
+            # wait until the operator is idle, then flush what it recorded.
+            await wait_idle(c.server, op.manager)
             await op.manager.recorder("tfjob-controller").flush()
             assert c.events("TFJobRestarting")
             assert c.condition("ec", "Failed") is None

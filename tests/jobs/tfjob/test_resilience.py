@@ -77,6 +77,9 @@ async def test_an_invalid_job_fails_with_an_event_and_the_operator_keeps_running
             await c.create(tfjob("fine", Worker=replica(2)))
             await eventually(lambda: c.condition("broken", "Failed") == ("True", "TFJobInvalid"))
             await eventually(lambda: sorted(c.pods()) == ["fine-worker-0", "fine-worker-1"])
+            # The server holds a write before the operator hears back and records its event:
+            # wait until the operator is idle, then flush what it recorded.
+            await wait_idle(c.server, op.manager)
             await op.manager.recorder("tfjob-controller").flush()
             (event,) = [e for e in c.objects(EVENTS).values() if e["reason"] == "TFJobInvalid"]
             assert event["type"] == "Warning"
