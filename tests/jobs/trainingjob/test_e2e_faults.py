@@ -50,6 +50,8 @@ async def test_failed_and_evicted_workers_come_back_under_new_names(tmp_path: Pa
         await eventually(lambda: env.status().get("targetWorkers") == [w(3), w(2)])
         await eventually(lambda: env.running(w(3)) and w(0) not in env.pods())
         await eventually_hostfile(env, hosts(2, 3))
+        # Events are posted in the background: wait for them rather than race their writer.
+        await eventually(lambda: len(env.events("TrainingJobWorkerFailed")) >= 2)
         replaced = env.events("TrainingJobWorkerFailed")
         assert {e["type"] for e in replaced} == {"Warning"}
         assert env.status()["phase"] == "Running"
