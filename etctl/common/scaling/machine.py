@@ -9,9 +9,10 @@ A scaler moves through :class:`~etctl.common.scaling.api.ScaleStep` steps::
                           \\            \\
                            `------------`--> Done (ScaleFailed; the workers stay members)
 
-* **start**: check the request (schema rules, bounds, names, and that the job's objects can hold
-  the new membership within the cluster's size limits), choose the workers (new names after the
-  highest index ever used; or victims, :func:`~etctl.common.scaling.selection.pick_victims`).
+* **start** (:mod:`~etctl.common.scaling.start`): check the request (schema rules, bounds,
+  names, and that the job's objects can hold the new membership within the cluster's size
+  limits), choose the workers (new names after the highest index ever used; or victims,
+  :func:`~etctl.common.scaling.selection.pick_victims`).
 * **Creating**: the new workers are targets; wait until every one runs, at most ``timeout``
   seconds from the start of the step (a failed one fails the scale-out at once).
 * **Joining** / **Draining**: the membership (``currentWorkers``, the hostfile) gains or loses
@@ -42,21 +43,14 @@ controller requeues exactly then; nothing polls.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 
-from etctl.common.api import ConditionStatus, JobCondition, JobConditionType
-from etctl.common.conditions import get_condition, set_condition
-from etctl.common.scaling import membership, selection
+from etctl.common.api import ConditionStatus, JobConditionType
+from etctl.common.conditions import get_condition
+from etctl.common.scaling import membership
 from etctl.common.scaling.api import (
-    ScaleIn,
-    ScaleInSpec,
-    ScaleOut,
-    ScaleOutSpec,
     ScalerStatus,
     ScaleStep,
-    latest_type,
-    validate_scalein,
-    validate_scaleout,
 )
 from etctl.common.scaling.scaler import (
     Direction,
@@ -68,84 +62,13 @@ from etctl.common.scaling.scaler import (
     Transition,
 )
 from etctl.common.scaling.script import EXEC_GRACE_SECONDS, host_list, script_command
+from etctl.common.scaling.start import start
+from etctl.common.scaling.transitions import concluded, failed, listed, remaining, updated
 
 __all__ = ["advance", "script_finished"]
 
 
-# --- status helpers -----------------------------------------------------------------------------
-
-
-def _updated(
-    status: ScalerStatus,
-    now: datetime,
-    *,
-    step: ScaleStep | None = None,
-    conditions: Sequence[tuple[str, ConditionStatus, str, str]] = (),
-    **fields: object,
-) -> ScalerStatus:
-    update: dict[str, object] = dict(fields)
-    listed: list[JobCondition] = list(status.conditions)
-    for cond_type, cond_status, reason, message in conditions:
-        listed = set_condition(
-            listed, cond_type, cond_status, reason=reason, message=message, now=now
-        )
-    if conditions:
-        update["conditions"] = listed
-        update["phase"] = latest_type(listed)
-    if step is not None:
-        update["step"] = step
-        update["step_start_time"] = now.replace(microsecond=0)
-    return status.model_copy(update=update)
-
-
-def _remaining(status: ScalerStatus, timeout: int, now: datetime) -> float:
-    start = status.step_start_time or now
-    return ((start + timedelta(seconds=timeout)) - now).total_seconds()
-
-
-def _bounds_problem(job: JobView, change: int) -> str | None:
-    """Why resizing the job's workers by ``change`` would cross its bounds, or None."""
-    elastic = job.elasticity
-    return selection.bounds_problem(
-        size=len(job.targets),
-        change=change,
-        low=elastic.min_replicas,
-        high=elastic.max_replicas,
-        kind=job.kind,
-        job=job.name,
-    )
-
-
-def _names(names: Sequence[str]) -> str:
-    return ", ".join(names) if names else "none"
-
-
 # --- finishing ----------------------------------------------------------------------------------
-
-
-def _concluded(
-    scaler: Scaler, now: datetime, outcome: Outcome, reason: str, message: str, *, event: str = ""
-) -> Transition:
-    """The Done step: the final condition (ScaleSucceeded or ScaleFailed) and its Event.
-
-    ``event`` is the Event's message when it says more than the condition (default: the same).
-    """
-    succeeded = outcome is Outcome.SUCCEEDED
-    final = JobConditionType.SCALE_SUCCEEDED if succeeded else JobConditionType.SCALE_FAILED
-    status = _updated(
-        scaler.status,
-        now,
-        step=ScaleStep.DONE,
-        conditions=[(final, ConditionStatus.TRUE, reason, message)],
-    )
-    note = Note("scaler", "Normal" if succeeded else "Warning", reason, event or message)
-    return Transition(status=status, notes=(note,), outcome=outcome)
-
-
-def _done_failed(
-    scaler: Scaler, job: JobView, now: datetime, reason: str, message: str
-) -> Transition:
-    return _concluded(scaler, now, Outcome.FAILED, reason, message)
 
 
 def _removed(names: Sequence[str], job: JobView) -> Transition | None:
@@ -162,20 +85,20 @@ def _worker_failed(scaler: Scaler, job: JobView, now: datetime) -> Transition | 
     failed = [name for name in scaler.chosen if job.phases.get(name) == "Failed"]
     if not failed:
         return None
-    message = f"worker {_names(failed)} failed before {job.title} could use it"
+    message = f"worker {listed(failed)} failed before {job.title} could use it"
     return _rollback(scaler, job, now, "WorkerFailed", message)
 
 
 def _rollback(scaler: Scaler, job: JobView, now: datetime, reason: str, message: str) -> Transition:
     added = scaler.chosen
-    status = _updated(
+    status = updated(
         scaler.status,
         now,
         step=ScaleStep.ROLLING_BACK,
         conditions=[(JobConditionType.SCALING, ConditionStatus.FALSE, reason, message)],
     )
     targets = tuple(name for name in job.targets if name not in added)
-    note = Note("scaler", "Warning", reason, f"{message}; removing workers {_names(added)}")
+    note = Note("scaler", "Warning", reason, f"{message}; removing workers {listed(added)}")
     return Transition(status=status, targets=targets, notes=(note,))
 
 
@@ -183,108 +106,14 @@ def _fail(scaler: Scaler, job: JobView, now: datetime, reason: str, message: str
     """Fail a started scaler: a scale-out rolls its workers back, a scale-in just stops."""
     if scaler.direction is Direction.OUT and scaler.chosen:
         return _rollback(scaler, job, now, reason, message)
-    return _done_failed(scaler, job, now, reason, message)
+    return failed(scaler, now, reason, message)
 
 
 def _finishing(scaler: Scaler, now: datetime) -> Transition:
-    return Transition(status=_updated(scaler.status, now, step=ScaleStep.FINISHING))
-
-
-_MAX_NAME = 63
-"""The longest worker name: a DNS label, as the worker's service is named after it."""
-
-
-def _too_long(job: JobView, added: Sequence[str]) -> str | None:
-    """Why the new workers' names cannot be used, or None."""
-    too_long = [name for name in added if len(name) > _MAX_NAME]
-    if not too_long:
-        return None
-    return (
-        f"{job.title} cannot get worker {too_long[0]}: the name would exceed {_MAX_NAME} "
-        "characters (workers and their services are named alike, and a service name is a DNS "
-        "label); a shorter job name leaves room for more workers"
-    )
+    return Transition(status=updated(scaler.status, now, step=ScaleStep.FINISHING))
 
 
 # --- steps --------------------------------------------------------------------------------------
-
-
-def _started(
-    scaler: Scaler, now: datetime, step: ScaleStep, message: str, **chosen: object
-) -> tuple[ScalerStatus, Note]:
-    """A scaler starting at ``step`` with the workers it chose (``chosen``), and its Event."""
-    status = _updated(
-        scaler.status,
-        now,
-        step=step,
-        conditions=[(JobConditionType.SCALING, ConditionStatus.TRUE, "ScalingStart", message)],
-        **chosen,
-    )
-    return status, Note("scaler", "Normal", "ScalingStart", message)
-
-
-def _start(scaler: Scaler, job: JobView, now: datetime) -> Transition:
-    spec = scaler.spec
-    if isinstance(spec, ScaleOutSpec):
-        problems = validate_scaleout(ScaleOut(spec=spec))
-    else:
-        problems = validate_scalein(ScaleIn(spec=spec))
-    if problems:
-        return _done_failed(scaler, job, now, "InvalidScaler", "; ".join(problems))
-    if isinstance(spec, ScaleOutSpec):
-        return _start_out(scaler, spec, job, now)
-    return _start_in(scaler, spec, job, now)
-
-
-def _start_out(scaler: Scaler, spec: ScaleOutSpec, job: JobView, now: datetime) -> Transition:
-    count = spec.to_add.count if spec.to_add and spec.to_add.count else 0
-    bound = _bounds_problem(job, count)
-    if bound is not None:
-        return _done_failed(scaler, job, now, "MaxReplicasExceeded", bound)
-    prefix = job.elasticity.member_prefix
-    last = membership.high_water(prefix, job.last_index, job.targets, scaler.chosen)
-    added = membership.new_names(prefix, last, count)
-    too_long = _too_long(job, added)
-    if too_long is not None:
-        return _done_failed(scaler, job, now, "NameTooLong", too_long)
-    check = job.elasticity.membership_problem
-    too_large = check((*job.targets, *added)) if check is not None and added else None
-    if too_large is not None:
-        message = f"{job.title} cannot grow to {len(job.targets) + count} workers: {too_large}"
-        return _done_failed(scaler, job, now, "MembershipTooLarge", message)
-    message = f"adding workers {_names(added)} to {job.title}"
-    status, note = _started(scaler, now, ScaleStep.CREATING, message, add_pods=added)
-    return Transition(
-        status=status,
-        targets=(*job.targets, *added),
-        last_index=last + count,
-        notes=(note,),
-    )
-
-
-def _start_in(scaler: Scaler, spec: ScaleInSpec, job: JobView, now: datetime) -> Transition:
-    to_delete = spec.to_delete
-    names = list(to_delete.pod_names or []) if to_delete else []
-    if names:
-        foreign = selection.foreign_names(job.targets, names)
-        if foreign:
-            what = "is not a worker" if len(foreign) == 1 else "are not workers"
-            message = (
-                f"{_names(foreign)} {what} of {job.title} (its workers: {_names(job.targets)})"
-            )
-            return _done_failed(scaler, job, now, "UnknownWorkers", message)
-        count = len(names)
-    else:
-        count = to_delete.count if to_delete and to_delete.count else 0
-    bound = _bounds_problem(job, -count)
-    if bound is not None:
-        return _done_failed(scaler, job, now, "MinReplicasExceeded", bound)
-    victims = names or selection.pick_victims(
-        job.elasticity.member_prefix, job.targets, job.phases, count
-    )
-    message = f"removing workers {_names(victims)} from {job.title}"
-    status, note = _started(scaler, now, ScaleStep.DRAINING, message, to_delete_pods=victims)
-    return Transition(status=status, notes=(note,))
 
 
 def _creating(scaler: Scaler, job: JobView, now: datetime) -> Transition:
@@ -297,12 +126,12 @@ def _creating(scaler: Scaler, job: JobView, now: datetime) -> Transition:
     if rolled_back is not None:
         return rolled_back
     if all(job.phases.get(name) == "Running" for name in added):
-        return Transition(status=_updated(scaler.status, now, step=ScaleStep.JOINING))
-    left = _remaining(scaler.status, scaler.spec.timeout, now)
+        return Transition(status=updated(scaler.status, now, step=ScaleStep.JOINING))
+    left = remaining(scaler.status, scaler.spec.timeout, now)
     if left <= 0:
         waiting = [name for name in added if job.phases.get(name) != "Running"]
         message = (
-            f"workers {_names(waiting)} did not run within the timeout of {scaler.spec.timeout} s"
+            f"workers {listed(waiting)} did not run within the timeout of {scaler.spec.timeout} s"
         )
         return _rollback(scaler, job, now, "ScaleOutTimeout", message)
     return Transition(wait=left)
@@ -322,12 +151,12 @@ def _joining_or_draining(scaler: Scaler, job: JobView, now: datetime) -> Transit
             return rolled_back
     if _membership_settled(scaler, job):
         return _after_membership(scaler, job, now)
-    left = _remaining(scaler.status, scaler.spec.timeout, now)
+    left = remaining(scaler.status, scaler.spec.timeout, now)
     if left > 0:
         return Transition(wait=left)
     verb = "with" if scaler.direction is Direction.OUT else "without"
     message = (
-        f"the membership of {job.title} {verb} workers {_names(scaler.chosen)} was not "
+        f"the membership of {job.title} {verb} workers {listed(scaler.chosen)} was not "
         f"delivered within the timeout of {scaler.spec.timeout} s"
     )
     reason = "JoinTimeout" if scaler.direction is Direction.OUT else "DrainTimeout"
@@ -346,7 +175,7 @@ def _after_membership(scaler: Scaler, job: JobView, now: datetime) -> Transition
             script, timeout=scaler.spec.timeout, env=scaler.spec.env or (), hosts=hosts
         )
         run = ScriptRun(command, float(scaler.spec.timeout) + EXEC_GRACE_SECONDS)
-        status = _updated(scaler.status, now, step=ScaleStep.SCRIPT)
+        status = updated(scaler.status, now, step=ScaleStep.SCRIPT)
         return Transition(status=status, script=run)
     return _next_after_script(scaler, job, now)
 
@@ -356,10 +185,10 @@ def _next_after_script(
 ) -> Transition:
     base = scaler if status is None else scaler.with_status(status)
     if scaler.direction is Direction.OUT:
-        return Transition(status=_updated(base.status, now, step=ScaleStep.FINISHING))
+        return Transition(status=updated(base.status, now, step=ScaleStep.FINISHING))
     victims = scaler.chosen
     targets = tuple(name for name in job.targets if name not in victims)
-    return Transition(status=_updated(base.status, now, step=ScaleStep.DELETING), targets=targets)
+    return Transition(status=updated(base.status, now, step=ScaleStep.DELETING), targets=targets)
 
 
 def _script_interrupted(scaler: Scaler, job: JobView, now: datetime) -> Transition:
@@ -373,7 +202,7 @@ def _script_interrupted(scaler: Scaler, job: JobView, now: datetime) -> Transiti
 def _script_failed(
     scaler: Scaler, job: JobView, now: datetime, reason: str, message: str
 ) -> Transition:
-    status = _updated(
+    status = updated(
         scaler.status,
         now,
         conditions=[(JobConditionType.SCRIPT_EXECUTED, ConditionStatus.FALSE, reason, message)],
@@ -394,8 +223,8 @@ def _rolled_back(scaler: Scaler, job: JobView, now: datetime) -> Transition:
     scaling = get_condition(scaler.status.conditions, JobConditionType.SCALING)
     reason = scaling.reason if scaling and scaling.reason else "ScaleFailed"
     message = scaling.message if scaling and scaling.message else f"{scaler.full_name} failed"
-    event = f"{message}; workers {_names(added)} removed"
-    return _concluded(scaler, now, Outcome.FAILED, reason, message, event=event)
+    event = f"{message}; workers {listed(added)} removed"
+    return concluded(scaler, now, Outcome.FAILED, reason, message, event=event)
 
 
 def _finish(scaler: Scaler, job: JobView, now: datetime) -> Transition:
@@ -408,8 +237,8 @@ def _finish(scaler: Scaler, job: JobView, now: datetime) -> Transition:
         return Transition(replicas=size)
     verb = "Out" if scaler.direction is Direction.OUT else "In"
     reason = f"Scaling{verb}Succeeded"
-    message = f"{job.title} has {size} workers: {_names(job.targets)}"
-    return _concluded(scaler, now, Outcome.SUCCEEDED, reason, message)
+    message = f"{job.title} has {size} workers: {listed(job.targets)}"
+    return concluded(scaler, now, Outcome.SUCCEEDED, reason, message)
 
 
 # --- the machine --------------------------------------------------------------------------------
@@ -441,7 +270,7 @@ def advance(scaler: Scaler, job: JobView, now: datetime) -> Transition:
     """The next transition of the job's active ``scaler`` (idle while it waits)."""
     step = scaler.status.step
     if step is None:
-        return _start(scaler, job, now)
+        return start(scaler, job, now)
     return _STEPS[step](scaler, job, now)
 
 
@@ -465,7 +294,7 @@ def script_finished(
     """
     if exit_code == 0:
         message = f"script {scaler.spec.script} succeeded on {job.title}"
-        status = _updated(
+        status = updated(
             scaler.status,
             now,
             conditions=[
