@@ -324,6 +324,18 @@ class Compactor:
         except TypeError:
             return False
 
+    @staticmethod
+    def _same_encoding(old: Any, node: Any) -> bool:
+        """Whether ``old`` and ``node`` encode alike.
+
+        False when either cannot be encoded (an integer beyond 64 bits): such a node is never
+        shared.
+        """
+        try:
+            return _dumps(old) == _dumps(node)
+        except TypeError:
+            return False
+
     def _tree(self, node: Any, old: Any, path: _Path) -> Any:
         """The shared equivalent of the dict or list ``node`` found at ``path``."""
         path.left -= 1
@@ -333,12 +345,13 @@ class Compactor:
         if mode == _OPAQUE:
             return node
         if mode == _UNIQUE or (mode == _SHARE and old is None and not path.across):
-            if old is not None and type(old) is type(node) and old == node:
-                try:
-                    if self._encodes_as(old, _dumps(node)):
-                        return old
-                except TypeError:
-                    pass  # not JSON-encodable (an integer beyond 64 bits): never shared
+            if (
+                old is not None
+                and type(old) is type(node)
+                and old == node
+                and self._same_encoding(old, node)
+            ):
+                return old
             return self._descend(node, old, path)
         return self._looked_up(node, old, path)
 

@@ -168,10 +168,10 @@ async def serve_watch(
                     )
                 )
             try:
-                while (chunk := await watcher.next_chunk()) is not None:
-                    await response.write(chunk)
-            except (ConnectionResetError, RuntimeError):
-                pass  # the client went away mid-write
+                # The client may go away mid-write: the watch just ends.
+                with contextlib.suppress(ConnectionResetError, RuntimeError):
+                    while (chunk := await watcher.next_chunk()) is not None:
+                        await response.write(chunk)
             finally:
                 for timer in timers:
                     timer.cancel()
