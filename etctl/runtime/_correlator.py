@@ -109,7 +109,6 @@ class _Sent:
     count: int
     first_timestamp: str
     name: str
-    resource_version: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,12 +205,9 @@ class EventCorrelator:
         last = self._sent.get(key)
         patch: dict[str, Any] | None = None
         if last is not None and last.count > 0:
-            metadata = {**event["metadata"], "name": last.name}
-            if last.resource_version:
-                metadata["resourceVersion"] = last.resource_version
             event = {
                 **event,
-                "metadata": metadata,
+                "metadata": {**event["metadata"], "name": last.name},
                 "count": last.count + 1,
                 "firstTimestamp": last.first_timestamp,
             }
@@ -226,7 +222,6 @@ class EventCorrelator:
                 int(event.get("count") or 1),
                 str(event.get("firstTimestamp") or ""),
                 str(event["metadata"].get("name") or ""),
-                str(event["metadata"].get("resourceVersion") or ""),
             ),
         )
         return event, patch
@@ -252,7 +247,7 @@ class EventCorrelator:
         return Correlation(observed, patch, key)
 
     def sent(self, key: tuple[str, ...], server_event: KubeObject) -> None:
-        """Remember the server's copy (name, resourceVersion, count) for later patches."""
+        """Remember the server's copy (name, count, first timestamp) for later patches."""
         metadata = server_event.get("metadata") or {}
         self._sent.put(
             key,
@@ -260,6 +255,5 @@ class EventCorrelator:
                 int(server_event.get("count") or 1),
                 str(server_event.get("firstTimestamp") or ""),
                 str(metadata.get("name") or ""),
-                str(metadata.get("resourceVersion") or ""),
             ),
         )
