@@ -110,6 +110,16 @@ class _Sent:
     first_timestamp: str
     name: str
 
+    @classmethod
+    def of(cls, event: KubeObject) -> _Sent:
+        """What a later patch needs of ``event``: its count, first timestamp and name."""
+        metadata = event.get("metadata") or {}
+        return cls(
+            int(event.get("count") or 1),
+            str(event.get("firstTimestamp") or ""),
+            str(metadata.get("name") or ""),
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class Correlation:
@@ -216,14 +226,7 @@ class EventCorrelator:
                 "lastTimestamp": event["lastTimestamp"],
                 "message": event["message"],
             }
-        self._sent.put(
-            key,
-            _Sent(
-                int(event.get("count") or 1),
-                str(event.get("firstTimestamp") or ""),
-                str(event["metadata"].get("name") or ""),
-            ),
-        )
+        self._sent.put(key, _Sent.of(event))
         return event, patch
 
     def _spam(self, event: KubeObject) -> bool:
@@ -248,12 +251,4 @@ class EventCorrelator:
 
     def sent(self, key: tuple[str, ...], server_event: KubeObject) -> None:
         """Remember the server's copy (name, count, first timestamp) for later patches."""
-        metadata = server_event.get("metadata") or {}
-        self._sent.put(
-            key,
-            _Sent(
-                int(server_event.get("count") or 1),
-                str(server_event.get("firstTimestamp") or ""),
-                str(metadata.get("name") or ""),
-            ),
-        )
+        self._sent.put(key, _Sent.of(server_event))
