@@ -59,6 +59,17 @@ class Caller:
             await cluster.refresh(force=True)
             return await attempt()
 
+    async def _call(self, once: Callable[[], Awaitable[T]], *, safety: RetrySafety, what: str) -> T:
+        """Run the attempt ``once`` with retries, refreshing the credentials once after a 401."""
+        refreshed: list[bool] = []
+
+        async def authenticated() -> T:
+            return await self._authenticated(once, refreshed)
+
+        return await run_with_retries(
+            authenticated, policy=self._policy, safety=safety, clock=self._clock, what=what
+        )
+
     async def send(
         self,
         method: str,
@@ -88,7 +99,6 @@ class Caller:
             ApiError: the last answer's error.
             TransportError: the last attempt got no answer.
         """
-        refreshed: list[bool] = []
 
         async def once() -> RawResponse:
             try:
@@ -109,33 +119,14 @@ class Caller:
                 raise error_from_response(raw.status, raw.headers, raw.body)
             return raw
 
-        async def authenticated() -> RawResponse:
-            return await self._authenticated(once, refreshed)
-
-        return await run_with_retries(
-            authenticated,
-            policy=self._policy,
-            safety=safety,
-            clock=self._clock,
-            what=f"{method} {path}",
-        )
+        return await self._call(once, safety=safety, what=f"{method} {path}")
 
     async def open_stream(
         self, path: str, *, query: Query, timeout: aiohttp.ClientTimeout
     ) -> aiohttp.ClientResponse:
         """Start a stream (a watch), retried like a read; the caller closes the response."""
-        refreshed: list[bool] = []
 
         async def once() -> aiohttp.ClientResponse:
             return await self.transport.open_stream(path, query=query, timeout=timeout)
 
-        async def authenticated() -> aiohttp.ClientResponse:
-            return await self._authenticated(once, refreshed)
-
-        return await run_with_retries(
-            authenticated,
-            policy=self._policy,
-            safety=RetrySafety.IDEMPOTENT,
-            clock=self._clock,
-            what=f"WATCH {path}",
-        )
+        return await self._call(once, safety=RetrySafety.IDEMPOTENT, what=f"WATCH {path}")

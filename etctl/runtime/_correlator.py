@@ -109,7 +109,16 @@ class _Sent:
     count: int
     first_timestamp: str
     name: str
-    resource_version: str
+
+    @classmethod
+    def of(cls, event: KubeObject) -> _Sent:
+        """What a later patch needs of ``event``: its count, first timestamp and name."""
+        metadata = event.get("metadata") or {}
+        return cls(
+            int(event.get("count") or 1),
+            str(event.get("firstTimestamp") or ""),
+            str(metadata.get("name") or ""),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,12 +215,9 @@ class EventCorrelator:
         last = self._sent.get(key)
         patch: dict[str, Any] | None = None
         if last is not None and last.count > 0:
-            metadata = {**event["metadata"], "name": last.name}
-            if last.resource_version:
-                metadata["resourceVersion"] = last.resource_version
             event = {
                 **event,
-                "metadata": metadata,
+                "metadata": {**event["metadata"], "name": last.name},
                 "count": last.count + 1,
                 "firstTimestamp": last.first_timestamp,
             }
@@ -220,15 +226,7 @@ class EventCorrelator:
                 "lastTimestamp": event["lastTimestamp"],
                 "message": event["message"],
             }
-        self._sent.put(
-            key,
-            _Sent(
-                int(event.get("count") or 1),
-                str(event.get("firstTimestamp") or ""),
-                str(event["metadata"].get("name") or ""),
-                str(event["metadata"].get("resourceVersion") or ""),
-            ),
-        )
+        self._sent.put(key, _Sent.of(event))
         return event, patch
 
     def _spam(self, event: KubeObject) -> bool:
@@ -252,14 +250,5 @@ class EventCorrelator:
         return Correlation(observed, patch, key)
 
     def sent(self, key: tuple[str, ...], server_event: KubeObject) -> None:
-        """Remember the server's copy (name, resourceVersion, count) for later patches."""
-        metadata = server_event.get("metadata") or {}
-        self._sent.put(
-            key,
-            _Sent(
-                int(server_event.get("count") or 1),
-                str(server_event.get("firstTimestamp") or ""),
-                str(metadata.get("name") or ""),
-                str(metadata.get("resourceVersion") or ""),
-            ),
-        )
+        """Remember the server's copy (name, count, first timestamp) for later patches."""
+        self._sent.put(key, _Sent.of(server_event))

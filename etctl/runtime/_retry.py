@@ -40,6 +40,10 @@ log = get_logger(__name__)
 
 T = TypeVar("T")
 
+# The jitter of retry delays when the caller brings no generator: one per process, seeded once,
+# rather than one seeded from the OS for every request.
+_JITTER = random.Random()  # noqa: S311 - jitter, not cryptography
+
 
 class RetrySafety(enum.Enum):
     """How much of a request's failure may be retried (see the module docstring)."""
@@ -106,7 +110,7 @@ async def run_with_retries(
     ``operation`` must be a coroutine function (tenacity awaits only those). The last failure is
     re-raised as is.
     """
-    chance = rng or random.Random()  # noqa: S311 - jitter, not cryptography
+    chance = rng or _JITTER
 
     def wait(state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None

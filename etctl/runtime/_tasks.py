@@ -4,8 +4,9 @@ asyncio's own timeouts only know the event loop's clock; these run their deadlin
 :class:`~etctl.runtime.clock.Clock`, so tests drive them with a ``FakeClock``. Invariants:
 
 * :func:`run_with_timeout` never leaves its work running: on timeout the work is cancelled and
-  awaited before :class:`TimeoutError` is raised, and the work's own exception comes back as itself
-  (never wrapped in an ``ExceptionGroup``);
+  awaited before :class:`WorkTimedOut` is raised, and the work's own exception comes back as itself
+  (never wrapped in an ``ExceptionGroup``), so a ``TimeoutError`` of the work's own is told apart
+  from the deadline;
 * :func:`wait_tasks` only waits, it never cancels;
 * :func:`wait_first` and :func:`unless` race work against an event and leave nothing running;
 * :func:`guarded` never lets a task's exception escape into its task group (which would cancel
@@ -25,7 +26,15 @@ from typing import Any, TypeVar
 from etctl.log import get_logger
 from etctl.runtime.clock import Clock
 
-__all__ = ["guarded", "run_with_timeout", "stop_now", "unless", "wait_first", "wait_tasks"]
+__all__ = [
+    "WorkTimedOut",
+    "guarded",
+    "run_with_timeout",
+    "stop_now",
+    "unless",
+    "wait_first",
+    "wait_tasks",
+]
 
 log = get_logger(__name__)
 
@@ -34,6 +43,10 @@ T = TypeVar("T")
 # How long, in loop time, a task asked to stop now may sit in one cleanup wait before it is
 # cancelled again. Short: it only bounds how long a cleanup wait can delay a hard stop.
 _RECANCEL_SECONDS = 0.005
+
+
+class WorkTimedOut(TimeoutError):
+    """:func:`run_with_timeout`'s deadline passed: the work was cancelled and has ended."""
 
 
 async def run_with_timeout(
@@ -45,7 +58,7 @@ async def run_with_timeout(
     is cancelled before the work started.
 
     Raises:
-        TimeoutError: the timeout passed first (the work has been cancelled and has ended).
+        WorkTimedOut: the timeout passed first (the work has been cancelled and has ended).
         Exception: whatever ``work`` raised.
     """
 
@@ -64,7 +77,7 @@ async def run_with_timeout(
         timer.cancel()
     if timed_out:
         msg = f"{name}: no answer within {timeout:g}s"
-        raise TimeoutError(msg)
+        raise WorkTimedOut(msg)
     value, error = task.result()
     if error is not None:
         raise error

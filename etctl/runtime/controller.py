@@ -44,6 +44,7 @@ from collections.abc import Sequence
 from etctl.errors import ApiError, CacheSyncError, EtctlError, TerminalError
 from etctl.log import bind_context, get_logger
 from etctl.runtime import metrics
+from etctl.runtime._tasks import WorkTimedOut, run_with_timeout
 from etctl.runtime.clock import Clock
 from etctl.runtime.handler import EnqueueingHandler, EventHandler
 from etctl.runtime.predicate import Predicate
@@ -293,7 +294,16 @@ class Controller:
             if self._reconcile_timeout is None:
                 result = await self._reconciler.reconcile(request)
             else:
-                result = await self._call_with_timeout(request, self._reconcile_timeout)
+                # Runs on the injectable clock; the reconciler's own exceptions (a TimeoutError of
+                # its own included) come back as themselves, only the deadline is a WorkTimedOut.
+                result = await run_with_timeout(
+                    self._clock,
+                    self._reconcile_timeout,
+                    lambda: self._reconciler.reconcile(request),
+                    name=f"controller:{self.name}:reconcile:{request}",
+                )
+        except WorkTimedOut as err:
+            raise _ReconcileTimeout from err
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if task is not None and task.cancelling():
@@ -307,34 +317,6 @@ class Controller:
             msg = f"the reconciler returned {type(returned).__name__}, not a Result"
             raise TypeError(msg)
         return returned
-
-    async def _call_with_timeout(self, request: Request, timeout: float) -> Result:
-        # The reconciler runs as a child task racing a timer on the injectable clock (asyncio's own
-        # timeouts only know the loop's clock). The child reports exceptions as values so that the
-        # group never wraps them in an ExceptionGroup.
-        async with asyncio.TaskGroup() as group:
-            work = group.create_task(
-                self._capture(request), name=f"controller:{self.name}:reconcile:{request}"
-            )
-            timer = group.create_task(
-                self._clock.sleep(timeout), name=f"controller:{self.name}:timeout:{request}"
-            )
-            await asyncio.wait((work, timer), return_when=asyncio.FIRST_COMPLETED)
-            timed_out = not work.done()
-            work.cancel()
-            timer.cancel()
-        if timed_out:
-            raise _ReconcileTimeout
-        outcome = work.result()
-        if isinstance(outcome, Exception):
-            raise outcome
-        return outcome
-
-    async def _capture(self, request: Request) -> Result | Exception:
-        try:
-            return await self._reconciler.reconcile(request)
-        except Exception as err:  # noqa: BLE001 - re-raised by _call_with_timeout
-            return err
 
     def __repr__(self) -> str:
         return f"Controller({self.name!r}, workers={self._workers}, watches={len(self._watches)})"

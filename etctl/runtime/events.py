@@ -283,8 +283,7 @@ class EventRecorder:
                 except NotFound:
                     written = None  # the event expired on the server: create it again
             if written is None:
-                metadata = {k: v for k, v in event["metadata"].items() if k != "resourceVersion"}
-                written = await self._sink.create({**event, "metadata": metadata})
+                written = await self._sink.create(event)
         except TransportError as exc:
             log.warning("unable to write event (will retry)", error=str(exc))
             return False

@@ -330,8 +330,11 @@ class Informer:
         before = len(store)
         synced = self._synced.is_set()
         content: Sequence[ObjectView] = items
-        if synced or self._compactor is not None:
+        if synced:
             content = [self._cached_or_compacted(obj) for obj in items]
+        elif self._compactor is not None:
+            # The first list: the store is empty, so there is no cached instance to look up.
+            content = [self._compacted(obj, None) for obj in items]
         diff = store.replace(content, resource_version)
         self._objects.inc(len(store) - before)
         if not synced:

@@ -28,7 +28,6 @@ The configuration and the Lease record live in :mod:`etctl.runtime.lease` (re-ex
 
 from __future__ import annotations
 
-import copy
 import enum
 import random
 from collections.abc import Awaitable, Callable
@@ -343,8 +342,9 @@ class LeaderElector:
     async def _write(self, record: LeaseRecord, deadline: float | None) -> None:
         """Replace the cached Lease's spec with ``record`` (conditional on its resourceVersion)."""
         assert self._lease is not None
-        body = copy.deepcopy(self._lease)
-        body["spec"] = record.spec()
+        # A shallow copy is enough: only the spec changes, and nothing mutates the cached Lease's
+        # nested parts (the request body is serialised, the answer replaces the cache).
+        body = {**self._lease, "spec": record.spec()}
         sent = self._clock.monotonic()
         written = await self._request(
             lambda: self._client.replace(LEASES, body), deadline, "update"

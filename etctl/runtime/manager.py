@@ -310,12 +310,7 @@ class Manager:
         await wait_first(syncing, self._wake)
         if self._wake.is_set():
             return
-        for name, controller in self._controllers.items():
-            if not controller.needs_leader_election:
-                self._other_tasks.append(self._spawn(group, f"controller:{name}", controller.run))
-        for runnable in self._runnables.values():
-            if not runnable.needs_leader_election:
-                self._other_tasks.append(self._spawn(group, runnable.name, runnable.fn))
+        self._spawn_work(group, leader=False)
         if self.elector is None:
             self._start_leader_work(group)
         else:
@@ -328,12 +323,21 @@ class Manager:
     def _start_leader_work(self, group: asyncio.TaskGroup) -> None:
         if self._wake.is_set():
             return  # stopping: leadership came too late to start anything
+        self._spawn_work(group, leader=True)
+
+    def _spawn_work(self, group: asyncio.TaskGroup, *, leader: bool) -> None:
+        """Start the controllers, then the runnables, that run only while leading (or never do).
+
+        Each task is recorded as soon as it starts (leader-only work in ``_leader_tasks``, the rest
+        in ``_other_tasks``), so a stop finds every one that started.
+        """
+        tasks = self._leader_tasks if leader else self._other_tasks
         for name, controller in self._controllers.items():
-            if controller.needs_leader_election:
-                self._leader_tasks.append(self._spawn(group, f"controller:{name}", controller.run))
+            if bool(controller.needs_leader_election) == leader:
+                tasks.append(self._spawn(group, f"controller:{name}", controller.run))
         for runnable in self._runnables.values():
-            if runnable.needs_leader_election:
-                self._leader_tasks.append(self._spawn(group, runnable.name, runnable.fn))
+            if bool(runnable.needs_leader_election) == leader:
+                tasks.append(self._spawn(group, runnable.name, runnable.fn))
 
     def _spawn(
         self, group: asyncio.TaskGroup, name: str, fn: RunnableFunc, *, finishable: bool = True

@@ -30,7 +30,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from etctl.runtime.objects import ObjectView
+from etctl.runtime.objects import ObjectView, split_key
 from etctl.runtime.objects import name as object_name
 from etctl.runtime.objects import namespace as object_namespace
 
@@ -75,8 +75,7 @@ class Request:
     @classmethod
     def from_key(cls, key: str) -> Request:
         """Parse a cache key (``namespace/name`` or ``name``)."""
-        namespace, sep, name = key.partition("/")
-        return cls(namespace, name) if sep else cls("", namespace)
+        return cls(*split_key(key))
 
 
 @dataclass(frozen=True, slots=True)
