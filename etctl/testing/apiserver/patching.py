@@ -13,7 +13,6 @@ and answers ownership conflicts with 409 naming each conflicting manager and fie
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -122,6 +121,19 @@ def _upgradable(
     return ApplyConflict([c for c, _ in left], shown=[s for _, s in left])
 
 
+def _own_metadata(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """``obj`` with its top level and ``metadata`` copied; nested values stay shared.
+
+    Enough before the write decodes (deep-copies) the result: until then only top-level
+    ``metadata`` fields are set or removed.
+    """
+    out = dict(obj)
+    meta = out.get("metadata")
+    if isinstance(meta, Mapping):
+        out["metadata"] = dict(meta)
+    return out
+
+
 def _schema(info: ResourceInfo, version: str) -> Mapping[str, Any] | None:
     served = info.version(version)
     return served.schema if served is not None and served.schema else None
@@ -226,7 +238,10 @@ def _patched(
     namespace: str,
     subresource: str,
 ) -> dict[str, Any]:
-    """A JSON, merge or strategic merge patch applied to the object (or its Scale); a copy."""
+    """A JSON, merge or strategic merge patch applied to the object (or its Scale).
+
+    The top level and ``metadata`` are the caller's to edit; nested values may be shared.
+    """
     if subresource == "scale":
         base: KubeObject = storage.get_scale(info, version, name, namespace=namespace)
     else:
@@ -242,7 +257,7 @@ def _patched(
         raise _patch_error(error) from error
     if not isinstance(patched, Mapping):
         raise st.bad_request("the patched object is not a JSON object")
-    return copy.deepcopy(dict(patched))
+    return _own_metadata(patched)
 
 
 def _applied(
@@ -255,7 +270,9 @@ def _applied(
     options: WriteOptions,
     force: bool,
 ) -> dict[str, Any]:
-    """Server-side apply of ``applied`` onto the live object (None: nothing yet); a copy.
+    """Server-side apply of ``applied`` onto the live object (None: nothing yet).
+
+    The top level and ``metadata`` of the result are the caller's to edit.
 
     A conflict that only the upgrade of a client-side-applied object causes is forced through,
     as the real server does; any other conflict is refused unless ``force`` is set.
@@ -289,7 +306,7 @@ def _applied(
         raise _apply_conflict(error) from error
     except PatchError as error:
         raise _patch_error(error) from error
-    result = copy.deepcopy(dict(merged))
+    result = _own_metadata(merged)
     result.setdefault("metadata", {})
     options.applying = True
     return result
