@@ -27,6 +27,7 @@ Enabling it also stores the bootstrap policy a cluster starts with (:func:`boots
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -186,17 +187,7 @@ class Guard:
             and attrs.resource == "pods"
             and attrs.subresource in _CONNECT_SUBRESOURCES
         ):
-            create = Attributes(
-                user,
-                "create",
-                group="",
-                version=attrs.version,
-                resource="pods",
-                subresource=attrs.subresource,
-                namespace=attrs.namespace,
-                name=attrs.name,
-                path=path,
-            )
+            create = dataclasses.replace(attrs, verb="create")
             allowed, reason = self.allowed(create)
             if not allowed:
                 raise _forbidden(create, reason)
