@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from etctl.errors import Forbidden
+from etctl.runtime.selectors import FieldSelector, SelectorError
 from etctl.testing.apiserver import status as st
 from etctl.testing.apiserver.authn import (
     AUTHENTICATED,
@@ -105,16 +106,14 @@ def _forbidden(attrs: Attributes, reason: str) -> Forbidden:
 
 def _name_from_field_selector(selector: str) -> str:
     """The name a field selector requires exactly (``metadata.name=x``), or ``""``."""
-    for requirement in selector.split(","):
-        if "!=" in requirement:
-            continue
-        field, sep, value = requirement.partition("=")
-        value = value.removeprefix("=").strip()
-        if sep and field.strip() == "metadata.name":
-            # Only a valid path segment name counts, as in the real RequestInfoFactory.
-            valid = value not in ("", ".", "..") and not any(c in value for c in "/%")
-            return value if valid else ""
-    return ""
+    try:
+        value = FieldSelector.parse(selector).requires_exact_match("metadata.name")
+    except SelectorError:
+        return ""
+    # Only a valid path segment name counts, as in the real RequestInfoFactory.
+    if value is None or value in ("", ".", "..") or any(c in value for c in "/%"):
+        return ""
+    return value
 
 
 class Guard:
