@@ -142,7 +142,7 @@ def _render(
             "metadata": list_meta or {},
             "items": [partial(o, representation.api_version) for o in objects],
         }
-    return objects[0] if single else objects
+    return objects[0]  # the JSON object of a get (a list in JSON never renders)
 
 
 def _single_meta(obj: KubeObject) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from bisect import bisect_left
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -373,10 +373,6 @@ class Store:
                         log.exception("store listener failed", resource=event.resource)
         finally:
             self._dispatching = False
-
-    def resources(self) -> Iterable[GroupResource]:
-        """Every group-resource that ever held an object or a watcher."""
-        return list(self._tables)
 
 
 def _prefixed(
