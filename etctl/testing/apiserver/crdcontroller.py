@@ -16,8 +16,8 @@ from etctl.errors import ApiError
 from etctl.log import get_logger
 from etctl.testing.apiserver.crds import CLEANUP_FINALIZER, is_terminating, resource_from_crd
 from etctl.testing.apiserver.deletion import DeleteOptions
-from etctl.testing.apiserver.storage import CRDS, Storage, WriteOptions
-from etctl.testing.apiserver.store import Event
+from etctl.testing.apiserver.storage import Storage, WriteOptions
+from etctl.testing.apiserver.store import CRDS, Event
 
 __all__ = ["CRDController"]
 

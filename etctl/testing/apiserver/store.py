@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from bisect import bisect_left
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -35,12 +35,15 @@ from etctl.testing.apiserver.limits import MAX_OBJECT_BYTES, storage_request_too
 from etctl.testing.apiserver.status import bad_request
 
 __all__ = [
+    "CRDS",
+    "NAMESPACES",
     "Event",
     "EventType",
     "GroupResource",
     "Store",
     "WatchSink",
     "dumps",
+    "metadata",
     "object_key",
     "parse_resource_version",
 ]
@@ -48,6 +51,9 @@ __all__ = [
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
 GroupResource = tuple[str, str]
 """``(group, plural)``: the key objects of one resource are stored under."""
+
+NAMESPACES: GroupResource = ("", "namespaces")
+CRDS: GroupResource = ("apiextensions.k8s.io", "customresourcedefinitions")
 
 log = get_logger(__name__)
 
@@ -57,6 +63,16 @@ _encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, check_cir
 def dumps(value: Any) -> bytes:
     """Compact JSON, as the API server writes it."""
     return _encoder.encode(value).encode()
+
+
+def metadata(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``metadata`` of an object being written, to edit in place.
+
+    An object without a metadata object gets a detached empty dict: reading it finds nothing and
+    edits to it are dropped (the write path's decode gives every object a metadata dict first).
+    """
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, dict) else {}
 
 
 def parse_resource_version(text: str) -> int:

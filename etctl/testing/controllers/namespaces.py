@@ -31,6 +31,7 @@ from etctl.runtime.objects import KubeObject, ObjectView, meta
 from etctl.runtime.resources import NAMESPACES
 from etctl.testing.apiserver.deletion import DeleteOptions
 from etctl.testing.apiserver.storage import Storage
+from etctl.testing.apiserver.store import NAMESPACES as _NAMESPACES
 from etctl.testing.apiserver.store import Event
 from etctl.testing.controllers.host import QueueController
 
@@ -39,7 +40,6 @@ __all__ = ["FINALIZER", "NamespaceController"]
 log = get_logger(__name__)
 
 FINALIZER = "kubernetes"
-_NAMESPACES = ("", "namespaces")
 
 
 def _terminating(obj: ObjectView) -> bool:
