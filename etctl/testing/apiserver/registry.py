@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from etctl.runtime.objects import KubeObject
+from etctl.testing.apiserver.store import NAMESPACES
 from etctl.testing.apiserver.validation import NameRule
 
 if TYPE_CHECKING:
@@ -231,6 +232,24 @@ class ResourceInfo:
         """True when the resource (at ``version``, or its storage version) has ``/status``."""
         info = self.version(version) if version else self.storage_version
         return bool(info and info.status)
+
+    def subresource_verbs(self, version: str, name: str) -> tuple[str, ...]:
+        """The verbs the server's own handlers answer on subresource ``name`` at ``version``.
+
+        ``status`` and ``scale`` (where the version has them) are read, updated and patched, a
+        Namespace's ``finalize`` is updated, a Pod's ``binding`` is created; any other name has
+        none (connect subresources such as ``exec`` are served elsewhere).
+        """
+        served = self.version(version)
+        if (name == "status" and served and served.status) or (
+            name == "scale" and served and served.scale
+        ):
+            return ("get", "update", "patch")
+        if name == "finalize" and self.key == NAMESPACES:
+            return ("update",)
+        if name == "binding" and self.key == ("", "pods"):
+            return ("create",)
+        return ()
 
     def subresource(self, name: str) -> SubresourceInfo | None:
         """A subresource other than status and scale, by name."""

@@ -23,7 +23,7 @@ from etctl.testing.apiserver import status as st
 from etctl.testing.apiserver.apply import record_update
 from etctl.testing.apiserver.registry import ResourceInfo, with_api_version
 from etctl.testing.apiserver.scale import from_scale, to_scale
-from etctl.testing.apiserver.store import NAMESPACES, metadata, parse_resource_version
+from etctl.testing.apiserver.store import metadata, parse_resource_version
 from etctl.testing.apiserver.strategy import WriteContext, spec_equal
 from etctl.testing.apiserver.validation import validate_object_meta, validate_object_meta_update
 
@@ -210,7 +210,7 @@ def write_patched(
     """
     _check_subresource(info, version, subresource)
     if subresource == "scale":
-        spec = _scale_spec(storage, info, version)
+        spec = _scale_spec(info, version)
         scale_rv = str(metadata(patched).get("resourceVersion") or "")
         if scale_rv and scale_rv != str(metadata(existing).get("resourceVersion")):
             raise st.stale_conflict(info.group, info.plural, name)
@@ -242,14 +242,7 @@ def _admit_update(
 
 def _check_subresource(info: ResourceInfo, version: str, subresource: str) -> None:
     """Only the subresources a resource has can be written (404 otherwise)."""
-    served = info.version(version)
-    known = {
-        "": True,
-        "status": bool(served and served.status),
-        "scale": bool(served and served.scale),
-        "finalize": info.key == NAMESPACES,
-    }
-    if not known.get(subresource, False):
+    if subresource and "update" not in info.subresource_verbs(version, subresource):
         raise st.resource_not_found()
 
 
@@ -417,7 +410,7 @@ def _shape(
     return new
 
 
-def _scale_spec(storage: Storage, info: ResourceInfo, version: str) -> Any:
+def _scale_spec(info: ResourceInfo, version: str) -> Any:
     served = info.version(version)
     if served is None or served.scale is None:
         raise st.resource_not_found()
@@ -428,5 +421,5 @@ def get_scale(
     storage: Storage, info: ResourceInfo, version: str, name: str, *, namespace: str = ""
 ) -> KubeObject:
     """The ``autoscaling/v1`` Scale of a custom resource with a scale subresource."""
-    spec = _scale_spec(storage, info, version)
+    spec = _scale_spec(info, version)
     return to_scale(storage._load(info, namespace, name), spec)
