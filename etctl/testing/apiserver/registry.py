@@ -264,6 +264,8 @@ class Registry:
 
     def __init__(self) -> None:
         self._resources: dict[tuple[str, str], ResourceInfo] = {}
+        # (group, kind) -> the first registered entry of that kind, rebuilt on every change.
+        self._kinds: dict[tuple[str, str], ResourceInfo] = {}
         self._listeners: list[Callable[[], None]] = []
         self.revision = 0
 
@@ -284,6 +286,9 @@ class Registry:
         self._listeners.append(listener)
 
     def _changed(self) -> None:
+        self._kinds = {}
+        for info in self._resources.values():
+            self._kinds.setdefault((info.group, info.kind), info)
         self.revision += 1
         for listener in self._listeners:
             listener()
@@ -301,10 +306,7 @@ class Registry:
 
     def by_kind(self, group: str, kind: str) -> ResourceInfo | None:
         """The entry whose objects are of ``kind`` in ``group``."""
-        for info in self._resources.values():
-            if info.group == group and info.kind == kind:
-                return info
-        return None
+        return self._kinds.get((group, kind))
 
     def __iter__(self) -> Iterator[ResourceInfo]:
         return iter(list(self._resources.values()))

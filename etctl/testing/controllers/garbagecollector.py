@@ -34,7 +34,6 @@ from etctl.errors import ApiError, NotFound
 from etctl.log import get_logger
 from etctl.runtime.objects import KubeObject, ObjectView, meta
 from etctl.testing.apiserver.deletion import FOREGROUND, ORPHAN, DeleteOptions
-from etctl.testing.apiserver.registry import ResourceInfo
 from etctl.testing.apiserver.storage import Storage
 from etctl.testing.apiserver.store import Event, GroupResource, object_key
 from etctl.testing.controllers.host import QueueController
@@ -118,8 +117,6 @@ class GarbageCollector(QueueController[tuple[Action, str]]):
         super().__init__(storage, task_name="garbage-collector")
         self._nodes: dict[str, _Node] = {}
         self._dependents: dict[str, set[str]] = {}
-        self._kinds: dict[tuple[str, str], ResourceInfo | None] = {}
-        self._kinds_revision = -1
 
     def _resume(self) -> None:
         """Build the graph from what is stored."""
@@ -228,7 +225,7 @@ class GarbageCollector(QueueController[tuple[Action, str]]):
 
     def _classify(self, ref: _Ref, node: _Node) -> Verdict:
         group = ref.api_version.rpartition("/")[0]
-        info = self._by_kind(group, ref.kind)
+        info = self.storage.registry.by_kind(group, ref.kind)
         if info is None or (info.namespaced and not node.namespace):
             return "solid"  # unresolvable: the real collector keeps such dependents too
         namespace = node.namespace if info.namespaced else ""
@@ -241,16 +238,6 @@ class GarbageCollector(QueueController[tuple[Action, str]]):
         ):
             return "waiting"
         return "solid"
-
-    def _by_kind(self, group: str, kind: str) -> ResourceInfo | None:
-        registry = self.storage.registry
-        if self._kinds_revision != registry.revision:
-            self._kinds.clear()
-            self._kinds_revision = registry.revision
-        key = (group, kind)
-        if key not in self._kinds:
-            self._kinds[key] = registry.by_kind(group, kind)
-        return self._kinds[key]
 
     def _foreground(self, node: _Node, obj: ObjectView) -> None:
         """Delete the owner's dependents; let it go once no blocking dependent remains."""
