@@ -68,7 +68,12 @@ def list_objects(
         read_rv, start = decode_continue(continue_token)
         if read_rv == INCONSISTENT:
             read_rv = store.rv
-        state = _state(store, info, read_rv, expired_token=(INCONSISTENT, start))
+        # At the latest resourceVersion the snapshot is the store itself: read its sorted keys.
+        state = (
+            None
+            if read_rv == store.rv
+            else _state(store, info, read_rv, expired_token=(INCONSISTENT, start))
+        )
     else:
         read_rv, state = _read_state(store, info, resource_version, resource_version_match, limit)
     items: list[KubeObject] = []
@@ -76,7 +81,7 @@ def list_objects(
     if state is not None:
         source = [(k, state[k]) for k in sorted(state)]
     else:
-        source = store.items(info.key, selection.namespace if info.namespaced else "")
+        source = store.items(info.key, selection.namespace if info.namespaced else "", start=start)
     api_version = info.api_version(version)
     prefix = f"{selection.namespace}/" if info.namespaced and selection.namespace else ""
     for index, (key, obj) in enumerate(source):

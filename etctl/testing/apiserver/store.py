@@ -214,17 +214,25 @@ class Store:
         table = self._tables.get(resource)
         return len(table.objects) if table else 0
 
-    def items(self, resource: GroupResource, namespace: str = "") -> list[tuple[str, KubeObject]]:
-        """``(key, object)`` pairs in key order, within ``namespace`` when one is given."""
+    def items(
+        self, resource: GroupResource, namespace: str = "", *, start: str = ""
+    ) -> list[tuple[str, KubeObject]]:
+        """``(key, object)`` pairs in key order, within ``namespace`` when one is given.
+
+        Args:
+            resource: the group-resource.
+            namespace: only keys in this namespace (``""``: every key).
+            start: only keys from this one on (found by bisection in the sorted keys).
+        """
         table = self._tables.get(resource)
         if table is None:
             return []
         keys = table.keys()
         objects = table.objects
         if not namespace:
-            return [(k, objects[k]) for k in keys]
+            return [(k, objects[k]) for k in keys[bisect_left(keys, start) :]]
         prefix = namespace + "/"
-        return list(_prefixed(keys, objects, bisect_left(keys, prefix), prefix))
+        return list(_prefixed(keys, objects, bisect_left(keys, max(prefix, start)), prefix))
 
     def compacted(self, resource: GroupResource) -> int:
         """The highest resourceVersion evicted from the resource's history (0 if none)."""
