@@ -25,7 +25,6 @@ dependent, cannot be resolved and keeps its dependent.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -281,8 +280,9 @@ class GarbageCollector(QueueController[tuple[Action, str]]):
         )
 
     def _remove_refs(self, node: _Node, obj: ObjectView, owners: set[str]) -> None:
-        updated: KubeObject = copy.deepcopy(dict(obj))
-        metadata: dict[str, Any] = updated["metadata"]
+        # The write decodes (deep-copies) the body: only the edited metadata needs a copy here.
+        metadata: dict[str, Any] = dict(obj["metadata"])
+        updated: KubeObject = {**obj, "metadata": metadata}
         kept = [r for r in metadata.get("ownerReferences") or [] if r.get("uid") not in owners]
         if kept:
             metadata["ownerReferences"] = kept
@@ -291,7 +291,7 @@ class GarbageCollector(QueueController[tuple[Action, str]]):
         self._write(node, updated)
 
     def _remove_finalizer(self, node: _Node, obj: ObjectView, finalizer: str) -> None:
-        updated: KubeObject = copy.deepcopy(dict(obj))
-        metadata: dict[str, Any] = updated["metadata"]
+        metadata: dict[str, Any] = dict(obj["metadata"])
+        updated: KubeObject = {**obj, "metadata": metadata}
         metadata["finalizers"] = [f for f in metadata.get("finalizers") or [] if f != finalizer]
         self._write(node, updated)

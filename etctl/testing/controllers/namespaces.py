@@ -20,7 +20,6 @@ namespace.
 
 from __future__ import annotations
 
-import copy
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any
@@ -207,12 +206,13 @@ class NamespaceController(QueueController[str]):
                     "message": message,
                 }
             )
-        updated: KubeObject = copy.deepcopy(dict(namespace))
-        updated.setdefault("status", {})["conditions"] = conditions
+        # The write decodes (deep-copies) the body: rebuilding the edited levels is enough.
+        status = {**(namespace.get("status") or {}), "conditions": conditions}
+        updated: KubeObject = {**namespace, "status": status}
         return self.storage.update(NAMESPACES, updated, subresource="status")
 
     def _finalize(self, namespace: ObjectView) -> ObjectView:
-        updated: KubeObject = copy.deepcopy(dict(namespace))
-        spec = updated.setdefault("spec", {})
-        spec["finalizers"] = [f for f in _spec_finalizers(namespace) if f != FINALIZER]
+        finalizers = [f for f in _spec_finalizers(namespace) if f != FINALIZER]
+        spec = {**(namespace.get("spec") or {}), "finalizers": finalizers}
+        updated: KubeObject = {**namespace, "spec": spec}
         return self.storage.update(NAMESPACES, updated, subresource="finalize")
