@@ -21,6 +21,7 @@ from etctl.testing.apiserver.paging import INCONSISTENT, decode_continue, encode
 from etctl.testing.apiserver.registry import ResourceInfo, with_api_version
 from etctl.testing.apiserver.selection import Selection
 from etctl.testing.apiserver.store import Store, object_key, parse_resource_version
+from etctl.testing.apiserver.validation import forbidden_cause
 
 __all__ = ["ListResult", "check_list_options", "list_objects"]
 
@@ -143,26 +144,23 @@ def check_list_options(resource_version: str, match: str, continue_token: str) -
         )
     elif match and continue_token:
         causes.append(
-            st.Cause(
-                "FieldValueForbidden",
+            forbidden_cause(
                 "resourceVersionMatch",
-                "Forbidden: resourceVersionMatch is forbidden when continue is provided",
+                "resourceVersionMatch is forbidden when continue is provided",
             )
         )
     elif match and not resource_version:
         causes.append(
-            st.Cause(
-                "FieldValueForbidden",
+            forbidden_cause(
                 "resourceVersionMatch",
-                "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided",
+                "resourceVersionMatch is forbidden unless resourceVersion is provided",
             )
         )
     elif match == "Exact" and resource_version == "0":
         causes.append(
-            st.Cause(
-                "FieldValueForbidden",
+            forbidden_cause(
                 "resourceVersionMatch",
-                'Forbidden: resourceVersionMatch "exact" is forbidden for resourceVersion "0"',
+                'resourceVersionMatch "exact" is forbidden for resourceVersion "0"',
             )
         )
     if causes:

@@ -32,6 +32,7 @@ from etctl.testing.apiserver.patch import (
     apply_strategic_merge_patch,
 )
 from etctl.testing.apiserver.registry import ResourceInfo, with_api_version
+from etctl.testing.apiserver.validation import forbidden_cause, required_cause
 
 if TYPE_CHECKING:
     from etctl.testing.apiserver.storage import Storage, WriteOptions
@@ -142,19 +143,9 @@ def _schema(info: ResourceInfo, version: str) -> Mapping[str, Any] | None:
 def _check_options(patch_type: str, options: WriteOptions, force: bool) -> None:
     causes = []
     if patch_type == APPLY and not options.field_manager:
-        causes.append(
-            st.Cause(
-                "FieldValueRequired", "fieldManager", "Required value: is required for apply patch"
-            )
-        )
+        causes.append(required_cause("fieldManager", "is required for apply patch"))
     if force and patch_type != APPLY:
-        causes.append(
-            st.Cause(
-                "FieldValueForbidden",
-                "force",
-                "Forbidden: may not be specified for non-apply patch",
-            )
-        )
+        causes.append(forbidden_cause("force", "may not be specified for non-apply patch"))
     if causes:
         raise st.invalid("meta.k8s.io", "PatchOptions", "", causes)
 

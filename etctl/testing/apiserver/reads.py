@@ -28,6 +28,7 @@ from etctl.testing.apiserver.representation import (
 from etctl.testing.apiserver.request import RequestInfo, parse_int
 from etctl.testing.apiserver.selection import parse_selection
 from etctl.testing.apiserver.tables import render_table
+from etctl.testing.apiserver.validation import forbidden_cause
 
 if TYPE_CHECKING:
     from etctl.testing.apiserver.storage import Storage
@@ -67,13 +68,7 @@ def serve_read(
             "meta.k8s.io",
             "ListOptions",
             "",
-            [
-                st.Cause(
-                    "FieldValueForbidden",
-                    "sendInitialEvents",
-                    "Forbidden: sendInitialEvents is forbidden for list",
-                )
-            ],
+            [forbidden_cause("sendInitialEvents", "sendInitialEvents is forbidden for list")],
         )
     result = storage.list_selected(
         resource,
