@@ -121,7 +121,9 @@ def _cache_behind(server: ApiServer, manager: Manager, res: Resource) -> list[st
     behind = []
     for namespace in scopes:
         try:
-            stored = server.storage.list(res, namespace=namespace or "").items
+            info, _ = server.storage.target(res)
+            scope = (namespace or "") if info.namespaced else ""
+            stored = [obj for _, obj in server.storage.store.items(info.key, scope)]
             cached = manager.cache.list(res, namespace=namespace)
         except (ApiError, ConfigError) as exc:
             behind.append(f"{res} cannot be compared: {exc}")

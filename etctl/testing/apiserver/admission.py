@@ -18,20 +18,13 @@ from etctl.runtime.objects import KubeObject
 from etctl.testing.apiserver import status as st
 from etctl.testing.apiserver.custom import CustomResourceStrategy
 from etctl.testing.apiserver.registry import ResourceInfo
+from etctl.testing.apiserver.store import CRDS, NAMESPACES, metadata
 
 if TYPE_CHECKING:
     from etctl.testing.apiserver.storage import Storage
     from etctl.testing.apiserver.writes import WriteOptions
 
 __all__ = ["admit_custom_create", "admit_namespace", "check_name", "decode", "ensure_namespace"]
-
-NAMESPACES = ("", "namespaces")
-CRDS = ("apiextensions.k8s.io", "customresourcedefinitions")
-
-
-def _meta(obj: Mapping[str, Any]) -> dict[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, dict) else {}
 
 
 def ensure_namespace(meta: dict[str, Any], namespace: str) -> None:
@@ -49,7 +42,7 @@ def ensure_namespace(meta: dict[str, Any], namespace: str) -> None:
 
 def check_name(obj: Mapping[str, Any], name: str, namespace: str) -> None:
     """Refuse a body whose name or namespace is not the URL's (400)."""
-    meta = _meta(obj)
+    meta = metadata(obj)
     got = str(meta.get("name") or "")
     if got != name:
         raise st.bad_request(
@@ -130,7 +123,7 @@ def admit_custom_create(storage: Storage, info: ResourceInfo) -> None:
     if not info.custom:
         return
     crd = storage.store.get(CRDS, f"{info.plural}.{info.group}")
-    if crd is not None and _meta(crd).get("deletionTimestamp"):
+    if crd is not None and metadata(crd).get("deletionTimestamp"):
         raise st.method_not_supported(
             info.group,
             info.plural,

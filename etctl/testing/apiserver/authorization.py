@@ -27,11 +27,13 @@ Enabling it also stores the bootstrap policy a cluster starts with (:func:`boots
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from etctl.errors import Forbidden
+from etctl.runtime.selectors import FieldSelector, SelectorError
 from etctl.testing.apiserver import status as st
 from etctl.testing.apiserver.authn import (
     AUTHENTICATED,
@@ -104,16 +106,14 @@ def _forbidden(attrs: Attributes, reason: str) -> Forbidden:
 
 def _name_from_field_selector(selector: str) -> str:
     """The name a field selector requires exactly (``metadata.name=x``), or ``""``."""
-    for requirement in selector.split(","):
-        if "!=" in requirement:
-            continue
-        field, sep, value = requirement.partition("=")
-        value = value.removeprefix("=").strip()
-        if sep and field.strip() == "metadata.name":
-            # Only a valid path segment name counts, as in the real RequestInfoFactory.
-            valid = value not in ("", ".", "..") and not any(c in value for c in "/%")
-            return value if valid else ""
-    return ""
+    try:
+        value = FieldSelector.parse(selector).requires_exact_match("metadata.name")
+    except SelectorError:
+        return ""
+    # Only a valid path segment name counts, as in the real RequestInfoFactory.
+    if value is None or value in ("", ".", "..") or any(c in value for c in "/%"):
+        return ""
+    return value
 
 
 class Guard:
@@ -186,17 +186,7 @@ class Guard:
             and attrs.resource == "pods"
             and attrs.subresource in _CONNECT_SUBRESOURCES
         ):
-            create = Attributes(
-                user,
-                "create",
-                group="",
-                version=attrs.version,
-                resource="pods",
-                subresource=attrs.subresource,
-                namespace=attrs.namespace,
-                name=attrs.name,
-                path=path,
-            )
+            create = dataclasses.replace(attrs, verb="create")
             allowed, reason = self.allowed(create)
             if not allowed:
                 raise _forbidden(create, reason)

@@ -21,7 +21,12 @@ from etctl.runtime.objects import KubeObject, ObjectView
 from etctl.testing.apiserver.limits import MAX_DATA_BYTES
 from etctl.testing.apiserver.status import Cause, bad_request
 from etctl.testing.apiserver.strategy import Strategy, WriteContext, mapping
-from etctl.testing.apiserver.validation import go_value, unsupported_cause
+from etctl.testing.apiserver.validation import (
+    forbidden_cause,
+    go_value,
+    required_cause,
+    unsupported_cause,
+)
 
 __all__ = [
     "ConfigMapStrategy",
@@ -130,20 +135,12 @@ def _immutable_data(new: ObjectView, old: ObjectView, sections: tuple[str, ...])
     if old.get("immutable") is not True:
         return []
     causes = [
-        Cause(
-            "FieldValueForbidden", section, "Forbidden: field is immutable when `immutable` is set"
-        )
+        forbidden_cause(section, "field is immutable when `immutable` is set")
         for section in sections
         if mapping(new.get(section)) != mapping(old.get(section))
     ]
     if new.get("immutable") is not True:
-        causes.append(
-            Cause(
-                "FieldValueForbidden",
-                "immutable",
-                "Forbidden: field is immutable when `immutable` is set",
-            )
-        )
+        causes.append(forbidden_cause("immutable", "field is immutable when `immutable` is set"))
     return causes
 
 
@@ -334,7 +331,7 @@ class RoleBindingStrategy(Strategy):
         ref = mapping(obj.get("roleRef"))
         causes = []
         if not ref.get("name"):
-            causes.append(Cause("FieldValueRequired", "roleRef.name", "Required value"))
+            causes.append(required_cause("roleRef.name"))
         if ref.get("kind") not in ("Role", "ClusterRole"):
             kind = ref.get("kind") or ""
             causes.append(unsupported_cause("roleRef.kind", kind, ("Role", "ClusterRole")))
@@ -366,13 +363,11 @@ class PriorityClassStrategy(Strategy):
         """The value is required and at most one billion for user classes."""
         value: Any = obj.get("value")
         if not isinstance(value, int):
-            return [Cause("FieldValueRequired", "value", "Required value")]
+            return [required_cause("value")]
         if value > 1_000_000_000:
             return [
-                Cause(
-                    "FieldValueForbidden",
-                    "value",
-                    "Forbidden: maximum allowed value of a user defined priority is 1000000000",
+                forbidden_cause(
+                    "value", "maximum allowed value of a user defined priority is 1000000000"
                 )
             ]
         return []
@@ -380,7 +375,5 @@ class PriorityClassStrategy(Strategy):
     def validate_update(self, new: ObjectView, old: ObjectView, ctx: WriteContext) -> list[Cause]:
         """The value cannot change."""
         if new.get("value") != old.get("value"):
-            return [
-                Cause("FieldValueForbidden", "value", "Forbidden: may not be changed in an update.")
-            ]
+            return [forbidden_cause("value", "may not be changed in an update.")]
         return self.validate_create(new, ctx)

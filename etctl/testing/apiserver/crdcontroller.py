@@ -10,14 +10,12 @@ CRD goes away and its resource is unregistered.
 
 from __future__ import annotations
 
-import copy
-
 from etctl.errors import ApiError
 from etctl.log import get_logger
 from etctl.testing.apiserver.crds import CLEANUP_FINALIZER, is_terminating, resource_from_crd
 from etctl.testing.apiserver.deletion import DeleteOptions
-from etctl.testing.apiserver.storage import CRDS, Storage, WriteOptions
-from etctl.testing.apiserver.store import Event
+from etctl.testing.apiserver.storage import Storage, WriteOptions
+from etctl.testing.apiserver.store import CRDS, Event
 
 __all__ = ["CRDController"]
 
@@ -62,7 +60,8 @@ class CRDController:
         crd = self.storage.store.get(CRDS, name)
         if info is None or crd is None:
             return
-        self.storage.update_in(info, "v1", name, copy.deepcopy(crd), options=WriteOptions())
+        # The stored CRD as is: the update decodes (copies) it and its strategy adds the condition.
+        self.storage.update_in(info, "v1", name, crd, options=WriteOptions())
 
     def _delete_instances(self, key: tuple[str, str]) -> None:
         info = self.storage.registry.get(*key)
@@ -94,6 +93,6 @@ class CRDController:
             return
         info = self.storage.registry.get(*CRDS)
         assert info is not None
-        updated = copy.deepcopy(crd)
-        updated["metadata"]["finalizers"] = [f for f in finalizers if f != CLEANUP_FINALIZER]
+        kept = [f for f in finalizers if f != CLEANUP_FINALIZER]
+        updated = {**crd, "metadata": {**crd["metadata"], "finalizers": kept}}
         self.storage.update_in(info, "v1", name, updated, options=WriteOptions())

@@ -233,19 +233,10 @@ class HttpApi:
         sub = info.subresource
         if not sub:
             return
-        served = resource.version(info.version)
-        allowed: tuple[str, ...] = ()
-        if (sub == "status" and served and served.status) or (
-            sub == "scale" and served and served.scale
-        ):
-            allowed = ("get", "update", "patch")
-        elif resource.key == ("", "namespaces") and sub == "finalize":
-            allowed = ("update",)
-        elif resource.key == ("", "pods") and sub == "binding":
-            allowed = ("create",)
-        elif resource.subresource(sub) is not None:
-            raise _no_handler(resource, sub)
-        else:
+        allowed = resource.subresource_verbs(info.version, sub)
+        if not allowed:
+            if resource.subresource(sub) is not None:
+                raise _no_handler(resource, sub)
             raise st.resource_not_found()
         if info.verb not in allowed:
             raise st.method_not_allowed()

@@ -21,6 +21,7 @@ from etctl.testing.apiserver.paging import INCONSISTENT, decode_continue, encode
 from etctl.testing.apiserver.registry import ResourceInfo, with_api_version
 from etctl.testing.apiserver.selection import Selection
 from etctl.testing.apiserver.store import Store, object_key, parse_resource_version
+from etctl.testing.apiserver.validation import forbidden_cause
 
 __all__ = ["ListResult", "check_list_options", "list_objects"]
 
@@ -68,7 +69,12 @@ def list_objects(
         read_rv, start = decode_continue(continue_token)
         if read_rv == INCONSISTENT:
             read_rv = store.rv
-        state = _state(store, info, read_rv, expired_token=(INCONSISTENT, start))
+        # At the latest resourceVersion the snapshot is the store itself: read its sorted keys.
+        state = (
+            None
+            if read_rv == store.rv
+            else _state(store, info, read_rv, expired_token=(INCONSISTENT, start))
+        )
     else:
         read_rv, state = _read_state(store, info, resource_version, resource_version_match, limit)
     items: list[KubeObject] = []
@@ -76,7 +82,7 @@ def list_objects(
     if state is not None:
         source = [(k, state[k]) for k in sorted(state)]
     else:
-        source = store.items(info.key, selection.namespace if info.namespaced else "")
+        source = store.items(info.key, selection.namespace if info.namespaced else "", start=start)
     api_version = info.api_version(version)
     prefix = f"{selection.namespace}/" if info.namespaced and selection.namespace else ""
     for index, (key, obj) in enumerate(source):
@@ -138,26 +144,23 @@ def check_list_options(resource_version: str, match: str, continue_token: str) -
         )
     elif match and continue_token:
         causes.append(
-            st.Cause(
-                "FieldValueForbidden",
+            forbidden_cause(
                 "resourceVersionMatch",
-                "Forbidden: resourceVersionMatch is forbidden when continue is provided",
+                "resourceVersionMatch is forbidden when continue is provided",
             )
         )
     elif match and not resource_version:
         causes.append(
-            st.Cause(
-                "FieldValueForbidden",
+            forbidden_cause(
                 "resourceVersionMatch",
-                "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided",
+                "resourceVersionMatch is forbidden unless resourceVersion is provided",
             )
         )
     elif match == "Exact" and resource_version == "0":
         causes.append(
-            st.Cause(
-                "FieldValueForbidden",
+            forbidden_cause(
                 "resourceVersionMatch",
-                'Forbidden: resourceVersionMatch "exact" is forbidden for resourceVersion "0"',
+                'resourceVersionMatch "exact" is forbidden for resourceVersion "0"',
             )
         )
     if causes:

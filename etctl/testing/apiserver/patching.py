@@ -13,7 +13,6 @@ and answers ownership conflicts with 409 naming each conflicting manager and fie
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -33,6 +32,7 @@ from etctl.testing.apiserver.patch import (
     apply_strategic_merge_patch,
 )
 from etctl.testing.apiserver.registry import ResourceInfo, with_api_version
+from etctl.testing.apiserver.validation import forbidden_cause, required_cause
 
 if TYPE_CHECKING:
     from etctl.testing.apiserver.storage import Storage, WriteOptions
@@ -122,6 +122,19 @@ def _upgradable(
     return ApplyConflict([c for c, _ in left], shown=[s for _, s in left])
 
 
+def _own_metadata(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """``obj`` with its top level and ``metadata`` copied; nested values stay shared.
+
+    Enough before the write decodes (deep-copies) the result: until then only top-level
+    ``metadata`` fields are set or removed.
+    """
+    out = dict(obj)
+    meta = out.get("metadata")
+    if isinstance(meta, Mapping):
+        out["metadata"] = dict(meta)
+    return out
+
+
 def _schema(info: ResourceInfo, version: str) -> Mapping[str, Any] | None:
     served = info.version(version)
     return served.schema if served is not None and served.schema else None
@@ -130,19 +143,9 @@ def _schema(info: ResourceInfo, version: str) -> Mapping[str, Any] | None:
 def _check_options(patch_type: str, options: WriteOptions, force: bool) -> None:
     causes = []
     if patch_type == APPLY and not options.field_manager:
-        causes.append(
-            st.Cause(
-                "FieldValueRequired", "fieldManager", "Required value: is required for apply patch"
-            )
-        )
+        causes.append(required_cause("fieldManager", "is required for apply patch"))
     if force and patch_type != APPLY:
-        causes.append(
-            st.Cause(
-                "FieldValueForbidden",
-                "force",
-                "Forbidden: may not be specified for non-apply patch",
-            )
-        )
+        causes.append(forbidden_cause("force", "may not be specified for non-apply patch"))
     if causes:
         raise st.invalid("meta.k8s.io", "PatchOptions", "", causes)
 
@@ -226,7 +229,10 @@ def _patched(
     namespace: str,
     subresource: str,
 ) -> dict[str, Any]:
-    """A JSON, merge or strategic merge patch applied to the object (or its Scale); a copy."""
+    """A JSON, merge or strategic merge patch applied to the object (or its Scale).
+
+    The top level and ``metadata`` are the caller's to edit; nested values may be shared.
+    """
     if subresource == "scale":
         base: KubeObject = storage.get_scale(info, version, name, namespace=namespace)
     else:
@@ -242,7 +248,7 @@ def _patched(
         raise _patch_error(error) from error
     if not isinstance(patched, Mapping):
         raise st.bad_request("the patched object is not a JSON object")
-    return copy.deepcopy(dict(patched))
+    return _own_metadata(patched)
 
 
 def _applied(
@@ -255,7 +261,9 @@ def _applied(
     options: WriteOptions,
     force: bool,
 ) -> dict[str, Any]:
-    """Server-side apply of ``applied`` onto the live object (None: nothing yet); a copy.
+    """Server-side apply of ``applied`` onto the live object (None: nothing yet).
+
+    The top level and ``metadata`` of the result are the caller's to edit.
 
     A conflict that only the upgrade of a client-side-applied object causes is forced through,
     as the real server does; any other conflict is refused unless ``force`` is set.
@@ -289,7 +297,7 @@ def _applied(
         raise _apply_conflict(error) from error
     except PatchError as error:
         raise _patch_error(error) from error
-    result = copy.deepcopy(dict(merged))
+    result = _own_metadata(merged)
     result.setdefault("metadata", {})
     options.applying = True
     return result

@@ -28,6 +28,7 @@ from etctl.testing.apiserver.representation import (
 from etctl.testing.apiserver.request import RequestInfo, parse_int
 from etctl.testing.apiserver.selection import parse_selection
 from etctl.testing.apiserver.tables import render_table
+from etctl.testing.apiserver.validation import forbidden_cause
 
 if TYPE_CHECKING:
     from etctl.testing.apiserver.storage import Storage
@@ -51,9 +52,7 @@ def serve_read(
         if info.subresource == "scale":
             obj = storage.get_scale(resource, info.version, info.name, namespace=info.namespace)
             return json_response(obj)
-        stored = storage.store.get(resource.key, storage._key(resource, info.namespace, info.name))
-        if stored is None:
-            raise st.not_found(resource.group, resource.plural, info.name)
+        stored = storage._load(resource, info.namespace, info.name)
         obj = with_api_version(stored, api_version)
         return json_response(
             _render(resource, info, [obj], representation, query=query, clock=clock, single=True)
@@ -69,13 +68,7 @@ def serve_read(
             "meta.k8s.io",
             "ListOptions",
             "",
-            [
-                st.Cause(
-                    "FieldValueForbidden",
-                    "sendInitialEvents",
-                    "Forbidden: sendInitialEvents is forbidden for list",
-                )
-            ],
+            [forbidden_cause("sendInitialEvents", "sendInitialEvents is forbidden for list")],
         )
     result = storage.list_selected(
         resource,
@@ -144,7 +137,7 @@ def _render(
             "metadata": list_meta or {},
             "items": [partial(o, representation.api_version) for o in objects],
         }
-    return objects[0] if single else objects
+    return objects[0]  # the JSON object of a get (a list in JSON never renders)
 
 
 def _single_meta(obj: KubeObject) -> dict[str, Any]:

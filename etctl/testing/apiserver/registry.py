@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from etctl.runtime.objects import KubeObject
+from etctl.testing.apiserver.store import NAMESPACES
 from etctl.testing.apiserver.validation import NameRule
 
 if TYPE_CHECKING:
@@ -232,6 +233,24 @@ class ResourceInfo:
         info = self.version(version) if version else self.storage_version
         return bool(info and info.status)
 
+    def subresource_verbs(self, version: str, name: str) -> tuple[str, ...]:
+        """The verbs the server's own handlers answer on subresource ``name`` at ``version``.
+
+        ``status`` and ``scale`` (where the version has them) are read, updated and patched, a
+        Namespace's ``finalize`` is updated, a Pod's ``binding`` is created; any other name has
+        none (connect subresources such as ``exec`` are served elsewhere).
+        """
+        served = self.version(version)
+        if (name == "status" and served and served.status) or (
+            name == "scale" and served and served.scale
+        ):
+            return ("get", "update", "patch")
+        if name == "finalize" and self.key == NAMESPACES:
+            return ("update",)
+        if name == "binding" and self.key == ("", "pods"):
+            return ("create",)
+        return ()
+
     def subresource(self, name: str) -> SubresourceInfo | None:
         """A subresource other than status and scale, by name."""
         for sub in self.subresources:
@@ -245,6 +264,8 @@ class Registry:
 
     def __init__(self) -> None:
         self._resources: dict[tuple[str, str], ResourceInfo] = {}
+        # (group, kind) -> the first registered entry of that kind, rebuilt on every change.
+        self._kinds: dict[tuple[str, str], ResourceInfo] = {}
         self._listeners: list[Callable[[], None]] = []
         self.revision = 0
 
@@ -265,6 +286,9 @@ class Registry:
         self._listeners.append(listener)
 
     def _changed(self) -> None:
+        self._kinds = {}
+        for info in self._resources.values():
+            self._kinds.setdefault((info.group, info.kind), info)
         self.revision += 1
         for listener in self._listeners:
             listener()
@@ -282,10 +306,7 @@ class Registry:
 
     def by_kind(self, group: str, kind: str) -> ResourceInfo | None:
         """The entry whose objects are of ``kind`` in ``group``."""
-        for info in self._resources.values():
-            if info.group == group and info.kind == kind:
-                return info
-        return None
+        return self._kinds.get((group, kind))
 
     def __iter__(self) -> Iterator[ResourceInfo]:
         return iter(list(self._resources.values()))

@@ -11,8 +11,7 @@ the namespace ``Terminating`` (its content is the namespace controller's to remo
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from etctl.errors import ApiError
 from etctl.runtime.objects import KubeObject
@@ -20,19 +19,14 @@ from etctl.testing.apiserver import status as st
 from etctl.testing.apiserver.deletion import DeleteOptions, plan_delete
 from etctl.testing.apiserver.registry import ResourceInfo, with_api_version
 from etctl.testing.apiserver.selection import Selection
+from etctl.testing.apiserver.store import NAMESPACES, metadata
 
 if TYPE_CHECKING:
     from etctl.testing.apiserver.storage import Storage
 
 __all__ = ["delete_collection", "delete_object"]
 
-NAMESPACES = ("", "namespaces")
 _IMMORTAL = frozenset({"default", "kube-system", "kube-public"})
-
-
-def _meta(obj: Mapping[str, Any]) -> dict[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, dict) else {}
 
 
 def delete_object(
@@ -47,7 +41,7 @@ def delete_object(
     opts = options or DeleteOptions()
     opts.validate()
     existing = storage._load(info, namespace, name)
-    meta = _meta(existing)
+    meta = metadata(existing)
     if opts.uid is not None and opts.uid != meta.get("uid"):
         raise st.conflict(
             info.group,
@@ -91,10 +85,10 @@ def _delete_namespace(
     storage: Storage, info: ResourceInfo, existing: KubeObject, key: str, opts: DeleteOptions
 ) -> tuple[KubeObject, bool] | None:
     """Namespaces: first delete marks Terminating, the last one (after finalize) removes."""
-    name = str(_meta(existing).get("name"))
+    name = str(metadata(existing).get("name"))
     if name in _IMMORTAL:
         raise st.forbidden("", "namespaces", name, "this namespace may not be deleted")
-    if not _meta(existing).get("deletionTimestamp"):
+    if not metadata(existing).get("deletionTimestamp"):
         obj = copy.deepcopy(existing)
         obj["metadata"]["deletionTimestamp"] = storage.now()
         obj["metadata"]["deletionGracePeriodSeconds"] = 0
@@ -139,7 +133,7 @@ def delete_collection(
     opts.validate()
     out = []
     for obj in storage.list_selected(info, version, selection).items:
-        meta = _meta(obj)
+        meta = metadata(obj)
         try:
             deleted, _ = delete_object(
                 storage,

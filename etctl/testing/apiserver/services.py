@@ -17,7 +17,7 @@ from etctl.runtime.objects import KubeObject, ObjectView
 from etctl.testing.apiserver.status import Cause
 from etctl.testing.apiserver.store import Event
 from etctl.testing.apiserver.strategy import Strategy, WriteContext, field_path, mapping
-from etctl.testing.apiserver.validation import go_value, unsupported_cause
+from etctl.testing.apiserver.validation import go_value, required_cause, unsupported_cause
 
 __all__ = ["ClusterIPAllocator", "ServiceStrategy"]
 
@@ -181,7 +181,7 @@ class ServiceStrategy(Strategy):
             causes.append(unsupported_cause("spec.type", kind, _TYPES))
         ports = _ports(spec)
         if not ports and spec.get("clusterIP") != "None" and kind != "ExternalName":
-            causes.append(Cause("FieldValueRequired", "spec.ports", "Required value"))
+            causes.append(required_cause("spec.ports"))
         names: set[str] = set()
         for index, port in enumerate(ports):
             number = port.get("port")
@@ -200,13 +200,7 @@ class ServiceStrategy(Strategy):
                 causes.append(unsupported_cause(path, protocol, _PROTOCOLS))
             name = str(port.get("name") or "")
             if len(ports) > 1 and not name:
-                causes.append(
-                    Cause(
-                        "FieldValueRequired",
-                        field_path("spec", "ports", index, "name"),
-                        "Required value",
-                    )
-                )
+                causes.append(required_cause(field_path("spec", "ports", index, "name")))
             elif name and name in names:
                 causes.append(
                     Cause(

@@ -32,19 +32,12 @@ from etctl.testing.apiserver.deletion import DeleteOptions, timestamp
 from etctl.testing.apiserver.listing import ListResult
 from etctl.testing.apiserver.registry import Registry, ResourceInfo, with_api_version
 from etctl.testing.apiserver.selection import Selection, parse_selection
-from etctl.testing.apiserver.store import Store, object_key
+from etctl.testing.apiserver.store import Store, metadata, object_key
 from etctl.testing.apiserver.watch import Watcher
 from etctl.testing.apiserver.watching import start_watch
 from etctl.testing.apiserver.writes import WriteOptions
 
 __all__ = ["ListResult", "Storage", "WriteOptions"]
-
-CRDS = ("apiextensions.k8s.io", "customresourcedefinitions")
-
-
-def _meta(obj: Mapping[str, Any]) -> dict[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, dict) else {}
 
 
 class Storage:
@@ -227,7 +220,7 @@ class Storage:
             etctl.errors.Invalid: the result fails validation.
         """
         info, version = self.target(resource)
-        name = str(_meta(obj).get("name") or "")
+        name = str(metadata(obj).get("name") or "")
         return self.update_in(
             info, version, name, obj, namespace=namespace, subresource=subresource, options=options
         )

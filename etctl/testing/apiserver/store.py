@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from bisect import bisect_left
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -35,12 +35,15 @@ from etctl.testing.apiserver.limits import MAX_OBJECT_BYTES, storage_request_too
 from etctl.testing.apiserver.status import bad_request
 
 __all__ = [
+    "CRDS",
+    "NAMESPACES",
     "Event",
     "EventType",
     "GroupResource",
     "Store",
     "WatchSink",
     "dumps",
+    "metadata",
     "object_key",
     "parse_resource_version",
 ]
@@ -48,6 +51,9 @@ __all__ = [
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
 GroupResource = tuple[str, str]
 """``(group, plural)``: the key objects of one resource are stored under."""
+
+NAMESPACES: GroupResource = ("", "namespaces")
+CRDS: GroupResource = ("apiextensions.k8s.io", "customresourcedefinitions")
 
 log = get_logger(__name__)
 
@@ -57,6 +63,16 @@ _encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, check_cir
 def dumps(value: Any) -> bytes:
     """Compact JSON, as the API server writes it."""
     return _encoder.encode(value).encode()
+
+
+def metadata(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``metadata`` of an object being written, to edit in place.
+
+    An object without a metadata object gets a detached empty dict: reading it finds nothing and
+    edits to it are dropped (the write path's decode gives every object a metadata dict first).
+    """
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, dict) else {}
 
 
 def parse_resource_version(text: str) -> int:
@@ -198,17 +214,25 @@ class Store:
         table = self._tables.get(resource)
         return len(table.objects) if table else 0
 
-    def items(self, resource: GroupResource, namespace: str = "") -> list[tuple[str, KubeObject]]:
-        """``(key, object)`` pairs in key order, within ``namespace`` when one is given."""
+    def items(
+        self, resource: GroupResource, namespace: str = "", *, start: str = ""
+    ) -> list[tuple[str, KubeObject]]:
+        """``(key, object)`` pairs in key order, within ``namespace`` when one is given.
+
+        Args:
+            resource: the group-resource.
+            namespace: only keys in this namespace (``""``: every key).
+            start: only keys from this one on (found by bisection in the sorted keys).
+        """
         table = self._tables.get(resource)
         if table is None:
             return []
         keys = table.keys()
         objects = table.objects
         if not namespace:
-            return [(k, objects[k]) for k in keys]
+            return [(k, objects[k]) for k in keys[bisect_left(keys, start) :]]
         prefix = namespace + "/"
-        return list(_prefixed(keys, objects, bisect_left(keys, prefix), prefix))
+        return list(_prefixed(keys, objects, bisect_left(keys, max(prefix, start)), prefix))
 
     def compacted(self, resource: GroupResource) -> int:
         """The highest resourceVersion evicted from the resource's history (0 if none)."""
@@ -373,10 +397,6 @@ class Store:
                         log.exception("store listener failed", resource=event.resource)
         finally:
             self._dispatching = False
-
-    def resources(self) -> Iterable[GroupResource]:
-        """Every group-resource that ever held an object or a watcher."""
-        return list(self._tables)
 
 
 def _prefixed(

@@ -38,6 +38,7 @@ from etctl.testing.apiserver.representation import (
 from etctl.testing.apiserver.request import RequestInfo, parse_bool, parse_int, parse_optional_bool
 from etctl.testing.apiserver.selection import parse_selection
 from etctl.testing.apiserver.storage import Storage
+from etctl.testing.apiserver.validation import required_cause
 from etctl.testing.apiserver.writes import WriteOptions
 
 __all__ = [
@@ -159,7 +160,7 @@ def _bind(
     meta = body.get("metadata") or {}
     causes = []
     if not target.get("name"):
-        causes.append(st.Cause("FieldValueRequired", "target.name", "Required value"))
+        causes.append(required_cause("target.name"))
     if target.get("kind") not in (None, "", "Node"):
         causes.append(
             st.Cause(

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from etctl.testing.apiserver import status as st
 from etctl.testing.apiserver.registry import ResourceInfo
 from etctl.testing.apiserver.selection import Selection
+from etctl.testing.apiserver.validation import forbidden_cause
 from etctl.testing.apiserver.watch import Transform, Watcher
 
 if TYPE_CHECKING:
@@ -34,20 +35,17 @@ def check_watch_options(resource_version_match: str, send_initial_events: bool |
     causes: list[st.Cause] = []
     if send_initial_events is not None and resource_version_match != "NotOlderThan":
         causes.append(
-            st.Cause(
-                "FieldValueForbidden",
+            forbidden_cause(
                 "resourceVersionMatch",
-                "Forbidden: sendInitialEvents requires setting resourceVersionMatch to "
-                "NotOlderThan",
+                "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
             )
         )
     if resource_version_match:
         if send_initial_events is None:
             causes.append(
-                st.Cause(
-                    "FieldValueForbidden",
+                forbidden_cause(
                     "resourceVersionMatch",
-                    "Forbidden: resourceVersionMatch is forbidden for watch unless "
+                    "resourceVersionMatch is forbidden for watch unless "
                     "sendInitialEvents is provided",
                 )
             )

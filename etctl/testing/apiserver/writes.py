@@ -23,7 +23,7 @@ from etctl.testing.apiserver import status as st
 from etctl.testing.apiserver.apply import record_update
 from etctl.testing.apiserver.registry import ResourceInfo, with_api_version
 from etctl.testing.apiserver.scale import from_scale, to_scale
-from etctl.testing.apiserver.store import parse_resource_version
+from etctl.testing.apiserver.store import metadata, parse_resource_version
 from etctl.testing.apiserver.strategy import WriteContext, spec_equal
 from etctl.testing.apiserver.validation import validate_object_meta, validate_object_meta_update
 
@@ -66,20 +66,13 @@ class WriteOptions:
         return self.field_manager or self.user_agent.split("/", 1)[0] or "unknown"
 
 
-NAMESPACES = ("", "namespaces")
-CRDS = ("apiextensions.k8s.io", "customresourcedefinitions")
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 _GENERATE_ATTEMPTS = 8
 
 
-def _meta(obj: Mapping[str, Any]) -> dict[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, dict) else {}
-
-
 def _empties_finalizers(new: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
     """An update that removes the last finalizer of an object being deleted deletes it."""
-    new_meta, old_meta = _meta(new), _meta(old)
+    new_meta, old_meta = metadata(new), metadata(old)
     if new_meta.get("finalizers") or not old_meta.get("finalizers"):
         return False
     return (
@@ -99,7 +92,7 @@ def create_object(
     """:meth:`create` for an already resolved resource."""
     opts = options or WriteOptions()
     obj = admission.decode(storage, info, version, body, opts)
-    meta = _meta(obj)
+    meta = metadata(obj)
     if info.namespaced and not namespace:
         namespace = str(meta.get("namespace") or "")
     admission.ensure_namespace(meta, namespace if info.namespaced else "")
@@ -114,7 +107,7 @@ def create_object(
     strategy.defaults(obj)
     if not opts.applying:
         obj = _record_manager(info, version, {}, obj, options=opts, now=ctx.now)
-        meta = _meta(obj)
+        meta = metadata(obj)
     strategy.prepare_create(obj, ctx)
     if info.has_status(version):
         strategy.reset_status(obj, ctx)
@@ -217,9 +210,9 @@ def write_patched(
     """
     _check_subresource(info, version, subresource)
     if subresource == "scale":
-        spec = _scale_spec(storage, info, version)
-        scale_rv = str(_meta(patched).get("resourceVersion") or "")
-        if scale_rv and scale_rv != str(_meta(existing).get("resourceVersion")):
+        spec = _scale_spec(info, version)
+        scale_rv = str(metadata(patched).get("resourceVersion") or "")
+        if scale_rv and scale_rv != str(metadata(existing).get("resourceVersion")):
             raise st.stale_conflict(info.group, info.plural, name)
         new = from_scale(with_api_version(existing, info.api_version(version)), patched, spec)
         update_existing(storage, info, version, existing, new, subresource="", options=options)
@@ -249,14 +242,7 @@ def _admit_update(
 
 def _check_subresource(info: ResourceInfo, version: str, subresource: str) -> None:
     """Only the subresources a resource has can be written (404 otherwise)."""
-    served = info.version(version)
-    known = {
-        "": True,
-        "status": bool(served and served.status),
-        "scale": bool(served and served.scale),
-        "finalize": info.key == NAMESPACES,
-    }
-    if not known.get(subresource, False):
+    if subresource and "update" not in info.subresource_verbs(version, subresource):
         raise st.resource_not_found()
 
 
@@ -271,9 +257,9 @@ def update_existing(
     options: WriteOptions,
 ) -> KubeObject:
     """The common tail of update and patch: shape, default, validate, commit."""
-    old_meta = _meta(existing)
+    old_meta = metadata(existing)
     name = str(old_meta.get("name"))
-    rv = str(_meta(new).get("resourceVersion") or "")
+    rv = str(metadata(new).get("resourceVersion") or "")
     if not rv and not info.allow_unconditional_update:
         raise st.invalid(
             info.group,
@@ -291,7 +277,7 @@ def update_existing(
         parse_resource_version(rv)
         raise st.stale_conflict(info.group, info.plural, name)
     new = _shape(info, version, existing, new, subresource)
-    meta = _meta(new)
+    meta = metadata(new)
     ctx = WriteContext(
         now=storage.now(), version=version, dry_run=options.dry_run, subresource=subresource
     )
@@ -300,7 +286,7 @@ def update_existing(
     _keep_server_fields(meta, old_meta)
     if not options.applying:
         new = _record_manager(info, version, existing, new, options=options, now=ctx.now)
-        meta = _meta(new)
+        meta = metadata(new)
     strategy.prepare_update(new, existing, ctx)
     if info.has_generation and not spec_equal(
         new, existing, ignore_status=info.has_status(version)
@@ -347,7 +333,7 @@ def _record_manager(
     served = info.version(version)
     schema = served.schema if served is not None and served.schema else None
     api_version = info.api_version(version)
-    old_meta, new_meta = _meta(existing), _meta(new)
+    old_meta, new_meta = metadata(existing), metadata(new)
     base_fields = old_meta.get("managedFields")
     if "managedFields" in new_meta and new_meta["managedFields"] != base_fields:
         base_fields = new_meta["managedFields"]
@@ -356,7 +342,7 @@ def _record_manager(
     def view(obj: Mapping[str, Any], fields: Any) -> dict[str, Any]:
         out = {k: v for k, v in obj.items() if not (ignore_status and k == "status")}
         out["apiVersion"] = api_version
-        meta = {k: v for k, v in _meta(obj).items() if k != "managedFields"}
+        meta = {k: v for k, v in metadata(obj).items() if k != "managedFields"}
         if fields:
             meta["managedFields"] = fields
         out["metadata"] = meta
@@ -369,7 +355,7 @@ def _record_manager(
         now=now,
         schema=schema,
     )
-    fields = _meta(recorded).get("managedFields")
+    fields = metadata(recorded).get("managedFields")
     result = dict(new)
     result["metadata"] = dict(new_meta)
     if fields:
@@ -407,9 +393,9 @@ def _shape(
             shaped["status"] = new["status"]
         else:
             shaped.pop("status", None)
-        if "managedFields" in _meta(new):
-            shaped["metadata"]["managedFields"] = _meta(new)["managedFields"]
-        shaped["metadata"]["resourceVersion"] = _meta(new).get("resourceVersion")
+        if "managedFields" in metadata(new):
+            shaped["metadata"]["managedFields"] = metadata(new)["managedFields"]
+        shaped["metadata"]["resourceVersion"] = metadata(new).get("resourceVersion")
         return shaped
     if subresource == "finalize":
         shaped = copy.deepcopy(existing)
@@ -424,7 +410,7 @@ def _shape(
     return new
 
 
-def _scale_spec(storage: Storage, info: ResourceInfo, version: str) -> Any:
+def _scale_spec(info: ResourceInfo, version: str) -> Any:
     served = info.version(version)
     if served is None or served.scale is None:
         raise st.resource_not_found()
@@ -435,5 +421,5 @@ def get_scale(
     storage: Storage, info: ResourceInfo, version: str, name: str, *, namespace: str = ""
 ) -> KubeObject:
     """The ``autoscaling/v1`` Scale of a custom resource with a scale subresource."""
-    spec = _scale_spec(storage, info, version)
+    spec = _scale_spec(info, version)
     return to_scale(storage._load(info, namespace, name), spec)

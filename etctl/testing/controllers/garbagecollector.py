@@ -25,7 +25,6 @@ dependent, cannot be resolved and keeps its dependent.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -34,7 +33,6 @@ from etctl.errors import ApiError, NotFound
 from etctl.log import get_logger
 from etctl.runtime.objects import KubeObject, ObjectView, meta
 from etctl.testing.apiserver.deletion import FOREGROUND, ORPHAN, DeleteOptions
-from etctl.testing.apiserver.registry import ResourceInfo
 from etctl.testing.apiserver.storage import Storage
 from etctl.testing.apiserver.store import Event, GroupResource, object_key
 from etctl.testing.controllers.host import QueueController
@@ -118,8 +116,6 @@ class GarbageCollector(QueueController[tuple[Action, str]]):
         super().__init__(storage, task_name="garbage-collector")
         self._nodes: dict[str, _Node] = {}
         self._dependents: dict[str, set[str]] = {}
-        self._kinds: dict[tuple[str, str], ResourceInfo | None] = {}
-        self._kinds_revision = -1
 
     def _resume(self) -> None:
         """Build the graph from what is stored."""
@@ -228,7 +224,7 @@ class GarbageCollector(QueueController[tuple[Action, str]]):
 
     def _classify(self, ref: _Ref, node: _Node) -> Verdict:
         group = ref.api_version.rpartition("/")[0]
-        info = self._by_kind(group, ref.kind)
+        info = self.storage.registry.by_kind(group, ref.kind)
         if info is None or (info.namespaced and not node.namespace):
             return "solid"  # unresolvable: the real collector keeps such dependents too
         namespace = node.namespace if info.namespaced else ""
@@ -241,16 +237,6 @@ class GarbageCollector(QueueController[tuple[Action, str]]):
         ):
             return "waiting"
         return "solid"
-
-    def _by_kind(self, group: str, kind: str) -> ResourceInfo | None:
-        registry = self.storage.registry
-        if self._kinds_revision != registry.revision:
-            self._kinds.clear()
-            self._kinds_revision = registry.revision
-        key = (group, kind)
-        if key not in self._kinds:
-            self._kinds[key] = registry.by_kind(group, kind)
-        return self._kinds[key]
 
     def _foreground(self, node: _Node, obj: ObjectView) -> None:
         """Delete the owner's dependents; let it go once no blocking dependent remains."""
@@ -294,8 +280,9 @@ class GarbageCollector(QueueController[tuple[Action, str]]):
         )
 
     def _remove_refs(self, node: _Node, obj: ObjectView, owners: set[str]) -> None:
-        updated: KubeObject = copy.deepcopy(dict(obj))
-        metadata: dict[str, Any] = updated["metadata"]
+        # The write decodes (deep-copies) the body: only the edited metadata needs a copy here.
+        metadata: dict[str, Any] = dict(obj["metadata"])
+        updated: KubeObject = {**obj, "metadata": metadata}
         kept = [r for r in metadata.get("ownerReferences") or [] if r.get("uid") not in owners]
         if kept:
             metadata["ownerReferences"] = kept
@@ -304,7 +291,7 @@ class GarbageCollector(QueueController[tuple[Action, str]]):
         self._write(node, updated)
 
     def _remove_finalizer(self, node: _Node, obj: ObjectView, finalizer: str) -> None:
-        updated: KubeObject = copy.deepcopy(dict(obj))
-        metadata: dict[str, Any] = updated["metadata"]
+        metadata: dict[str, Any] = dict(obj["metadata"])
+        updated: KubeObject = {**obj, "metadata": metadata}
         metadata["finalizers"] = [f for f in metadata.get("finalizers") or [] if f != finalizer]
         self._write(node, updated)

@@ -70,13 +70,16 @@ class WorkQueue(Generic[K]):
             self._queue.append(key)
             self._wake.set()
 
+    def _pop(self) -> K:
+        key = self._queue.popleft()
+        self._queued.discard(key)
+        return key
+
     def drain(self) -> int:
         """Handle every queued key, including keys queued meanwhile; returns how many."""
         handled = 0
         while self._queue:
-            key = self._queue.popleft()
-            self._queued.discard(key)
-            self._handle(key)
+            self._handle(self._pop())
             handled += 1
         return handled
 
@@ -87,8 +90,7 @@ class WorkQueue(Generic[K]):
             self._wake.clear()
             handled = 0
             while self._queue:
-                key = self._queue.popleft()
-                self._queued.discard(key)
+                key = self._pop()
                 try:
                     self._handle(key)
                 except Exception:

@@ -20,7 +20,6 @@ namespace.
 
 from __future__ import annotations
 
-import copy
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any
@@ -31,6 +30,7 @@ from etctl.runtime.objects import KubeObject, ObjectView, meta
 from etctl.runtime.resources import NAMESPACES
 from etctl.testing.apiserver.deletion import DeleteOptions
 from etctl.testing.apiserver.storage import Storage
+from etctl.testing.apiserver.store import NAMESPACES as _NAMESPACES
 from etctl.testing.apiserver.store import Event
 from etctl.testing.controllers.host import QueueController
 
@@ -39,7 +39,6 @@ __all__ = ["FINALIZER", "NamespaceController"]
 log = get_logger(__name__)
 
 FINALIZER = "kubernetes"
-_NAMESPACES = ("", "namespaces")
 
 
 def _terminating(obj: ObjectView) -> bool:
@@ -207,12 +206,13 @@ class NamespaceController(QueueController[str]):
                     "message": message,
                 }
             )
-        updated: KubeObject = copy.deepcopy(dict(namespace))
-        updated.setdefault("status", {})["conditions"] = conditions
+        # The write decodes (deep-copies) the body: rebuilding the edited levels is enough.
+        status = {**(namespace.get("status") or {}), "conditions": conditions}
+        updated: KubeObject = {**namespace, "status": status}
         return self.storage.update(NAMESPACES, updated, subresource="status")
 
     def _finalize(self, namespace: ObjectView) -> ObjectView:
-        updated: KubeObject = copy.deepcopy(dict(namespace))
-        spec = updated.setdefault("spec", {})
-        spec["finalizers"] = [f for f in _spec_finalizers(namespace) if f != FINALIZER]
+        finalizers = [f for f in _spec_finalizers(namespace) if f != FINALIZER]
+        spec = {**(namespace.get("spec") or {}), "finalizers": finalizers}
+        updated: KubeObject = {**namespace, "spec": spec}
         return self.storage.update(NAMESPACES, updated, subresource="finalize")
