@@ -87,9 +87,8 @@ class NodeManager:
             )
         except AlreadyExists:
             current = self._storage.get(NODES, node.name)
-            updated = copy.deepcopy(current)
             previous = (current.get("status") or {}).get("conditions")
-            updated["status"] = node.status(stamp, previous)
+            updated = {**current, "status": node.status(stamp, previous)}
             created = self._storage.update(NODES, updated, subresource="status")
         self._uids[node.name] = uid(created)
         self._renew_lease(node)
@@ -148,9 +147,8 @@ class NodeManager:
             else:
                 updated.setdefault("spec", {}).pop("taints", None)
             current = self._storage.update(NODES, updated)
-        updated = copy.deepcopy(current)
         previous = (current.get("status") or {}).get("conditions")
-        updated["status"] = node.status(stamp, previous)
+        updated = {**current, "status": node.status(stamp, previous)}
         self._storage.update(NODES, updated, subresource="status")
 
     def fail(self, name: str) -> bool:

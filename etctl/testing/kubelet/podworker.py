@@ -24,7 +24,6 @@ Invariant: once :attr:`PodWorker.terminal` is set, no container starts again.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -417,8 +416,8 @@ class PodWorker:
         status = self.status()
         if status == self.pod.get("status"):
             return
-        updated: KubeObject = copy.deepcopy(dict(self.pod))
-        updated["status"] = status
+        # The server copies the body it admits, so a shallow copy with the new status suffices.
+        updated: KubeObject = {**self.pod, "status": status}
         try:
             self.pod = self.env.storage.update(
                 PODS, updated, namespace=self.namespace, subresource="status"

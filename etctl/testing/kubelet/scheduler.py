@@ -21,7 +21,6 @@ the message says what the real scheduler says when it finds no victims.
 
 from __future__ import annotations
 
-import copy
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -304,7 +303,6 @@ class Scheduler:
                 and condition.get("message") == message
             ):
                 return
-        updated: KubeObject = copy.deepcopy(dict(pod))
         kept = [dict(c) for c in conditions if c.get("type") != "PodScheduled"]
         kept.append(
             {
@@ -316,7 +314,8 @@ class Scheduler:
                 "message": message,
             }
         )
-        updated.setdefault("status", {})["conditions"] = kept
+        # The server copies the body it admits: replace the status, leave the pod's parts alone.
+        updated: KubeObject = {**pod, "status": {**status, "conditions": kept}}
         try:
             self._storage.update(PODS, updated, namespace=namespace(pod), subresource="status")
         except ApiError as exc:
