@@ -178,22 +178,21 @@ class Scheduler:
     def schedule(self) -> int:
         """One pass over the pending pods; returns how many were bound."""
         pods = self._storage.list(PODS).items
+        pending = [pod for pod in pods if self.serves(pod)]
+        if not pending:
+            # Nothing to place: skip reading the nodes and summing what runs on them.
+            self._reported.clear()
+            return 0
         nodes = sorted(self._storage.list(NODES).items, key=name)
         states = {
             name(n): _NodeState(n, resource_list(_mapping(n.get("status")).get("allocatable")))
             for n in nodes
         }
-        pending: list[ObjectView] = []
         for pod in pods:
             spec = _mapping(pod.get("spec"))
-            node_name = str(spec.get("nodeName") or "")
-            if node_name:
-                state = states.get(node_name)
-                phase = _mapping(pod.get("status")).get("phase")
-                if state is not None and phase not in _TERMINAL:
-                    state.add(pod_requests(spec))
-            elif self.serves(pod):
-                pending.append(pod)
+            state = states.get(str(spec.get("nodeName") or ""))
+            if state is not None and _mapping(pod.get("status")).get("phase") not in _TERMINAL:
+                state.add(pod_requests(spec))
         live = {uid(p) for p in pending}
         for stale in [k for k in self._reported if k not in live]:
             del self._reported[stale]
