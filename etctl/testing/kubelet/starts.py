@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from etctl.testing.kubelet.behaviour import Behaviour
-from etctl.testing.kubelet.containers import ContainerRuntime, normalize_image
+from etctl.testing.kubelet.containers import ContainerRuntime
 
 if TYPE_CHECKING:
     from etctl.testing.kubelet.podworker import PodWorker
@@ -60,7 +60,7 @@ def exit_reason(code: int) -> str:
 def _pull(worker: PodWorker, container: ContainerRuntime, behaviour: Behaviour) -> None:
     image = container.image
     policy = container.spec.get("imagePullPolicy") or "IfNotPresent"
-    reference = normalize_image(image)
+    reference = container.reference
     if policy != "Always" and reference in worker.node.images:
         worker.event(
             "Normal", "Pulled", f'Container image "{image}" already present on machine', container
@@ -133,7 +133,7 @@ def _fail_start(
 ) -> None:
     reason = str(behaviour.fail_start)
     image = container.image
-    reference = normalize_image(image)
+    reference = container.reference
     if reason in ("ImagePullBackOff", "ErrImagePull"):
         detail = behaviour.fail_message or (
             f'failed to pull and unpack image "{reference}": failed to resolve reference '
