@@ -29,6 +29,7 @@ from etctl.cli.values import (
     parse_object_name,
     parse_positive_int,
 )
+from etctl.common.gang import SCHEDULER_PLUGINS, VOLCANO
 
 __all__ = [
     "GANG_SCHEDULERS",
@@ -40,7 +41,7 @@ __all__ = [
     "settings_from",
 ]
 
-GANG_SCHEDULERS = ("", "volcano", "scheduler-plugins")
+GANG_SCHEDULERS = ("", VOLCANO, SCHEDULER_PLUGINS)
 """Accepted values of ``--gang-scheduler`` (empty: no gang scheduling)."""
 
 LogFormat = Literal["json", "console"]
