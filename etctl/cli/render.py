@@ -24,11 +24,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
 from etctl._version import __version__
 from etctl.cli.rbac import LEADER_ELECTION_RULES, cluster_role_rules, rule_to_dict
-from etctl.common.crd import CustomResource, crd_manifest, render_manifests
+from etctl.common.crd import CustomResource, crd_manifest, dump_yaml, render_manifests
 from etctl.common.plugin import JobPlugin
 
 __all__ = ["DEFAULT_IMAGE", "ManifestOptions", "render", "render_stream"]
@@ -60,17 +58,8 @@ class ManifestOptions:
     jobs: tuple[str, ...] = ()
 
 
-class _Dumper(yaml.SafeDumper):
-    """Plain YAML: no anchors or aliases (many tools read these files)."""
-
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
-
-
 def _dump(*documents: dict[str, Any]) -> str:
-    return _HEADER + "".join(
-        "---\n" + yaml.dump(doc, Dumper=_Dumper, sort_keys=True, width=100) for doc in documents
-    )
+    return _HEADER + "".join("---\n" + dump_yaml(doc) for doc in documents)
 
 
 def _labels(component: str = "operator") -> dict[str, str]:
