@@ -237,17 +237,38 @@ def _crds(plugins: Sequence[JobPlugin[Any]]) -> list[CustomResource]:
     return [seen[name] for name in sorted(seen)]
 
 
+def _documents(
+    plugins: Sequence[JobPlugin[Any]], options: ManifestOptions
+) -> list[tuple[str, dict[str, Any]]]:
+    """Every document but the kustomization, with its file, in apply order.
+
+    The order is namespace, CRDs, RBAC, operator; a CRD's file is named as the CRD generator
+    names it (``crds/<group>_<plural>.yaml``).
+    """
+    return [
+        (
+            "namespace.yaml",
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(options.namespace)},
+        ),
+        *(
+            (f"crds/{resource.group}_{resource.plural}.yaml", crd_manifest(resource))
+            for resource in _crds(plugins)
+        ),
+        *_rbac(plugins, options).items(),
+        ("manager/deployment.yaml", _deployment(options)),
+        ("manager/metrics-service.yaml", _metrics_service(options)),
+    ]
+
+
 def render(plugins: Sequence[JobPlugin[Any]], options: ManifestOptions) -> dict[str, str]:
     """Every file of the kustomize tree, by path relative to the tree's root, sorted."""
+    # The CRD files are written exactly as the CRD generator writes them, with its header.
     files: dict[str, str] = {
         f"crds/{name}": text for name, text in render_manifests(_crds(plugins)).items()
     }
-    files["namespace.yaml"] = _dump(
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(options.namespace)}
+    files.update(
+        {path: _dump(doc) for path, doc in _documents(plugins, options) if path not in files}
     )
-    files.update({path: _dump(doc) for path, doc in _rbac(plugins, options).items()})
-    files["manager/deployment.yaml"] = _dump(_deployment(options))
-    files["manager/metrics-service.yaml"] = _dump(_metrics_service(options))
     resources = ["namespace.yaml", *sorted(p for p in files if p != "namespace.yaml")]
     files["kustomization.yaml"] = _dump(
         {
@@ -262,11 +283,4 @@ def render(plugins: Sequence[JobPlugin[Any]], options: ManifestOptions) -> dict[
 
 def render_stream(plugins: Sequence[JobPlugin[Any]], options: ManifestOptions) -> str:
     """All documents in one YAML stream, in apply order: namespace, CRDs, RBAC, operator."""
-    documents: list[dict[str, Any]] = [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(options.namespace)}
-    ]
-    documents.extend(crd_manifest(resource) for resource in _crds(plugins))
-    documents.extend(_rbac(plugins, options).values())
-    documents.append(_deployment(options))
-    documents.append(_metrics_service(options))
-    return _dump(*documents)
+    return _dump(*(doc for _, doc in _documents(plugins, options)))
