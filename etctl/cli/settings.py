@@ -188,7 +188,7 @@ def _option(field: str, parse: Callable[[str], Any], help_text: str, **kwargs: A
 OPTIONS: tuple[Option, ...] = (
     _option(
         "jobs",
-        parse_list,
+        _text,
         "job plugins to enable, by name (repeatable or comma-separated)",
         metavar="NAME",
         default_help="every installed plugin",
@@ -329,11 +329,7 @@ class _Parsed(argparse.Action):
 def _parse_all(option: Option, raw: str) -> Any:
     if not option.repeatable:
         return option.parse(raw)
-    values: list[Any] = []
-    for item in parse_list(raw):
-        parsed = option.parse(item)
-        values.extend(parsed if isinstance(parsed, list) else [parsed])
-    return values
+    return [option.parse(item) for item in parse_list(raw)]
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
