@@ -21,14 +21,13 @@ from etctl.runtime.objects import uid
 from etctl.runtime.resources import LEASES, NODES
 from etctl.testing.apiserver.storage import Storage
 from etctl.testing.kubelet.events import EventRecorder, Source
-from etctl.testing.kubelet.nodes import SimNode
+from etctl.testing.kubelet.nodes import UNREACHABLE, SimNode
 
 __all__ = ["NODE_STATUS_INTERVAL", "UNREACHABLE", "NodeManager"]
 
 log = get_logger(__name__)
 
 NODE_STATUS_INTERVAL = 300.0
-UNREACHABLE = "node.kubernetes.io/unreachable"
 _LEASES = "kube-node-lease"
 
 
