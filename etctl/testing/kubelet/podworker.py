@@ -35,6 +35,7 @@ from etctl.runtime.objects import KubeObject, ObjectView, meta
 from etctl.runtime.resources import PODS
 from etctl.testing.apiserver.deletion import DeleteOptions
 from etctl.testing.apiserver.storage import Storage
+from etctl.testing.apiserver.strategy import mapping
 from etctl.testing.kubelet.behaviour import Behaviour, Policy, resolve_behaviour
 from etctl.testing.kubelet.containers import ContainerRuntime
 from etctl.testing.kubelet.endings import (
@@ -59,10 +60,6 @@ from etctl.testing.kubelet.starts import (
 __all__ = ["InitResult", "InitRunner", "PodWorker", "WorkerEnv"]
 
 log = get_logger(__name__)
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +124,7 @@ class PodWorker:
         self.node = node
         self.env = env
         self.pod: ObjectView = pod
-        spec = _mapping(pod.get("spec"))
+        spec = mapping(pod.get("spec"))
         self.inits = [
             ContainerRuntime(dict(c), pod_uid=self.uid, init=True, log_lines=env.log_lines)
             for c in spec.get("initContainers") or []
@@ -166,7 +163,7 @@ class PodWorker:
     @property
     def spec(self) -> Mapping[str, Any]:
         """The pod's spec."""
-        return _mapping(self.pod.get("spec"))
+        return mapping(self.pod.get("spec"))
 
     @property
     def restart_policy(self) -> str:

@@ -27,6 +27,7 @@ from typing import Any
 from etctl.runtime.clock import Clock
 from etctl.runtime.objects import ObjectView
 from etctl.testing.apiserver.store import Store
+from etctl.testing.apiserver.strategy import mapping
 from etctl.testing.kubelet.containerenv import ConfigError, container_env, references
 from etctl.testing.kubelet.containers import ContainerRuntime
 from etctl.testing.kubelet.podworker import InitResult, PodWorker
@@ -38,10 +39,6 @@ __all__ = ["SHELLS", "Sandboxes"]
 
 SHELLS = frozenset({"sh", "bash", "ash", "dash"})
 _KINDS = {"configmap": ("", "configmaps"), "secret": ("", "secrets")}
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
 
 
 class Sandboxes:
@@ -127,7 +124,7 @@ class Sandboxes:
 
     def pod_changed(self, pod: ObjectView) -> None:
         """A pod's metadata changed: refresh its downward-API volumes."""
-        metadata = _mapping(pod.get("metadata"))
+        metadata = mapping(pod.get("metadata"))
         sandbox = self._pods.get(str(metadata.get("uid") or ""))
         if sandbox is not None:
             sandbox.refresh(self.lookup(sandbox.namespace), pod)
@@ -163,8 +160,8 @@ class Sandboxes:
         """True when the worker's volumes or environments read ``(kind, name)``."""
         if any((kind, name) in references(c.spec) for c in worker.all_containers()):
             return True
-        volumes = _mapping(worker.pod.get("spec")).get("volumes") or []
-        return any((kind, name) in sources(_mapping(v)) for v in volumes)
+        volumes = mapping(worker.pod.get("spec")).get("volumes") or []
+        return any((kind, name) in sources(mapping(v)) for v in volumes)
 
     def shell(self, worker: PodWorker, container: ContainerRuntime) -> Shell:
         """A shell running as ``container`` of the worker's pod."""
@@ -174,7 +171,7 @@ class Sandboxes:
             env = container_env(worker.pod, container.spec, self.lookup(worker.namespace))
         except ConfigError:
             env = {}
-        spec = _mapping(worker.pod.get("spec"))
+        spec = mapping(worker.pod.get("spec"))
         return Shell(
             sandbox.container_fs(container.spec),
             env=env,
