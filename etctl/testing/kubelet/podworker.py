@@ -30,8 +30,9 @@ from typing import Any, Protocol
 
 from etctl.errors import ApiError
 from etctl.log import get_logger
+from etctl.runtime import objects
 from etctl.runtime.clock import Clock
-from etctl.runtime.objects import KubeObject, ObjectView, meta
+from etctl.runtime.objects import KubeObject, ObjectView
 from etctl.runtime.resources import PODS
 from etctl.testing.apiserver.deletion import DeleteOptions
 from etctl.testing.apiserver.storage import Storage
@@ -117,10 +118,9 @@ class PodWorker:
     """
 
     def __init__(self, pod: ObjectView, node: SimNode, env: WorkerEnv) -> None:
-        metadata = meta(pod)
-        self.uid = str(metadata.get("uid") or "")
-        self.namespace = str(metadata.get("namespace") or "")
-        self.name = str(metadata.get("name") or "")
+        self.uid = objects.uid(pod)
+        self.namespace = objects.namespace(pod)
+        self.name = objects.name(pod)
         self.node = node
         self.env = env
         self.pod: ObjectView = pod

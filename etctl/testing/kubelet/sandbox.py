@@ -23,7 +23,8 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from etctl.runtime.objects import ObjectView, meta
+from etctl.runtime import objects
+from etctl.runtime.objects import ObjectView
 from etctl.testing.apiserver.strategy import mapping
 from etctl.testing.kubelet.shell.fs import join
 from etctl.testing.kubelet.vfs import ContainerFS, FileMeta, Mount
@@ -42,11 +43,10 @@ class PodSandbox:
     """
 
     def __init__(self, root: Path, pod: ObjectView, *, now: Callable[[], datetime]) -> None:
-        metadata = meta(pod)
         self.pod = pod
-        self.namespace = str(metadata.get("namespace") or "")
-        self.name = str(metadata.get("name") or "")
-        self.uid = str(metadata.get("uid") or "")
+        self.namespace = objects.namespace(pod)
+        self.name = objects.name(pod)
+        self.uid = objects.uid(pod)
         self.dir = root / f"{self.namespace}_{self.name}_{self.uid}"
         self.meta = FileMeta(now)
         self._files = VolumeFiles()
