@@ -75,8 +75,10 @@ class InitResult:
 class InitRunner(Protocol):
     """Runs an init container's command for real (a shell command in the pod sandbox)."""
 
-    def __call__(self, worker: PodWorker, container: ContainerRuntime) -> InitResult | None:
-        """The result, or None when the command is not one that can be run."""
+    def __call__(
+        self, worker: PodWorker, container: ContainerRuntime, env: Mapping[str, str]
+    ) -> InitResult | None:
+        """The result of running it with ``env``, or None when it is not a command that can run."""
         ...
 
 
@@ -93,8 +95,9 @@ class WorkerEnv:
         admit: returns ``(reason, message)`` when the node rejects the pod, else None.
         volumes_ready: True once the pod's volumes can be set up (records why not otherwise).
         run_init: runs init container commands for real, when set.
-        check_config: the ``CreateContainerConfigError`` message of a container whose
-            environment cannot be built, else None.
+        container_env: the environment a container starts with; raises
+            :class:`~etctl.testing.kubelet.containerenv.ConfigError` (the
+            ``CreateContainerConfigError`` message) when it cannot be built.
     """
 
     storage: Storage
@@ -105,7 +108,7 @@ class WorkerEnv:
     admit: Callable[[PodWorker], tuple[str, str] | None]
     volumes_ready: Callable[[PodWorker], bool]
     run_init: InitRunner | None = None
-    check_config: Callable[[PodWorker, ContainerRuntime], str | None] | None = None
+    container_env: Callable[[PodWorker, ContainerRuntime], Mapping[str, str]] | None = None
 
 
 class PodWorker:
