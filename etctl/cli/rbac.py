@@ -27,8 +27,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from etctl.common.crd import CustomResource
+from etctl.common.gang import SCHEDULER_PLUGINS, VOLCANO, scheduler_for
 from etctl.common.plugin import Capabilities, JobPlugin, PolicyRule
-from etctl.runtime.resources import PODS, SERVICES, Resource
+from etctl.runtime.resources import PODS, PRIORITYCLASSES, SERVICES, Resource
 
 __all__ = [
     "GANG_RULES",
@@ -48,15 +49,22 @@ GENERIC_RULES: tuple[PolicyRule, ...] = (
 )
 """What the JobController needs whatever the kinds: owned pods and services, and Events."""
 
+
+def _owned_rule(resource: Resource) -> PolicyRule:
+    return PolicyRule(api_groups=(resource.group,), resources=(resource.plural,), verbs=_OWN)
+
+
 GANG_RULES: dict[str, tuple[PolicyRule, ...]] = {
-    "volcano": (
-        PolicyRule(api_groups=("scheduling.volcano.sh",), resources=("podgroups",), verbs=_OWN),
-        PolicyRule(api_groups=("scheduling.k8s.io",), resources=("priorityclasses",), verbs=_READ),
-    ),
-    "scheduler-plugins": (
-        PolicyRule(api_groups=("scheduling.x-k8s.io",), resources=("podgroups",), verbs=_OWN),
-        PolicyRule(api_groups=("scheduling.k8s.io",), resources=("priorityclasses",), verbs=_READ),
-    ),
+    scheduler.name: (
+        _owned_rule(scheduler.podgroups),
+        PolicyRule(
+            api_groups=(PRIORITYCLASSES.group,),
+            resources=(PRIORITYCLASSES.plural,),
+            verbs=_READ,
+        ),
+    )
+    for scheduler in map(scheduler_for, (VOLCANO, SCHEDULER_PLUGINS))
+    if scheduler is not None
 }
 """The extra rules of each gang scheduler."""
 
@@ -80,10 +88,6 @@ def _kind_rules(resource: CustomResource) -> list[PolicyRule]:
             api_groups=group, resources=(f"{resource.plural}/finalizers",), verbs=("update",)
         ),
     ]
-
-
-def _owned_rule(resource: Resource) -> PolicyRule:
-    return PolicyRule(api_groups=(resource.group,), resources=(resource.plural,), verbs=_OWN)
 
 
 def cluster_role_rules(

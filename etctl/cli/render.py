@@ -24,11 +24,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
 from etctl._version import __version__
 from etctl.cli.rbac import LEADER_ELECTION_RULES, cluster_role_rules, rule_to_dict
-from etctl.common.crd import CustomResource, crd_manifest, render_manifests
+from etctl.common.crd import CustomResource, crd_manifest, dump_yaml, render_manifests
 from etctl.common.plugin import JobPlugin
 
 __all__ = ["DEFAULT_IMAGE", "ManifestOptions", "render", "render_stream"]
@@ -60,17 +58,8 @@ class ManifestOptions:
     jobs: tuple[str, ...] = ()
 
 
-class _Dumper(yaml.SafeDumper):
-    """Plain YAML: no anchors or aliases (many tools read these files)."""
-
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
-
-
 def _dump(*documents: dict[str, Any]) -> str:
-    return _HEADER + "".join(
-        "---\n" + yaml.dump(doc, Dumper=_Dumper, sort_keys=True, width=100) for doc in documents
-    )
+    return _HEADER + "".join("---\n" + dump_yaml(doc) for doc in documents)
 
 
 def _labels(component: str = "operator") -> dict[str, str]:
@@ -248,17 +237,38 @@ def _crds(plugins: Sequence[JobPlugin[Any]]) -> list[CustomResource]:
     return [seen[name] for name in sorted(seen)]
 
 
+def _documents(
+    plugins: Sequence[JobPlugin[Any]], options: ManifestOptions
+) -> list[tuple[str, dict[str, Any]]]:
+    """Every document but the kustomization, with its file, in apply order.
+
+    The order is namespace, CRDs, RBAC, operator; a CRD's file is named as the CRD generator
+    names it (``crds/<group>_<plural>.yaml``).
+    """
+    return [
+        (
+            "namespace.yaml",
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(options.namespace)},
+        ),
+        *(
+            (f"crds/{resource.group}_{resource.plural}.yaml", crd_manifest(resource))
+            for resource in _crds(plugins)
+        ),
+        *_rbac(plugins, options).items(),
+        ("manager/deployment.yaml", _deployment(options)),
+        ("manager/metrics-service.yaml", _metrics_service(options)),
+    ]
+
+
 def render(plugins: Sequence[JobPlugin[Any]], options: ManifestOptions) -> dict[str, str]:
     """Every file of the kustomize tree, by path relative to the tree's root, sorted."""
+    # The CRD files are written exactly as the CRD generator writes them, with its header.
     files: dict[str, str] = {
         f"crds/{name}": text for name, text in render_manifests(_crds(plugins)).items()
     }
-    files["namespace.yaml"] = _dump(
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(options.namespace)}
+    files.update(
+        {path: _dump(doc) for path, doc in _documents(plugins, options) if path not in files}
     )
-    files.update({path: _dump(doc) for path, doc in _rbac(plugins, options).items()})
-    files["manager/deployment.yaml"] = _dump(_deployment(options))
-    files["manager/metrics-service.yaml"] = _dump(_metrics_service(options))
     resources = ["namespace.yaml", *sorted(p for p in files if p != "namespace.yaml")]
     files["kustomization.yaml"] = _dump(
         {
@@ -273,11 +283,4 @@ def render(plugins: Sequence[JobPlugin[Any]], options: ManifestOptions) -> dict[
 
 def render_stream(plugins: Sequence[JobPlugin[Any]], options: ManifestOptions) -> str:
     """All documents in one YAML stream, in apply order: namespace, CRDs, RBAC, operator."""
-    documents: list[dict[str, Any]] = [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(options.namespace)}
-    ]
-    documents.extend(crd_manifest(resource) for resource in _crds(plugins))
-    documents.extend(_rbac(plugins, options).values())
-    documents.append(_deployment(options))
-    documents.append(_metrics_service(options))
-    return _dump(*documents)
+    return _dump(*(doc for _, doc in _documents(plugins, options)))

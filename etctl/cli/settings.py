@@ -29,6 +29,7 @@ from etctl.cli.values import (
     parse_object_name,
     parse_positive_int,
 )
+from etctl.common.gang import SCHEDULER_PLUGINS, VOLCANO
 
 __all__ = [
     "GANG_SCHEDULERS",
@@ -40,7 +41,7 @@ __all__ = [
     "settings_from",
 ]
 
-GANG_SCHEDULERS = ("", "volcano", "scheduler-plugins")
+GANG_SCHEDULERS = ("", VOLCANO, SCHEDULER_PLUGINS)
 """Accepted values of ``--gang-scheduler`` (empty: no gang scheduling)."""
 
 LogFormat = Literal["json", "console"]
@@ -187,7 +188,7 @@ def _option(field: str, parse: Callable[[str], Any], help_text: str, **kwargs: A
 OPTIONS: tuple[Option, ...] = (
     _option(
         "jobs",
-        parse_list,
+        _text,
         "job plugins to enable, by name (repeatable or comma-separated)",
         metavar="NAME",
         default_help="every installed plugin",
@@ -328,11 +329,7 @@ class _Parsed(argparse.Action):
 def _parse_all(option: Option, raw: str) -> Any:
     if not option.repeatable:
         return option.parse(raw)
-    values: list[Any] = []
-    for item in parse_list(raw):
-        parsed = option.parse(item)
-        values.extend(parsed if isinstance(parsed, list) else [parsed])
-    return values
+    return [option.parse(item) for item in parse_list(raw)]
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:

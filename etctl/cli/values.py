@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 
-from etctl.common.validation import is_dns1123_label
+from etctl.common.validation import is_dns1123_label, is_dns1123_subdomain
 
 __all__ = [
     "parse_bind_address",
@@ -25,7 +25,6 @@ __all__ = [
     "parse_positive_int",
 ]
 
-_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _TRUE = frozenset({"1", "t", "true", "y", "yes", "on"})
 _FALSE = frozenset({"0", "f", "false", "n", "no", "off"})
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|s|m|h)")
@@ -117,7 +116,7 @@ def parse_namespace(text: str) -> str:
 def parse_object_name(text: str) -> str:
     """An object name (a DNS-1123 subdomain: labels joined by dots, at most 253 characters)."""
     value = text.strip()
-    if len(value) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(value):
+    if not is_dns1123_subdomain(value):
         msg = (
             f"{text!r} is not an object name (lower-case letters, digits, '-' and '.', "
             "at most 253 characters)"

@@ -24,6 +24,7 @@ __all__ = [
     "DNS1035_LABEL_MAX_LENGTH",
     "is_dns1035_label",
     "is_dns1123_label",
+    "is_dns1123_subdomain",
     "parse_problems",
     "validate_name",
     "validate_pod_template",
@@ -34,6 +35,8 @@ __all__ = [
 DNS1035_LABEL_MAX_LENGTH = 63
 _DNS1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 _DNS1123 = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_DNS1123_SUBDOMAIN_MAX_LENGTH = 253
 _QUANTITY = re.compile(QUANTITY_PATTERN)
 
 
@@ -45,6 +48,14 @@ def is_dns1035_label(value: str) -> bool:
 def is_dns1123_label(value: str) -> bool:
     """True for a DNS-1123 label: lower-case alphanumerics and '-', <= 63 (container names)."""
     return len(value) <= DNS1035_LABEL_MAX_LENGTH and _DNS1123.fullmatch(value) is not None
+
+
+def is_dns1123_subdomain(value: str) -> bool:
+    """True for a DNS-1123 subdomain: DNS-1123 labels joined by '.', <= 253 (object names)."""
+    return (
+        len(value) <= _DNS1123_SUBDOMAIN_MAX_LENGTH
+        and _DNS1123_SUBDOMAIN.fullmatch(value) is not None
+    )
 
 
 def parse_problems(error: ValidationError) -> list[str]:

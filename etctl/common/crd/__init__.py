@@ -22,6 +22,7 @@ from etctl.common.crd.cli import main
 from etctl.common.crd.files import (
     check_manifests,
     discover_resources,
+    dump_yaml,
     render_manifests,
     write_manifests,
 )
@@ -44,6 +45,7 @@ __all__ = [
     "check_manifests",
     "crd_manifest",
     "discover_resources",
+    "dump_yaml",
     "main",
     "openapi_schema",
     "render_manifests",

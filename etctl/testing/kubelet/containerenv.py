@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from etctl.runtime.objects import ObjectView, meta
+from etctl.testing.apiserver.strategy import mapping
 from etctl.testing.kubelet.volumes import Lookup, field_value, resource_value
 
 __all__ = ["ConfigError", "container_env", "references"]
@@ -39,10 +40,6 @@ class ConfigError(Exception):
     """The container cannot be configured (``CreateContainerConfigError``)."""
 
 
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
 def _expand(value: str, defined: Mapping[str, str]) -> str:
     def replace(match: re.Match[str]) -> str:
         if match.group(0) == "$$":
@@ -57,22 +54,22 @@ def references(container: Mapping[str, Any]) -> set[tuple[str, str]]:
     """The ``(kind, name)`` ConfigMaps and Secrets a container's environment reads."""
     found: set[tuple[str, str]] = set()
     for source in container.get("envFrom") or []:
-        entry = _mapping(source)
-        if _mapping(entry.get("configMapRef")).get("name"):
+        entry = mapping(source)
+        if mapping(entry.get("configMapRef")).get("name"):
             found.add(("configmap", str(entry["configMapRef"]["name"])))
-        if _mapping(entry.get("secretRef")).get("name"):
+        if mapping(entry.get("secretRef")).get("name"):
             found.add(("secret", str(entry["secretRef"]["name"])))
     for variable in container.get("env") or []:
-        value_from = _mapping(_mapping(variable).get("valueFrom"))
-        if _mapping(value_from.get("configMapKeyRef")).get("name"):
+        value_from = mapping(mapping(variable).get("valueFrom"))
+        if mapping(value_from.get("configMapKeyRef")).get("name"):
             found.add(("configmap", str(value_from["configMapKeyRef"]["name"])))
-        if _mapping(value_from.get("secretKeyRef")).get("name"):
+        if mapping(value_from.get("secretKeyRef")).get("name"):
             found.add(("secret", str(value_from["secretKeyRef"]["name"])))
     return found
 
 
 def _values(kind: str, obj: ObjectView) -> dict[str, str]:
-    data = _mapping(obj.get("data"))
+    data = mapping(obj.get("data"))
     if kind == "configmap":
         return {str(k): str(v) for k, v in data.items()}
     out = {}
@@ -104,10 +101,10 @@ def _key_ref(kind: str, ref: Mapping[str, Any], namespace: str, lookup: Lookup) 
 
 def _env_from(container: Mapping[str, Any], lookup: Lookup, env: dict[str, str]) -> None:
     for source in container.get("envFrom") or []:
-        entry = _mapping(source)
+        entry = mapping(source)
         prefix = str(entry.get("prefix") or "")
         for kind, key in (("configmap", "configMapRef"), ("secret", "secretRef")):
-            ref = _mapping(entry.get(key))
+            ref = mapping(entry.get(key))
             if not ref:
                 continue
             name = str(ref.get("name") or "")
@@ -128,14 +125,14 @@ def _value_from(
     lookup: Lookup,
 ) -> str | None:
     if source.get("fieldRef"):
-        return field_value(pod, str(_mapping(source["fieldRef"]).get("fieldPath") or ""))
+        return field_value(pod, str(mapping(source["fieldRef"]).get("fieldPath") or ""))
     if source.get("resourceFieldRef"):
         name = str(container.get("name") or "")
-        return resource_value(pod, _mapping(source["resourceFieldRef"]), name)
+        return resource_value(pod, mapping(source["resourceFieldRef"]), name)
     if source.get("configMapKeyRef"):
-        return _key_ref("configmap", _mapping(source["configMapKeyRef"]), namespace, lookup)
+        return _key_ref("configmap", mapping(source["configMapKeyRef"]), namespace, lookup)
     if source.get("secretKeyRef"):
-        return _key_ref("secret", _mapping(source["secretKeyRef"]), namespace, lookup)
+        return _key_ref("secret", mapping(source["secretKeyRef"]), namespace, lookup)
     return None
 
 
@@ -146,18 +143,18 @@ def container_env(pod: ObjectView, container: Mapping[str, Any], lookup: Lookup)
         ConfigError: a required ConfigMap, Secret or key is missing.
     """
     metadata = meta(pod)
-    spec = _mapping(pod.get("spec"))
+    spec = mapping(pod.get("spec"))
     namespace = str(metadata.get("namespace") or "")
     hostname = str(spec.get("hostname") or metadata.get("name") or "")
     # The kubernetes service variables are injected whatever enableServiceLinks says.
     env: dict[str, str] = {"PATH": _PATH, "HOSTNAME": hostname, "HOME": "/root", **_SERVICE}
     _env_from(container, lookup, env)
     for raw in container.get("env") or []:
-        variable = _mapping(raw)
+        variable = mapping(raw)
         name = str(variable.get("name") or "")
         if not name:
             continue
-        source = _mapping(variable.get("valueFrom"))
+        source = mapping(variable.get("valueFrom"))
         if not source:
             env[name] = _expand(str(variable.get("value") or ""), env)
             continue

@@ -98,6 +98,9 @@ class ContainerRuntime:
         self.init = init
         self.pod_uid = pod_uid
         self.image = str(spec.get("image") or "")
+        # A container's image never changes: resolve its reference and digest once.
+        self.reference = normalize_image(self.image)
+        self.image_id = image_id(self.image)
         self.log_lines = log_lines
         self.state: State = "waiting"
         self.reason = "PodInitializing" if init else "ContainerCreating"
@@ -223,8 +226,8 @@ class ContainerRuntime:
             "lastState": {"terminated": self.last.status()} if self.last else {},
             "ready": self.ready,
             "restartCount": self.restarts,
-            "image": normalize_image(self.image),
-            "imageID": image_id(self.image) if self.runs else "",
+            "image": self.reference,
+            "imageID": self.image_id if self.runs else "",
             "started": self.state == "running",
         }
         if self.runs:

@@ -14,11 +14,11 @@ Containers of an ended pod that never ran are reported ``terminated`` with
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from etctl.runtime.objects import meta
+from etctl.testing.apiserver.strategy import mapping
 from etctl.testing.kubelet.containers import ContainerRuntime
 from etctl.testing.kubelet.podstatus import Terminal
 
@@ -41,10 +41,6 @@ _DEADLINE = "Pod was active on the node longer than the specified deadline"
 
 def _parse_time(text: str) -> datetime:
     return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
 
 
 def check_deletion(worker: PodWorker, mono: float) -> bool:
@@ -121,7 +117,7 @@ def eviction_message(worker: PodWorker) -> str:
     """The kubelet's message for a memory-pressure eviction of the pod."""
     parts = [_LOW_MEMORY]
     for container in worker.containers:
-        requests = _mapping(_mapping(container.spec.get("resources")).get("requests"))
+        requests = mapping(mapping(container.spec.get("resources")).get("requests"))
         request = str(requests.get("memory") or "0")
         parts.append(
             f"Container {container.name} was using 512Mi, request is {request}, "

@@ -14,7 +14,6 @@ terminating, say) is dropped, as the real recorder drops it.
 
 from __future__ import annotations
 
-import copy
 import itertools
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -124,9 +123,7 @@ class EventRecorder:
         except ApiError:
             del self._recent[key]
             return False
-        updated = copy.deepcopy(current)
-        updated["count"] = int(current.get("count") or 1) + 1
-        updated["lastTimestamp"] = now
+        updated = {**current, "count": int(current.get("count") or 1) + 1, "lastTimestamp": now}
         self._storage.update(EVENTS, updated, namespace=event_namespace)
         self._recent.move_to_end(key)
         return True

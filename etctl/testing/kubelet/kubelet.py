@@ -103,7 +103,7 @@ class Kubelet(PodAccess):
             admit=self._admit,
             volumes_ready=self._volumes_ready,
             run_init=self._run_init,
-            check_config=self._check_config,
+            container_env=self._container_env,
         )
         self._pods = PodTable(self.storage.store)
         self._schedule = True
@@ -306,11 +306,15 @@ class Kubelet(PodAccess):
     def _volumes_ready(self, worker: PodWorker) -> bool:
         return self.sandboxes is None or self.sandboxes.volumes_ready(worker)
 
-    def _run_init(self, worker: PodWorker, container: ContainerRuntime) -> InitResult | None:
-        return None if self.sandboxes is None else self.sandboxes.run_init(worker, container)
+    def _run_init(
+        self, worker: PodWorker, container: ContainerRuntime, env: Mapping[str, str]
+    ) -> InitResult | None:
+        if self.sandboxes is None:
+            return None
+        return self.sandboxes.run_init(worker, container, env)
 
-    def _check_config(self, worker: PodWorker, container: ContainerRuntime) -> str | None:
-        return None if self.sandboxes is None else self.sandboxes.check_config(worker, container)
+    def _container_env(self, worker: PodWorker, container: ContainerRuntime) -> dict[str, str]:
+        return {} if self.sandboxes is None else self.sandboxes.container_env(worker, container)
 
     # -- public actions -------------------------------------------------------------------------
 

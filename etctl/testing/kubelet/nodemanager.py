@@ -21,14 +21,13 @@ from etctl.runtime.objects import uid
 from etctl.runtime.resources import LEASES, NODES
 from etctl.testing.apiserver.storage import Storage
 from etctl.testing.kubelet.events import EventRecorder, Source
-from etctl.testing.kubelet.nodes import SimNode
+from etctl.testing.kubelet.nodes import UNREACHABLE, SimNode
 
 __all__ = ["NODE_STATUS_INTERVAL", "UNREACHABLE", "NodeManager"]
 
 log = get_logger(__name__)
 
 NODE_STATUS_INTERVAL = 300.0
-UNREACHABLE = "node.kubernetes.io/unreachable"
 _LEASES = "kube-node-lease"
 
 
@@ -87,9 +86,8 @@ class NodeManager:
             )
         except AlreadyExists:
             current = self._storage.get(NODES, node.name)
-            updated = copy.deepcopy(current)
             previous = (current.get("status") or {}).get("conditions")
-            updated["status"] = node.status(stamp, previous)
+            updated = {**current, "status": node.status(stamp, previous)}
             created = self._storage.update(NODES, updated, subresource="status")
         self._uids[node.name] = uid(created)
         self._renew_lease(node)
@@ -148,9 +146,8 @@ class NodeManager:
             else:
                 updated.setdefault("spec", {}).pop("taints", None)
             current = self._storage.update(NODES, updated)
-        updated = copy.deepcopy(current)
         previous = (current.get("status") or {}).get("conditions")
-        updated["status"] = node.status(stamp, previous)
+        updated = {**current, "status": node.status(stamp, previous)}
         self._storage.update(NODES, updated, subresource="status")
 
     def fail(self, name: str) -> bool:

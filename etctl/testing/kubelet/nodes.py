@@ -20,11 +20,12 @@ from typing import Any
 from etctl.runtime.objects import KubeObject
 from etctl.testing.kubelet.config import NodeConfig
 
-__all__ = ["KUBELET_VERSION", "SimNode", "microtime"]
+__all__ = ["KUBELET_VERSION", "UNREACHABLE", "SimNode", "microtime"]
 
 KUBELET_VERSION = "v1.32.0"
 _RUNTIME_VERSION = "containerd://1.7.24"
-_UNREACHABLE = "node.kubernetes.io/unreachable"
+UNREACHABLE = "node.kubernetes.io/unreachable"
+"""The taint of a node the control plane cannot reach."""
 
 _CONDITIONS = (
     (
@@ -117,10 +118,8 @@ class SimNode:
         """The configured taints, plus the unreachable ones while failed."""
         taints = [dict(t) for t in self.config.taints]
         if self.failed:
-            taints.append(
-                {"key": _UNREACHABLE, "effect": "NoSchedule", "timeAdded": self.failed_at}
-            )
-            taints.append({"key": _UNREACHABLE, "effect": "NoExecute", "timeAdded": self.failed_at})
+            taints.append({"key": UNREACHABLE, "effect": "NoSchedule", "timeAdded": self.failed_at})
+            taints.append({"key": UNREACHABLE, "effect": "NoExecute", "timeAdded": self.failed_at})
         return taints
 
     def conditions(self, heartbeat: str, previous: list[Any] | None = None) -> list[dict[str, Any]]:

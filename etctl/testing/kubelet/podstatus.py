@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from etctl.testing.apiserver.strategy import mapping
 from etctl.testing.kubelet.containers import ContainerRuntime
 
 if TYPE_CHECKING:
@@ -45,10 +46,6 @@ class PodView:
     terminal: Terminal | None
     readiness_gates: Sequence[str]
     disruption: tuple[str, str] | None = None
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
 
 
 def pod_phase(view: PodView) -> str:
@@ -209,7 +206,7 @@ def _gated_ready(
 def _view(worker: PodWorker) -> PodView:
     """What the status rendering needs."""
     gates = [
-        str(_mapping(g).get("conditionType") or "") for g in worker.spec.get("readinessGates") or []
+        str(mapping(g).get("conditionType") or "") for g in worker.spec.get("readinessGates") or []
     ]
     return PodView(
         restart_policy=worker.restart_policy,
@@ -225,7 +222,7 @@ def _view(worker: PodWorker) -> PodView:
 
 def render_status(worker: PodWorker) -> dict[str, Any]:
     """The status the kubelet writes for a pod worker's state."""
-    current = _mapping(worker.pod.get("status"))
+    current = mapping(worker.pod.get("status"))
     existing = [c for c in current.get("conditions") or [] if isinstance(c, Mapping)]
     view = _view(worker)
     status: dict[str, Any] = {"phase": pod_phase(view)}

@@ -24,18 +24,19 @@ Invariant: once :attr:`PodWorker.terminal` is set, no container starts again.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from etctl.errors import ApiError
 from etctl.log import get_logger
+from etctl.runtime import objects
 from etctl.runtime.clock import Clock
-from etctl.runtime.objects import KubeObject, ObjectView, meta
+from etctl.runtime.objects import KubeObject, ObjectView
 from etctl.runtime.resources import PODS
 from etctl.testing.apiserver.deletion import DeleteOptions
 from etctl.testing.apiserver.storage import Storage
+from etctl.testing.apiserver.strategy import mapping
 from etctl.testing.kubelet.behaviour import Behaviour, Policy, resolve_behaviour
 from etctl.testing.kubelet.containers import ContainerRuntime
 from etctl.testing.kubelet.endings import (
@@ -62,10 +63,6 @@ __all__ = ["InitResult", "InitRunner", "PodWorker", "WorkerEnv"]
 log = get_logger(__name__)
 
 
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
 @dataclass(frozen=True, slots=True)
 class InitResult:
     """What running an init container's command gave: exit code and output."""
@@ -78,8 +75,10 @@ class InitResult:
 class InitRunner(Protocol):
     """Runs an init container's command for real (a shell command in the pod sandbox)."""
 
-    def __call__(self, worker: PodWorker, container: ContainerRuntime) -> InitResult | None:
-        """The result, or None when the command is not one that can be run."""
+    def __call__(
+        self, worker: PodWorker, container: ContainerRuntime, env: Mapping[str, str]
+    ) -> InitResult | None:
+        """The result of running it with ``env``, or None when it is not a command that can run."""
         ...
 
 
@@ -96,8 +95,9 @@ class WorkerEnv:
         admit: returns ``(reason, message)`` when the node rejects the pod, else None.
         volumes_ready: True once the pod's volumes can be set up (records why not otherwise).
         run_init: runs init container commands for real, when set.
-        check_config: the ``CreateContainerConfigError`` message of a container whose
-            environment cannot be built, else None.
+        container_env: the environment a container starts with; raises
+            :class:`~etctl.testing.kubelet.containerenv.ConfigError` (the
+            ``CreateContainerConfigError`` message) when it cannot be built.
     """
 
     storage: Storage
@@ -108,7 +108,7 @@ class WorkerEnv:
     admit: Callable[[PodWorker], tuple[str, str] | None]
     volumes_ready: Callable[[PodWorker], bool]
     run_init: InitRunner | None = None
-    check_config: Callable[[PodWorker, ContainerRuntime], str | None] | None = None
+    container_env: Callable[[PodWorker, ContainerRuntime], Mapping[str, str]] | None = None
 
 
 class PodWorker:
@@ -121,14 +121,13 @@ class PodWorker:
     """
 
     def __init__(self, pod: ObjectView, node: SimNode, env: WorkerEnv) -> None:
-        metadata = meta(pod)
-        self.uid = str(metadata.get("uid") or "")
-        self.namespace = str(metadata.get("namespace") or "")
-        self.name = str(metadata.get("name") or "")
+        self.uid = objects.uid(pod)
+        self.namespace = objects.namespace(pod)
+        self.name = objects.name(pod)
         self.node = node
         self.env = env
         self.pod: ObjectView = pod
-        spec = _mapping(pod.get("spec"))
+        spec = mapping(pod.get("spec"))
         self.inits = [
             ContainerRuntime(dict(c), pod_uid=self.uid, init=True, log_lines=env.log_lines)
             for c in spec.get("initContainers") or []
@@ -167,7 +166,7 @@ class PodWorker:
     @property
     def spec(self) -> Mapping[str, Any]:
         """The pod's spec."""
-        return _mapping(self.pod.get("spec"))
+        return mapping(self.pod.get("spec"))
 
     @property
     def restart_policy(self) -> str:
@@ -417,8 +416,8 @@ class PodWorker:
         status = self.status()
         if status == self.pod.get("status"):
             return
-        updated: KubeObject = copy.deepcopy(dict(self.pod))
-        updated["status"] = status
+        # The server copies the body it admits, so a shallow copy with the new status suffices.
+        updated: KubeObject = {**self.pod, "status": status}
         try:
             self.pod = self.env.storage.update(
                 PODS, updated, namespace=self.namespace, subresource="status"

@@ -23,16 +23,14 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from etctl.runtime.objects import ObjectView, meta
+from etctl.runtime import objects
+from etctl.runtime.objects import ObjectView
+from etctl.testing.apiserver.strategy import mapping
 from etctl.testing.kubelet.shell.fs import join
 from etctl.testing.kubelet.vfs import ContainerFS, FileMeta, Mount
 from etctl.testing.kubelet.volumes import Lookup, MountError, VolumeFiles, materialise, sources
 
 __all__ = ["PodSandbox"]
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
 
 
 class PodSandbox:
@@ -45,11 +43,10 @@ class PodSandbox:
     """
 
     def __init__(self, root: Path, pod: ObjectView, *, now: Callable[[], datetime]) -> None:
-        metadata = meta(pod)
         self.pod = pod
-        self.namespace = str(metadata.get("namespace") or "")
-        self.name = str(metadata.get("name") or "")
-        self.uid = str(metadata.get("uid") or "")
+        self.namespace = objects.namespace(pod)
+        self.name = objects.name(pod)
+        self.uid = objects.uid(pod)
         self.dir = root / f"{self.namespace}_{self.name}_{self.uid}"
         self.meta = FileMeta(now)
         self._files = VolumeFiles()
@@ -59,8 +56,8 @@ class PodSandbox:
     @property
     def volumes(self) -> dict[str, Mapping[str, Any]]:
         """The pod's volumes by name."""
-        found = _mapping(self.pod.get("spec")).get("volumes") or []
-        return {str(_mapping(v).get("name")): _mapping(v) for v in found if _mapping(v).get("name")}
+        found = mapping(self.pod.get("spec")).get("volumes") or []
+        return {str(mapping(v).get("name")): mapping(v) for v in found if mapping(v).get("name")}
 
     def volume_dir(self, name: str) -> Path:
         """The host directory of a volume."""
@@ -133,7 +130,7 @@ class PodSandbox:
             self._skeleton(root)
         mounts: list[Mount] = []
         for raw in container.get("volumeMounts") or []:
-            mount = _mapping(raw)
+            mount = mapping(raw)
             volume = str(mount.get("name") or "")
             path = join("/", str(mount.get("mountPath") or "/"))
             source = self.volume_dir(volume)
@@ -157,9 +154,9 @@ class PodSandbox:
 
     def _skeleton(self, root: Path) -> None:
         """The files a container image and the runtime provide."""
-        spec = _mapping(self.pod.get("spec"))
+        spec = mapping(self.pod.get("spec"))
         hostname = str(spec.get("hostname") or self.name)
-        ip = str(_mapping(self.pod.get("status")).get("podIP") or "127.0.0.1")
+        ip = str(mapping(self.pod.get("status")).get("podIP") or "127.0.0.1")
         for directory in ("etc", "tmp", "root", "bin", "var", "dev", "proc"):
             (root / directory).mkdir(parents=True, exist_ok=True)
         self.meta.set_mode(root / "tmp", 0o1777)
@@ -182,6 +179,6 @@ def _uses_pod_fields(volume: Mapping[str, Any]) -> bool:
     if volume.get("downwardAPI"):
         return True
     return any(
-        _mapping(source).get("downwardAPI")
-        for source in _mapping(volume.get("projected")).get("sources") or []
+        mapping(source).get("downwardAPI")
+        for source in mapping(volume.get("projected")).get("sources") or []
     )

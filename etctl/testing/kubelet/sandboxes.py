@@ -27,6 +27,7 @@ from typing import Any
 from etctl.runtime.clock import Clock
 from etctl.runtime.objects import ObjectView
 from etctl.testing.apiserver.store import Store
+from etctl.testing.apiserver.strategy import mapping
 from etctl.testing.kubelet.containerenv import ConfigError, container_env, references
 from etctl.testing.kubelet.containers import ContainerRuntime
 from etctl.testing.kubelet.podworker import InitResult, PodWorker
@@ -38,10 +39,6 @@ __all__ = ["SHELLS", "Sandboxes"]
 
 SHELLS = frozenset({"sh", "bash", "ash", "dash"})
 _KINDS = {"configmap": ("", "configmaps"), "secret": ("", "secrets")}
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
 
 
 class Sandboxes:
@@ -127,7 +124,7 @@ class Sandboxes:
 
     def pod_changed(self, pod: ObjectView) -> None:
         """A pod's metadata changed: refresh its downward-API volumes."""
-        metadata = _mapping(pod.get("metadata"))
+        metadata = mapping(pod.get("metadata"))
         sandbox = self._pods.get(str(metadata.get("uid") or ""))
         if sandbox is not None:
             sandbox.refresh(self.lookup(sandbox.namespace), pod)
@@ -151,30 +148,38 @@ class Sandboxes:
 
     # -- running things -------------------------------------------------------------------------
 
-    def check_config(self, worker: PodWorker, container: ContainerRuntime) -> str | None:
-        """The ``CreateContainerConfigError`` message for a container, or None."""
-        try:
-            container_env(worker.pod, container.spec, self.lookup(worker.namespace))
-        except ConfigError as exc:
-            return str(exc)
-        return None
+    def container_env(self, worker: PodWorker, container: ContainerRuntime) -> dict[str, str]:
+        """The environment ``container`` of the worker's pod starts with.
+
+        Raises:
+            ConfigError: a required ConfigMap, Secret or key is missing
+                (``CreateContainerConfigError``).
+        """
+        return container_env(worker.pod, container.spec, self.lookup(worker.namespace))
 
     def uses(self, worker: PodWorker, kind: str, name: str) -> bool:
         """True when the worker's volumes or environments read ``(kind, name)``."""
         if any((kind, name) in references(c.spec) for c in worker.all_containers()):
             return True
-        volumes = _mapping(worker.pod.get("spec")).get("volumes") or []
-        return any((kind, name) in sources(_mapping(v)) for v in volumes)
+        volumes = mapping(worker.pod.get("spec")).get("volumes") or []
+        return any((kind, name) in sources(mapping(v)) for v in volumes)
 
-    def shell(self, worker: PodWorker, container: ContainerRuntime) -> Shell:
-        """A shell running as ``container`` of the worker's pod."""
+    def shell(
+        self,
+        worker: PodWorker,
+        container: ContainerRuntime,
+        *,
+        env: Mapping[str, str] | None = None,
+    ) -> Shell:
+        """A shell running as ``container`` of the worker's pod, with ``env`` when given."""
         sandbox = self.for_worker(worker)
         sandbox.pod = worker.pod
-        try:
-            env = container_env(worker.pod, container.spec, self.lookup(worker.namespace))
-        except ConfigError:
-            env = {}
-        spec = _mapping(worker.pod.get("spec"))
+        if env is None:
+            try:
+                env = self.container_env(worker, container)
+            except ConfigError:
+                env = {}
+        spec = mapping(worker.pod.get("spec"))
         return Shell(
             sandbox.container_fs(container.spec),
             env=env,
@@ -183,12 +188,17 @@ class Sandboxes:
             now=self._clock.now,
         )
 
-    def run_init(self, worker: PodWorker, container: ContainerRuntime) -> InitResult | None:
-        """Run an init container's shell command in the sandbox (None: not a shell command)."""
+    def run_init(
+        self, worker: PodWorker, container: ContainerRuntime, env: Mapping[str, str]
+    ) -> InitResult | None:
+        """Run an init container's shell command in the sandbox (None: not a shell command).
+
+        The command runs with ``env``, the environment the container was started with.
+        """
         argv = command_line(container.spec)
         if not argv or posixpath.basename(argv[0]) not in SHELLS:
             return None
-        result = self.shell(worker, container).run_argv(argv)
+        result = self.shell(worker, container, env=env).run_argv(argv)
         return InitResult(result.exit_code, result.output, result.errors)
 
     def execute(

@@ -21,7 +21,6 @@ the message says what the real scheduler says when it finds no victims.
 
 from __future__ import annotations
 
-import copy
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from etctl.log import get_logger
 from etctl.runtime.objects import KubeObject, ObjectView, labels, meta, name, namespace, uid
 from etctl.runtime.resources import NODES, PODS
 from etctl.testing.apiserver.storage import Storage
+from etctl.testing.apiserver.strategy import mapping
 from etctl.testing.kubelet.events import EventRecorder, Source
 from etctl.testing.kubelet.quantity import Resources, pod_requests, resource_list
 
@@ -50,14 +50,10 @@ _NO_VICTIMS = "No preemption victims found for incoming pod"
 _NOT_HELPFUL = "Preemption is not helpful for scheduling"
 
 
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
 def tolerates(tolerations: Iterable[Any], taint: Mapping[str, Any]) -> bool:
     """True when one of ``tolerations`` tolerates ``taint`` (the real matching rules)."""
     for raw in tolerations:
-        toleration = _mapping(raw)
+        toleration = mapping(raw)
         effect = toleration.get("effect") or ""
         if effect and effect != taint.get("effect"):
             continue
@@ -107,20 +103,20 @@ def _term_matches(term: Mapping[str, Any], node: ObjectView) -> bool:
         return False
     node_labels = labels(node)
     node_fields = {"metadata.name": name(node)}
-    return all(_expression_matches(_mapping(e), node_labels) for e in expressions) and all(
-        _expression_matches(_mapping(f), node_fields) for f in fields
+    return all(_expression_matches(mapping(e), node_labels) for e in expressions) and all(
+        _expression_matches(mapping(f), node_fields) for f in fields
     )
 
 
 def node_matches(spec: Mapping[str, Any], node: ObjectView) -> bool:
     """``nodeSelector`` and required node affinity of a pod spec against a node."""
     node_labels = labels(node)
-    selector = _mapping(spec.get("nodeSelector"))
+    selector = mapping(spec.get("nodeSelector"))
     if any(node_labels.get(str(k)) != str(v) for k, v in selector.items()):
         return False
-    affinity = _mapping(_mapping(spec.get("affinity")).get("nodeAffinity"))
-    required = _mapping(affinity.get("requiredDuringSchedulingIgnoredDuringExecution"))
-    terms = [_mapping(t) for t in required.get("nodeSelectorTerms") or []]
+    affinity = mapping(mapping(spec.get("affinity")).get("nodeAffinity"))
+    required = mapping(affinity.get("requiredDuringSchedulingIgnoredDuringExecution"))
+    terms = [mapping(t) for t in required.get("nodeSelectorTerms") or []]
     return "nodeSelectorTerms" not in required or any(_term_matches(t, node) for t in terms)
 
 
@@ -169,38 +165,37 @@ class Scheduler:
 
     def serves(self, pod: ObjectView) -> bool:
         """True when the pod is this scheduler's to place."""
-        spec = _mapping(pod.get("spec"))
+        spec = mapping(pod.get("spec"))
         if spec.get("nodeName") or meta(pod).get("deletionTimestamp"):
             return False
-        if _mapping(pod.get("status")).get("phase", "Pending") != "Pending":
+        if mapping(pod.get("status")).get("phase", "Pending") != "Pending":
             return False
         return self._names is None or str(spec.get("schedulerName") or "") in self._names
 
     def schedule(self) -> int:
         """One pass over the pending pods; returns how many were bound."""
         pods = self._storage.list(PODS).items
+        pending = [pod for pod in pods if self.serves(pod)]
+        if not pending:
+            # Nothing to place: skip reading the nodes and summing what runs on them.
+            self._reported.clear()
+            return 0
         nodes = sorted(self._storage.list(NODES).items, key=name)
         states = {
-            name(n): _NodeState(n, resource_list(_mapping(n.get("status")).get("allocatable")))
+            name(n): _NodeState(n, resource_list(mapping(n.get("status")).get("allocatable")))
             for n in nodes
         }
-        pending: list[ObjectView] = []
         for pod in pods:
-            spec = _mapping(pod.get("spec"))
-            node_name = str(spec.get("nodeName") or "")
-            if node_name:
-                state = states.get(node_name)
-                phase = _mapping(pod.get("status")).get("phase")
-                if state is not None and phase not in _TERMINAL:
-                    state.add(pod_requests(spec))
-            elif self.serves(pod):
-                pending.append(pod)
+            spec = mapping(pod.get("spec"))
+            state = states.get(str(spec.get("nodeName") or ""))
+            if state is not None and mapping(pod.get("status")).get("phase") not in _TERMINAL:
+                state.add(pod_requests(spec))
         live = {uid(p) for p in pending}
         for stale in [k for k in self._reported if k not in live]:
             del self._reported[stale]
         pending.sort(
             key=lambda p: (
-                -int(_mapping(p.get("spec")).get("priority") or 0),
+                -int(mapping(p.get("spec")).get("priority") or 0),
                 str(meta(p).get("creationTimestamp") or ""),
                 namespace(p),
                 name(p),
@@ -213,7 +208,7 @@ class Scheduler:
         return bound
 
     def _place(self, pod: ObjectView, states: dict[str, _NodeState]) -> bool:
-        spec = _mapping(pod.get("spec"))
+        spec = mapping(pod.get("spec"))
         requests = pod_requests(spec)
         feasible: list[_NodeState] = []
         verdicts: list[_Verdict] = []
@@ -253,12 +248,12 @@ class Scheduler:
         self, spec: Mapping[str, Any], requests: Resources, state: _NodeState
     ) -> _Verdict | None:
         node = state.node
-        node_spec = _mapping(node.get("spec"))
+        node_spec = mapping(node.get("spec"))
         tolerations = spec.get("tolerations") or []
         if node_spec.get("unschedulable") and not tolerates(tolerations, _UNSCHEDULABLE_TAINT):
             return _Verdict(("node(s) were unschedulable",), resolvable=False)
         for raw in node_spec.get("taints") or []:
-            taint = _mapping(raw)
+            taint = mapping(raw)
             if taint.get("effect") not in ("NoSchedule", "NoExecute"):
                 continue
             if not tolerates(tolerations, taint):
@@ -295,8 +290,8 @@ class Scheduler:
         self._recorder.record(pod, "Warning", "FailedScheduling", message, source=_SOURCE)
 
     def _write_condition(self, pod: ObjectView, message: str) -> None:
-        status = _mapping(pod.get("status"))
-        conditions = [_mapping(c) for c in status.get("conditions") or []]
+        status = mapping(pod.get("status"))
+        conditions = [mapping(c) for c in status.get("conditions") or []]
         for condition in conditions:
             if (
                 condition.get("type") == "PodScheduled"
@@ -304,7 +299,6 @@ class Scheduler:
                 and condition.get("message") == message
             ):
                 return
-        updated: KubeObject = copy.deepcopy(dict(pod))
         kept = [dict(c) for c in conditions if c.get("type") != "PodScheduled"]
         kept.append(
             {
@@ -316,7 +310,8 @@ class Scheduler:
                 "message": message,
             }
         )
-        updated.setdefault("status", {})["conditions"] = kept
+        # The server copies the body it admits: replace the status, leave the pod's parts alone.
+        updated: KubeObject = {**pod, "status": {**status, "conditions": kept}}
         try:
             self._storage.update(PODS, updated, namespace=namespace(pod), subresource="status")
         except ApiError as exc:
@@ -334,7 +329,7 @@ def unschedulable_message(pod: ObjectView, total: int, verdicts: list[_Verdict])
         preemption[_NO_VICTIMS if verdict.resolvable else _NOT_HELPFUL] += 1
     histogram = ", ".join(sorted(f"{count} {reason}" for reason, count in counts.items()))
     message = f"0/{total} nodes are available: {histogram}."
-    policy = _mapping(pod.get("spec")).get("preemptionPolicy")
+    policy = mapping(pod.get("spec")).get("preemptionPolicy")
     if policy == "Never":
         return f"{message} preemption: not eligible due to preemptionPolicy=Never."
     victims = ", ".join(sorted(f"{count} {reason}" for reason, count in preemption.items()))

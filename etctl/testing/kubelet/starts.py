@@ -20,7 +20,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from etctl.testing.kubelet.behaviour import Behaviour
-from etctl.testing.kubelet.containers import ContainerRuntime, normalize_image
+from etctl.testing.kubelet.containerenv import ConfigError
+from etctl.testing.kubelet.containers import ContainerRuntime
 
 if TYPE_CHECKING:
     from etctl.testing.kubelet.podworker import PodWorker
@@ -60,7 +61,7 @@ def exit_reason(code: int) -> str:
 def _pull(worker: PodWorker, container: ContainerRuntime, behaviour: Behaviour) -> None:
     image = container.image
     policy = container.spec.get("imagePullPolicy") or "IfNotPresent"
-    reference = normalize_image(image)
+    reference = container.reference
     if policy != "Always" and reference in worker.node.images:
         worker.event(
             "Normal", "Pulled", f'Container image "{image}" already present on machine', container
@@ -90,10 +91,13 @@ def try_start(worker: PodWorker, container: ContainerRuntime, mono: float) -> No
         _fail_start(worker, container, behaviour, mono)
         return
     _pull(worker, container, behaviour)
-    check = worker.env.check_config
-    problem = check(worker, container) if check is not None else None
-    if problem is not None:
+    build_env = worker.env.container_env
+    try:
+        # Built once: an init container's command runs with this environment below.
+        env = build_env(worker, container) if build_env is not None else {}
+    except ConfigError as exc:
         # Retried when a ConfigMap or Secret of the namespace changes (the kubelet unblocks it).
+        problem = str(exc)
         worker.event("Warning", "Failed", f"Error: {problem}", container)
         container.wait("CreateContainerConfigError", problem)
         container.blocked = True
@@ -116,7 +120,7 @@ def try_start(worker: PodWorker, container: ContainerRuntime, mono: float) -> No
         plans.append((mono + behaviour.oom_after, (137, "OOMKilled", "")))
     runner = worker.env.run_init
     if container.init and runner is not None:
-        result = runner(worker, container)
+        result = runner(worker, container, env)
         if result is not None:
             if result.stdout:
                 container.log.write(result.stdout, time=wall)
@@ -133,7 +137,7 @@ def _fail_start(
 ) -> None:
     reason = str(behaviour.fail_start)
     image = container.image
-    reference = normalize_image(image)
+    reference = container.reference
     if reason in ("ImagePullBackOff", "ErrImagePull"):
         detail = behaviour.fail_message or (
             f'failed to pull and unpack image "{reference}": failed to resolve reference '

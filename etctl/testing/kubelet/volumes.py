@@ -32,6 +32,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from etctl.runtime.objects import ObjectView, meta
+from etctl.testing.apiserver.strategy import mapping
 from etctl.testing.kubelet.quantity import parse_quantity
 from etctl.testing.kubelet.vfs import FileMeta
 
@@ -63,10 +64,6 @@ class VolumeFiles:
     written: dict[str, set[str]] = field(default_factory=dict)
 
 
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
 def _relative(path: str) -> PurePosixPath:
     """An item path, refused when absolute or climbing out with ``..``."""
     relative = PurePosixPath(path)
@@ -79,17 +76,17 @@ def _relative(path: str) -> PurePosixPath:
 def sources(volume: Mapping[str, Any]) -> set[tuple[str, str]]:
     """The ``(kind, name)`` ConfigMaps and Secrets a volume reads."""
     found: set[tuple[str, str]] = set()
-    config = _mapping(volume.get("configMap"))
+    config = mapping(volume.get("configMap"))
     if config.get("name"):
         found.add(("configmap", str(config["name"])))
-    secret = _mapping(volume.get("secret"))
+    secret = mapping(volume.get("secret"))
     if secret.get("secretName"):
         found.add(("secret", str(secret["secretName"])))
-    for source in _mapping(volume.get("projected")).get("sources") or []:
-        projected = _mapping(source)
-        if _mapping(projected.get("configMap")).get("name"):
+    for source in mapping(volume.get("projected")).get("sources") or []:
+        projected = mapping(source)
+        if mapping(projected.get("configMap")).get("name"):
             found.add(("configmap", str(projected["configMap"]["name"])))
-        if _mapping(projected.get("secret")).get("name"):
+        if mapping(projected.get("secret")).get("name"):
             found.add(("secret", str(projected["secret"]["name"])))
     return found
 
@@ -108,14 +105,14 @@ def _key_files(
         raise MountError(f'{kind} "{name}" not found')
     values: dict[str, bytes] = {}
     if kind == "configmap":
-        for key, value in _mapping(obj.get("data")).items():
+        for key, value in mapping(obj.get("data")).items():
             values[str(key)] = str(value).encode()
-        for key, value in _mapping(obj.get("binaryData")).items():
+        for key, value in mapping(obj.get("binaryData")).items():
             values[str(key)] = _decode(str(value))
     else:
-        for key, value in _mapping(obj.get("data")).items():
+        for key, value in mapping(obj.get("data")).items():
             values[str(key)] = _decode(str(value))
-    items = [_mapping(i) for i in spec.get("items") or []]
+    items = [mapping(i) for i in spec.get("items") or []]
     files: dict[str, tuple[bytes, int]] = {}
     if not items:
         for key, content in values.items():
@@ -150,8 +147,8 @@ def _quoted_lines(values: Mapping[str, Any]) -> str:
 def field_value(pod: ObjectView, path: str) -> str | None:
     """A downward-API ``fieldPath`` of the pod (None when it names nothing supported)."""
     metadata = meta(pod)
-    spec = _mapping(pod.get("spec"))
-    status = _mapping(pod.get("status"))
+    spec = mapping(pod.get("spec"))
+    status = mapping(pod.get("status"))
     simple = {
         "metadata.name": metadata.get("name"),
         "metadata.namespace": metadata.get("namespace"),
@@ -164,7 +161,7 @@ def field_value(pod: ObjectView, path: str) -> str | None:
     if path in simple:
         return str(simple[path] or "")
     for section in ("labels", "annotations"):
-        values = _mapping(metadata.get(section))
+        values = mapping(metadata.get(section))
         if path == f"metadata.{section}":
             return _quoted_lines(values)
         prefix = f"metadata.{section}['"
@@ -178,14 +175,14 @@ def resource_value(pod: ObjectView, ref: Mapping[str, Any], default_container: s
     wanted = str(ref.get("containerName") or default_container)
     resource = str(ref.get("resource") or "")
     section, _, name = resource.partition(".")
-    spec = _mapping(pod.get("spec"))
+    spec = mapping(pod.get("spec"))
     for container in spec.get("containers") or []:
-        if _mapping(container).get("name") != wanted:
+        if mapping(container).get("name") != wanted:
             continue
-        resources = _mapping(_mapping(container).get("resources"))
-        raw = _mapping(resources.get(section)).get(name)
+        resources = mapping(mapping(container).get("resources"))
+        raw = mapping(resources.get(section)).get(name)
         if raw is None and section == "requests":
-            raw = _mapping(resources.get("limits")).get(name)
+            raw = mapping(resources.get("limits")).get(name)
         if raw is None:
             return "0"
         divisor = parse_quantity(ref.get("divisor") or "1") or 1
@@ -199,12 +196,12 @@ def _downward(
 ) -> dict[str, tuple[bytes, int]]:
     files: dict[str, tuple[bytes, int]] = {}
     for item in items:
-        field_ref = _mapping(item.get("fieldRef"))
+        field_ref = mapping(item.get("fieldRef"))
         value: str | None
         if field_ref:
             value = field_value(pod, str(field_ref.get("fieldPath") or ""))
         else:
-            value = resource_value(pod, _mapping(item.get("resourceFieldRef")))
+            value = resource_value(pod, mapping(item.get("resourceFieldRef")))
         if value is None:
             continue
         mode = item.get("mode")
@@ -219,38 +216,38 @@ def _files(
     volume: Mapping[str, Any], pod: ObjectView, lookup: Lookup
 ) -> dict[str, tuple[bytes, int]] | None:
     """The files a volume holds, or None for a plain directory (emptyDir and the rest)."""
-    config = _mapping(volume.get("configMap"))
+    config = mapping(volume.get("configMap"))
     if config:
         mode = config.get("defaultMode")
         name = str(config.get("name") or "")
         default = int(mode) if isinstance(mode, int) else _DEFAULT_MODE
         return _key_files("configmap", config, lookup("configmap", name), name, default)
-    secret = _mapping(volume.get("secret"))
+    secret = mapping(volume.get("secret"))
     if secret:
         mode = secret.get("defaultMode")
         name = str(secret.get("secretName") or "")
         default = int(mode) if isinstance(mode, int) else _DEFAULT_MODE
         return _key_files("secret", secret, lookup("secret", name), name, default)
-    downward = _mapping(volume.get("downwardAPI"))
+    downward = mapping(volume.get("downwardAPI"))
     if downward:
         mode = downward.get("defaultMode")
         default = int(mode) if isinstance(mode, int) else _DEFAULT_MODE
-        return _downward(pod, [_mapping(i) for i in downward.get("items") or []], default)
-    projected = _mapping(volume.get("projected"))
+        return _downward(pod, [mapping(i) for i in downward.get("items") or []], default)
+    projected = mapping(volume.get("projected"))
     if projected:
         mode = projected.get("defaultMode")
         default = int(mode) if isinstance(mode, int) else _DEFAULT_MODE
         files: dict[str, tuple[bytes, int]] = {}
         for raw in projected.get("sources") or []:
-            source = _mapping(raw)
+            source = mapping(raw)
             for kind, key in (("configmap", "configMap"), ("secret", "secret")):
-                spec = _mapping(source.get(key))
+                spec = mapping(source.get(key))
                 if spec:
                     name = str(spec.get("name") or "")
                     files.update(_key_files(kind, spec, lookup(kind, name), name, default))
-            downward_source = _mapping(source.get("downwardAPI"))
+            downward_source = mapping(source.get("downwardAPI"))
             if downward_source:
-                items = [_mapping(i) for i in downward_source.get("items") or []]
+                items = [mapping(i) for i in downward_source.get("items") or []]
                 files.update(_downward(pod, items, default))
         return files
     return None
