@@ -238,12 +238,13 @@ def _crds(plugins: Sequence[JobPlugin[Any]]) -> list[CustomResource]:
 
 
 def _documents(
-    plugins: Sequence[JobPlugin[Any]], options: ManifestOptions
+    plugins: Sequence[JobPlugin[Any]], options: ManifestOptions, *, crds: bool = True
 ) -> list[tuple[str, dict[str, Any]]]:
     """Every document but the kustomization, with its file, in apply order.
 
     The order is namespace, CRDs, RBAC, operator; a CRD's file is named as the CRD generator
-    names it (``crds/<group>_<plural>.yaml``).
+    names it (``crds/<group>_<plural>.yaml``). ``crds=False`` leaves the CRDs out, for a caller
+    that renders them itself.
     """
     return [
         (
@@ -252,7 +253,7 @@ def _documents(
         ),
         *(
             (f"crds/{resource.group}_{resource.plural}.yaml", crd_manifest(resource))
-            for resource in _crds(plugins)
+            for resource in (_crds(plugins) if crds else ())
         ),
         *_rbac(plugins, options).items(),
         ("manager/deployment.yaml", _deployment(options)),
@@ -266,9 +267,7 @@ def render(plugins: Sequence[JobPlugin[Any]], options: ManifestOptions) -> dict[
     files: dict[str, str] = {
         f"crds/{name}": text for name, text in render_manifests(_crds(plugins)).items()
     }
-    files.update(
-        {path: _dump(doc) for path, doc in _documents(plugins, options) if path not in files}
-    )
+    files.update({path: _dump(doc) for path, doc in _documents(plugins, options, crds=False)})
     resources = ["namespace.yaml", *sorted(p for p in files if p != "namespace.yaml")]
     files["kustomization.yaml"] = _dump(
         {
