@@ -46,7 +46,7 @@ from etctl.common.pods import build_pod
 from etctl.common.restarts import FailureAction, failure_action, in_place_restarts
 from etctl.common.round import Round
 from etctl.common.services import finish_service
-from etctl.common.slots import ReplicaPods, fill, is_terminating
+from etctl.common.slots import ReplicaPods, fill, is_terminating, parse_indexes
 from etctl.common.status import ConditionChange
 from etctl.common.tracking import replica_key
 from etctl.errors import EtctlError
@@ -197,7 +197,8 @@ class ReplicaSync(Generic[JobT]):
         budget: int,
     ) -> int:
         """Create up to ``budget`` missing pods of ``rtype``; how many were attempted."""
-        completed = rnd.completed(rtype)
+        status = state.replica_statuses.get(rtype)
+        completed = parse_indexes(status.completed_indexes) if status else set()
         pending = [ref for ref in slots.missing if ref.index not in completed]
         if not pending or not rnd.judge or not self._gate_open(rnd, rtype, state):
             return 0

@@ -36,7 +36,7 @@ from etctl.common.api import (
 )
 from etctl.common.labels import replica_selector, replica_type_of, selector_string
 from etctl.common.plugin import JobSettings, JobState, PlansReplicas, ReplicaRef
-from etctl.common.slots import default_plan, is_terminating, parse_indexes
+from etctl.common.slots import default_plan, is_terminating
 from etctl.common.status import ConditionChange, StatusDelta, replica_statuses
 from etctl.errors import EtctlError
 from etctl.runtime import objects
@@ -232,11 +232,6 @@ class Round(Generic[JobT]):
             restarted=self.restarted_whole,
             suspended=self.job.run_policy().suspend,
         )
-
-    def completed(self, replica_type: str) -> set[int]:
-        """Indexes of the slots of ``replica_type`` whose pod succeeded (recorded or seen)."""
-        status = self.replica_statuses().get(replica_type)
-        return parse_indexes(status.completed_indexes if status else None)
 
     def state(self) -> JobState[JobT]:
         """What the plugin's hooks see: the world as the round leaves it so far."""
