@@ -43,7 +43,12 @@ from etctl.common.conditions import get_condition
 from etctl.common.control import ChildControl, ChildReader
 from etctl.common.plugin import Capabilities, JobPlugin, JobState, ReplicaRef
 from etctl.common.pods import build_pod
-from etctl.common.restarts import FailureAction, failure_action, in_place_restarts
+from etctl.common.restarts import (
+    FailureAction,
+    failure_action,
+    in_place_restarts,
+    restart_budget,
+)
 from etctl.common.round import Round
 from etctl.common.services import finish_service
 from etctl.common.slots import ReplicaPods, fill, is_terminating, parse_indexes
@@ -147,8 +152,8 @@ class ReplicaSync(Generic[JobT]):
                 return False
             if action is not FailureAction.RESTART:
                 continue
-            used = rnd.restart_count + sum(in_place_restarts(p) for p in rnd.live_pods())
-            if limit is not None and used >= limit:
+            budget = restart_budget(limit, rnd.restart_count, rnd.live_pods())
+            if budget is not None and budget <= 0:
                 rnd.fail(
                     "BackoffLimitExceeded",
                     f"{rnd.kind} {rnd.name} has failed because it reached its backoffLimit of "
