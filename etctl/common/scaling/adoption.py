@@ -30,6 +30,7 @@ from etctl.common.api import ConditionStatus, JobConditionType
 from etctl.common.conditions import get_condition, set_condition
 from etctl.common.scaling.api import ScaleIn, ScaleOut, latest_type
 from etctl.common.scaling.writes import GuardedWriter, Reader
+from etctl.common.slots import is_terminating
 from etctl.errors import Conflict, NotFound
 from etctl.log import get_logger
 from etctl.runtime import objects
@@ -117,7 +118,7 @@ class ScalerAdoption:
     async def reconcile(self, request: Request) -> Result:
         """Adopt one scaler, or report its missing job."""
         raw = await self._writer.read(self.scalers, request.namespace, request.name)
-        if raw is None or objects.meta(raw).get("deletionTimestamp"):
+        if raw is None or is_terminating(raw):
             self._writer.forget(self.scalers, request.namespace, request.name)
             return Result()
         scaler = _parse(self.scalers, raw)
@@ -138,7 +139,7 @@ class ScalerAdoption:
                 await self._mark_adopted(raw, scaler, job)
             return
         job = self._cache.get(self.jobs, job_name, objects.namespace(raw))
-        if job is None or objects.meta(job).get("deletionTimestamp"):
+        if job is None or is_terminating(job):
             await self._mark_missing(raw, scaler)
             return
         refs = [dict(ref) for ref in objects.owner_references(raw)]

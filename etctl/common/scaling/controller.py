@@ -51,6 +51,7 @@ from etctl.common.scaling.roster import settle
 from etctl.common.scaling.scaler import Transition
 from etctl.common.scaling.steps import ScalerSteps
 from etctl.common.scaling.writes import GuardedWriter, Reader
+from etctl.common.slots import is_terminating
 from etctl.errors import ConfigError, Conflict
 from etctl.log import get_logger
 from etctl.runtime import objects
@@ -146,7 +147,7 @@ class ScalingController:
         if raw is None:
             self._writer.forget(self.jobs, request.namespace, request.name)
             return Result()
-        if objects.meta(raw).get("deletionTimestamp"):
+        if is_terminating(raw):
             return Result()
         job = parse_job(self._model, raw)
         if job is None:
@@ -167,7 +168,7 @@ class ScalingController:
         scalers = []
         for res in (SCALEOUTS, SCALEINS):
             for obj in self._cache.by_index(res, SELECTOR_INDEX, key):
-                if objects.controller_ref(obj) != uid or objects.meta(obj).get("deletionTimestamp"):
+                if objects.controller_ref(obj) != uid or is_terminating(obj):
                     continue
                 fresh = await self._writer.read(res, objects.namespace(obj), objects.name(obj))
                 parsed = parse_scaler(fresh) if fresh is not None else None

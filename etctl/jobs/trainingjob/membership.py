@@ -31,6 +31,7 @@ from typing import Any
 from etctl.common.scaling import metrics
 from etctl.common.scaling.adoption import Recorder
 from etctl.common.scaling.writes import GuardedWriter, Reader
+from etctl.common.slots import is_terminating
 from etctl.errors import Conflict, EtctlError, NotFound, TransportError
 from etctl.jobs.trainingjob import hostfile as hf
 from etctl.jobs.trainingjob.api import TRAININGJOBS
@@ -132,7 +133,7 @@ class HostfilePusher:
             owner is None
             or owner.get("kind") != _KIND
             or objects.controller_ref(config) != owner.get("uid")
-            or objects.meta(launcher).get("deletionTimestamp")
+            or is_terminating(launcher)
             or not _running(launcher, _container(launcher))
         ):
             return Result()
