@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from etctl.common.labels import replica_type_of
 from etctl.common.plugin import Elasticity, JobSettings, JobState, ScalesElastically
 from etctl.common.restarts import pod_phase
 from etctl.common.scaling.api import ElasticWorkersStatus, ScaleIn, ScaleOut
@@ -31,10 +32,7 @@ from etctl.common.slots import is_terminating
 from etctl.runtime import objects
 from etctl.runtime.objects import ObjectView
 
-__all__ = ["REPLICA_TYPE_LABEL", "Observation", "ObservedScaler", "parse_job", "parse_scaler"]
-
-REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
-"""The label the job controller gives every pod: its replica type in lower case."""
+__all__ = ["Observation", "ObservedScaler", "parse_job", "parse_scaler"]
 
 
 def parse_job(model: type[Any], raw: ObjectView) -> Any | None:
@@ -149,7 +147,7 @@ class Observation:
         for pod in self._pods:
             if is_terminating(pod):
                 continue
-            rtype = lower.get(str(objects.labels(pod).get(REPLICA_TYPE_LABEL, "")).lower())
+            rtype = lower.get((replica_type_of(pod) or "").lower())
             if rtype is not None:
                 grouped[rtype].append(pod)
         return {rtype: tuple(found) for rtype, found in grouped.items()}
@@ -170,7 +168,7 @@ class Observation:
         present = frozenset(
             objects.name(pod)
             for pod in self._pods
-            if str(objects.labels(pod).get(REPLICA_TYPE_LABEL, "")).lower() == members
+            if (replica_type_of(pod) or "").lower() == members
         )
         self.elasticity = elastic
         self.view = JobView(
