@@ -37,7 +37,7 @@ from typing import Any
 from etctl.common.conditions import is_finished
 from etctl.common.plugin import Capabilities, JobPlugin, JobSettings, ScalesElastically
 from etctl.common.scaling import metrics
-from etctl.common.scaling.adoption import SELECTOR_INDEX, Recorder
+from etctl.common.scaling.adoption import SELECTOR_INDEX, Recorder, selector_index
 from etctl.common.scaling.api import SCALEINS, SCALEOUTS
 from etctl.common.scaling.desired import DesiredCount
 from etctl.common.scaling.machine import advance
@@ -134,10 +134,7 @@ class ScalingController:
 
     def requests_for_scaler(self, obj: ObjectView) -> Iterable[Request]:
         """The job a scaler names (maps scaler events to job keys)."""
-        spec = obj.get("spec")
-        selector = spec.get("selector") if isinstance(spec, dict) else None
-        name = selector.get("name") if isinstance(selector, dict) else None
-        return [Request(objects.namespace(obj), name)] if isinstance(name, str) and name else []
+        return [Request(*key.split("/", 1)) for key in selector_index(obj)]
 
     # -- the reconcile
 
