@@ -22,12 +22,12 @@ changed meanwhile is adopted from its new version. Nothing here lists scalers: t
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Protocol
 
 from pydantic import ValidationError
 
 from etctl.common.api import ConditionStatus, JobConditionType
 from etctl.common.conditions import get_condition, set_condition
+from etctl.common.control import Recorder
 from etctl.common.scaling.api import ScaleIn, ScaleOut, latest_type
 from etctl.common.scaling.writes import GuardedWriter, Reader
 from etctl.common.slots import is_terminating
@@ -36,12 +36,11 @@ from etctl.log import get_logger
 from etctl.runtime import objects
 from etctl.runtime.client import Client
 from etctl.runtime.clock import Clock
-from etctl.runtime.events import EventType
 from etctl.runtime.objects import ObjectView
 from etctl.runtime.reconcile import Request, Result
 from etctl.runtime.resources import Resource
 
-__all__ = ["SELECTOR_INDEX", "Recorder", "ScalerAdoption", "selector_index"]
+__all__ = ["SELECTOR_INDEX", "ScalerAdoption", "selector_index"]
 
 log = get_logger(__name__)
 
@@ -50,14 +49,6 @@ SELECTOR_INDEX = "scaling.etctl.io/job"
 
 # A conflict means the scaler changed; its own event requeues it, this bounds the wait.
 _CONFLICT_REQUEUE = 1.0
-
-
-class Recorder(Protocol):
-    """Where Events go (an :class:`~etctl.runtime.events.EventRecorder` satisfies it)."""
-
-    def event(self, obj: ObjectView, event_type: EventType, reason: str, message: str) -> None:
-        """Record an Event about ``obj``; never blocks, never raises."""
-        ...
 
 
 def selector_index(obj: ObjectView) -> list[str]:

@@ -35,9 +35,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from etctl.common.conditions import is_finished
+from etctl.common.control import Recorder
 from etctl.common.plugin import Capabilities, JobPlugin, JobSettings, ScalesElastically
 from etctl.common.scaling import metrics
-from etctl.common.scaling.adoption import SELECTOR_INDEX, Recorder, selector_index
+from etctl.common.scaling.adoption import SELECTOR_INDEX, selector_index
 from etctl.common.scaling.api import SCALEINS, SCALEOUTS
 from etctl.common.scaling.desired import DesiredCount
 from etctl.common.scaling.machine import advance

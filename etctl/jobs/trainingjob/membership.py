@@ -28,8 +28,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from etctl.common.control import Recorder
 from etctl.common.scaling import metrics
-from etctl.common.scaling.adoption import Recorder
 from etctl.common.scaling.writes import GuardedWriter, Reader
 from etctl.common.slots import is_terminating
 from etctl.errors import Conflict, EtctlError, NotFound, TransportError
