@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from etctl.common.api import first_container_name
 from etctl.common.control import Recorder
 from etctl.common.scaling import metrics
 from etctl.common.scaling.writes import GuardedWriter, Reader
@@ -78,14 +79,6 @@ def _running(pod: ObjectView, container: str) -> bool:
     return False
 
 
-def _container(pod: ObjectView) -> str:
-    spec = pod.get("spec")
-    containers = spec.get("containers") if isinstance(spec, Mapping) else None
-    if isinstance(containers, list) and containers and isinstance(containers[0], Mapping):
-        return str(containers[0].get("name") or "")
-    return ""
-
-
 class HostfilePusher:
     """Pushes each job's ConfigMap hostfiles into its running launcher (see the module docstring).
 
@@ -134,7 +127,7 @@ class HostfilePusher:
             or owner.get("kind") != _KIND
             or objects.controller_ref(config) != owner.get("uid")
             or is_terminating(launcher)
-            or not _running(launcher, _container(launcher))
+            or not _running(launcher, first_container_name(launcher))
         ):
             return Result()
         data = config.get("data")
@@ -144,7 +137,7 @@ class HostfilePusher:
         if objects.annotations(launcher).get(hf.PUSHED_ANNOTATION) == wanted:
             return Result()
         deepspeed = str(files.get(hf.DEEPSPEED_KEY) or "")
-        pod, container = objects.name(launcher), _container(launcher)
+        pod, container = objects.name(launcher), first_container_name(launcher)
         try:
             await self._push(namespace, pod, container, hf.HOSTFILE, content)
             await self._push(namespace, pod, container, hf.DEEPSPEED_HOSTFILE, deepspeed)
