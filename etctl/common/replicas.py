@@ -60,7 +60,7 @@ from etctl.runtime.objects import KubeObject, ObjectView
 from etctl.runtime.reconcile import stop_requested
 from etctl.runtime.resources import PODS, SERVICES, Resource
 
-__all__ = ["ReplicaSync", "delete_all"]
+__all__ = ["ReplicaSync", "delete_all", "delete_child"]
 
 JobT = TypeVar("JobT", bound=ReplicatedJob)
 
@@ -71,24 +71,31 @@ async def delete_all(
     """Delete every live pod and/or service of the job (suspension, deadline, backoff)."""
     if pods:
         for pod in rnd.live_pods():
-            await _delete(control, rnd, PODS, pod)
+            await delete_child(control, rnd, PODS, pod)
     if services:
         for service in [s for s in rnd.services if not is_terminating(s)]:
-            await _delete(control, rnd, SERVICES, service)
+            await delete_child(control, rnd, SERVICES, service)
 
 
-async def _delete(control: ChildControl, rnd: Round[Any], res: Resource, obj: ObjectView) -> None:
+async def delete_child(
+    control: ChildControl, rnd: Round[Any], res: Resource, obj: ObjectView
+) -> bool:
+    """Delete one pod or service of the job and record it in the round; False if that failed.
+
+    A failed delete is recorded in ``rnd.errors`` (raised once the status is written).
+    """
     rtype = rnd.replica_type(obj)
     key = replica_key(rnd.namespace, rnd.name, rnd.uid, rtype, res) if rtype else None
     try:
         await control.delete(rnd.raw, res, obj, key=key)
     except EtctlError as exc:
         rnd.errors.append(exc)
-        return
+        return False
     if res == PODS:
         rnd.pod_deleted(obj)
     else:
         rnd.service_deleted(obj)
+    return True
 
 
 class ReplicaSync(Generic[JobT]):
@@ -119,12 +126,12 @@ class ReplicaSync(Generic[JobT]):
     async def run(self, rnd: Round[JobT]) -> None:
         """Scale, restart and create the pods and services of every replica type."""
         for pod in rnd.stray_pods():
-            await _delete(self._control, rnd, PODS, pod)
+            await delete_child(self._control, rnd, PODS, pod)
         plans = rnd.plans()
         for rtype, spec in rnd.specs.items():
             slots = fill(plans[rtype], rnd.pods_of(rtype, live=False))
             for pod in slots.outside:
-                await _delete(self._control, rnd, PODS, pod)
+                await delete_child(self._control, rnd, PODS, pod)
             if not await self._failures(rnd, rtype, spec, slots):
                 return
         budget = rnd.settings.burst
@@ -175,7 +182,7 @@ class ReplicaSync(Generic[JobT]):
     ) -> None:
         extra = in_place_restarts(pod)
         before = len(rnd.errors)
-        await _delete(self._control, rnd, PODS, pod)
+        await delete_child(self._control, rnd, PODS, pod)
         if len(rnd.errors) > before:
             return
         rnd.restart_count += 1 + extra
@@ -310,7 +317,7 @@ class ReplicaSync(Generic[JobT]):
         have = {objects.name(s): s for s in rnd.services}
         for name, existing in have.items():
             if name not in wanted and not is_terminating(existing):
-                await _delete(self._control, rnd, SERVICES, existing)
+                await delete_child(self._control, rnd, SERVICES, existing)
         budget = rnd.settings.burst
         for name, (ref, service) in wanted.items():
             if budget <= 0 or stop_requested():  # the rest comes with the next reconcile
