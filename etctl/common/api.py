@@ -69,6 +69,7 @@ __all__ = [
     "Timestamp",
     "ValueModel",
     "canonical_keys",
+    "first_container_name",
     "format_timestamp",
     "pod_containers",
     "to_timestamp",
@@ -144,6 +145,12 @@ def pod_containers(template: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     if not isinstance(containers, list):
         return []
     return [c for c in containers if isinstance(c, Mapping)]
+
+
+def first_container_name(obj: Mapping[str, Any]) -> str:
+    """The name of the first container of a pod or pod template (``""`` when there is none)."""
+    containers = pod_containers(obj)
+    return str(containers[0].get("name") or "") if containers else ""
 
 
 def canonical_keys(valid: Iterable[str]) -> BeforeValidator:

@@ -45,7 +45,7 @@ from etctl.common.conditions import get_condition, is_finished
 from etctl.common.control import ChildControl, ChildReader, Recorder
 from etctl.common.jobmetrics import JOB_RECONCILE_TIME
 from etctl.common.labels import BY_JOB, by_job, job_selector
-from etctl.common.plugin import Capabilities, JobPlugin, JobSettings
+from etctl.common.plugin import Capabilities, JobPlugin, JobSettings, JobState
 from etctl.common.podgroups import PodGroupSync
 from etctl.common.replicas import ReplicaSync
 from etctl.common.round import Round
@@ -340,7 +340,7 @@ class JobController(Generic[JobT]):
             restart_count=rnd.restart_count,
             now=rnd.now,
         )
-        extra = self._extended(rnd, status)
+        extra = self._extended(rnd, status, state)
         patch = status_patch(stored_status(rnd.raw), status, extra)
         if patch is not None:
             if await self._writer.write_status(rnd.raw, patch) is None:
@@ -354,7 +354,9 @@ class JobController(Generic[JobT]):
             raise rnd.errors[0]
         return Result(requeue_after=min(rnd.requeue)) if rnd.requeue else Result()
 
-    def _extended(self, rnd: Round[JobT], status: JobStatus) -> dict[str, Any]:
+    def _extended(
+        self, rnd: Round[JobT], status: JobStatus, state: JobState[JobT]
+    ) -> dict[str, Any]:
         extender = self.capabilities.status
         if extender is None:
             return {}
@@ -362,7 +364,7 @@ class JobController(Generic[JobT]):
         if isinstance(job, BaseModel):
             owned = {name: getattr(status, name) for name in JobStatus.model_fields}
             job = job.model_copy(update={"status": rnd.job.status.model_copy(update=owned)})
-        return dict(extender.extend_status(job, rnd.state()))
+        return dict(extender.extend_status(job, state))
 
 
 def _index_by_job(cache: ChildReader, res: Resource) -> None:

@@ -43,10 +43,15 @@ from etctl.common.conditions import get_condition
 from etctl.common.control import ChildControl, ChildReader
 from etctl.common.plugin import Capabilities, JobPlugin, JobState, ReplicaRef
 from etctl.common.pods import build_pod
-from etctl.common.restarts import FailureAction, failure_action, in_place_restarts
+from etctl.common.restarts import (
+    FailureAction,
+    failure_action,
+    in_place_restarts,
+    restart_budget,
+)
 from etctl.common.round import Round
 from etctl.common.services import finish_service
-from etctl.common.slots import ReplicaPods, fill, is_terminating
+from etctl.common.slots import ReplicaPods, fill, is_terminating, parse_indexes
 from etctl.common.status import ConditionChange
 from etctl.common.tracking import replica_key
 from etctl.errors import EtctlError
@@ -55,7 +60,7 @@ from etctl.runtime.objects import KubeObject, ObjectView
 from etctl.runtime.reconcile import stop_requested
 from etctl.runtime.resources import PODS, SERVICES, Resource
 
-__all__ = ["ReplicaSync", "delete_all"]
+__all__ = ["ReplicaSync", "delete_all", "delete_child"]
 
 JobT = TypeVar("JobT", bound=ReplicatedJob)
 
@@ -66,24 +71,31 @@ async def delete_all(
     """Delete every live pod and/or service of the job (suspension, deadline, backoff)."""
     if pods:
         for pod in rnd.live_pods():
-            await _delete(control, rnd, PODS, pod)
+            await delete_child(control, rnd, PODS, pod)
     if services:
         for service in [s for s in rnd.services if not is_terminating(s)]:
-            await _delete(control, rnd, SERVICES, service)
+            await delete_child(control, rnd, SERVICES, service)
 
 
-async def _delete(control: ChildControl, rnd: Round[Any], res: Resource, obj: ObjectView) -> None:
+async def delete_child(
+    control: ChildControl, rnd: Round[Any], res: Resource, obj: ObjectView
+) -> bool:
+    """Delete one pod or service of the job and record it in the round; False if that failed.
+
+    A failed delete is recorded in ``rnd.errors`` (raised once the status is written).
+    """
     rtype = rnd.replica_type(obj)
     key = replica_key(rnd.namespace, rnd.name, rnd.uid, rtype, res) if rtype else None
     try:
         await control.delete(rnd.raw, res, obj, key=key)
     except EtctlError as exc:
         rnd.errors.append(exc)
-        return
+        return False
     if res == PODS:
         rnd.pod_deleted(obj)
     else:
         rnd.service_deleted(obj)
+    return True
 
 
 class ReplicaSync(Generic[JobT]):
@@ -114,12 +126,12 @@ class ReplicaSync(Generic[JobT]):
     async def run(self, rnd: Round[JobT]) -> None:
         """Scale, restart and create the pods and services of every replica type."""
         for pod in rnd.stray_pods():
-            await _delete(self._control, rnd, PODS, pod)
+            await delete_child(self._control, rnd, PODS, pod)
         plans = rnd.plans()
         for rtype, spec in rnd.specs.items():
             slots = fill(plans[rtype], rnd.pods_of(rtype, live=False))
             for pod in slots.outside:
-                await _delete(self._control, rnd, PODS, pod)
+                await delete_child(self._control, rnd, PODS, pod)
             if not await self._failures(rnd, rtype, spec, slots):
                 return
         budget = rnd.settings.burst
@@ -147,8 +159,8 @@ class ReplicaSync(Generic[JobT]):
                 return False
             if action is not FailureAction.RESTART:
                 continue
-            used = rnd.restart_count + sum(in_place_restarts(p) for p in rnd.live_pods())
-            if limit is not None and used >= limit:
+            budget = restart_budget(limit, rnd.restart_count, rnd.live_pods())
+            if budget is not None and budget <= 0:
                 rnd.fail(
                     "BackoffLimitExceeded",
                     f"{rnd.kind} {rnd.name} has failed because it reached its backoffLimit of "
@@ -170,7 +182,7 @@ class ReplicaSync(Generic[JobT]):
     ) -> None:
         extra = in_place_restarts(pod)
         before = len(rnd.errors)
-        await _delete(self._control, rnd, PODS, pod)
+        await delete_child(self._control, rnd, PODS, pod)
         if len(rnd.errors) > before:
             return
         rnd.restart_count += 1 + extra
@@ -197,7 +209,8 @@ class ReplicaSync(Generic[JobT]):
         budget: int,
     ) -> int:
         """Create up to ``budget`` missing pods of ``rtype``; how many were attempted."""
-        completed = rnd.completed(rtype)
+        status = state.replica_statuses.get(rtype)
+        completed = parse_indexes(status.completed_indexes) if status else set()
         pending = [ref for ref in slots.missing if ref.index not in completed]
         if not pending or not rnd.judge or not self._gate_open(rnd, rtype, state):
             return 0
@@ -304,7 +317,7 @@ class ReplicaSync(Generic[JobT]):
         have = {objects.name(s): s for s in rnd.services}
         for name, existing in have.items():
             if name not in wanted and not is_terminating(existing):
-                await _delete(self._control, rnd, SERVICES, existing)
+                await delete_child(self._control, rnd, SERVICES, existing)
         budget = rnd.settings.burst
         for name, (ref, service) in wanted.items():
             if budget <= 0 or stop_requested():  # the rest comes with the next reconcile

@@ -36,7 +36,7 @@ from etctl.common.api import (
 )
 from etctl.common.labels import replica_selector, replica_type_of, selector_string
 from etctl.common.plugin import JobSettings, JobState, PlansReplicas, ReplicaRef
-from etctl.common.slots import default_plan, is_terminating, parse_indexes
+from etctl.common.slots import default_plan, is_terminating
 from etctl.common.status import ConditionChange, StatusDelta, replica_statuses
 from etctl.errors import EtctlError
 from etctl.runtime import objects
@@ -77,8 +77,10 @@ class Round(Generic[JobT]):
     _deleted: set[str] = field(default_factory=set, init=False)
     _specs: dict[str, ReplicaSpec] = field(default_factory=dict, init=False)
     _by_lower: dict[str, str] = field(default_factory=dict, init=False)
+    _positions: dict[str, int] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
+        self._positions = {objects.name(pod): i for i, pod in enumerate(self.pods)}
         self._specs = dict(self.job.replica_specs())
         self._by_lower = {rtype.lower(): rtype for rtype in self._specs}
         self.start_time = self.job.status.start_time
@@ -157,16 +159,19 @@ class Round(Generic[JobT]):
         """
         name = objects.name(pod)
         self._deleted.add(name)
-        stamp = format_timestamp(self.now)
-        self.pods = [
-            {**p, "metadata": {**objects.meta(p), "deletionTimestamp": stamp}}
-            if objects.name(p) == name
-            else p
-            for p in self.pods
-        ]
+        at = self._positions.get(name)
+        if at is not None:
+            # In place: rebuilding the list per deletion would make deleting every pod quadratic.
+            found = self.pods[at]
+            stamp = format_timestamp(self.now)
+            self.pods[at] = {
+                **found,
+                "metadata": {**objects.meta(found), "deletionTimestamp": stamp},
+            }
 
     def pod_created(self, pod: ObjectView) -> None:
         """A pod was created during the round."""
+        self._positions[objects.name(pod)] = len(self.pods)
         self.pods.append(pod)
 
     def service_deleted(self, service: ObjectView) -> None:
@@ -227,11 +232,6 @@ class Round(Generic[JobT]):
             restarted=self.restarted_whole,
             suspended=self.job.run_policy().suspend,
         )
-
-    def completed(self, replica_type: str) -> set[int]:
-        """Indexes of the slots of ``replica_type`` whose pod succeeded (recorded or seen)."""
-        status = self.replica_statuses().get(replica_type)
-        return parse_indexes(status.completed_indexes if status else None)
 
     def state(self) -> JobState[JobT]:
         """What the plugin's hooks see: the world as the round leaves it so far."""

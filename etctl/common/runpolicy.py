@@ -43,12 +43,10 @@ from etctl.common.conditions import get_condition, is_true
 from etctl.common.control import ChildControl
 from etctl.common.plugin import Capabilities, JobPlugin
 from etctl.common.podgroups import PodGroupSync
-from etctl.common.replicas import delete_all
+from etctl.common.replicas import delete_all, delete_child
 from etctl.common.restarts import in_place_restarts, pod_phase, restart_budget
 from etctl.common.round import Round
 from etctl.common.status import ConditionChange
-from etctl.common.tracking import replica_key
-from etctl.errors import EtctlError
 from etctl.runtime import objects
 from etctl.runtime.objects import ObjectView
 from etctl.runtime.resources import PODS, SERVICES
@@ -221,20 +219,8 @@ class RunPolicy:
             await self._podgroups.delete(rnd)
 
     async def _delete(self, rnd: Round[Any], pod: ObjectView, service: ObjectView | None) -> None:
-        rtype = rnd.replica_type(pod)
-        try:
-            # The service first: a pod whose delete failed is found again by the next round,
-            # which deletes what is left; a service whose pod is gone would never be found again.
-            if service is not None:
-                key = (
-                    replica_key(rnd.namespace, rnd.name, rnd.uid, rtype, SERVICES)
-                    if rtype
-                    else None
-                )
-                await self._control.delete(rnd.raw, SERVICES, service, key=key)
-                rnd.service_deleted(service)
-            key = replica_key(rnd.namespace, rnd.name, rnd.uid, rtype, PODS) if rtype else None
-            await self._control.delete(rnd.raw, PODS, pod, key=key)
-            rnd.pod_deleted(pod)
-        except EtctlError as exc:
-            rnd.errors.append(exc)
+        # The service first: a pod whose delete failed is found again by the next round, which
+        # deletes what is left; a service whose pod is gone would never be found again.
+        if service is not None and not await delete_child(self._control, rnd, SERVICES, service):
+            return
+        await delete_child(self._control, rnd, PODS, pod)

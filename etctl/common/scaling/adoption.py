@@ -22,25 +22,25 @@ changed meanwhile is adopted from its new version. Nothing here lists scalers: t
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Protocol
 
 from pydantic import ValidationError
 
 from etctl.common.api import ConditionStatus, JobConditionType
 from etctl.common.conditions import get_condition, set_condition
+from etctl.common.control import Recorder
 from etctl.common.scaling.api import ScaleIn, ScaleOut, latest_type
 from etctl.common.scaling.writes import GuardedWriter, Reader
+from etctl.common.slots import is_terminating
 from etctl.errors import Conflict, NotFound
 from etctl.log import get_logger
 from etctl.runtime import objects
 from etctl.runtime.client import Client
 from etctl.runtime.clock import Clock
-from etctl.runtime.events import EventType
 from etctl.runtime.objects import ObjectView
 from etctl.runtime.reconcile import Request, Result
 from etctl.runtime.resources import Resource
 
-__all__ = ["SELECTOR_INDEX", "Recorder", "ScalerAdoption", "selector_index"]
+__all__ = ["SELECTOR_INDEX", "ScalerAdoption", "selector_index"]
 
 log = get_logger(__name__)
 
@@ -49,14 +49,6 @@ SELECTOR_INDEX = "scaling.etctl.io/job"
 
 # A conflict means the scaler changed; its own event requeues it, this bounds the wait.
 _CONFLICT_REQUEUE = 1.0
-
-
-class Recorder(Protocol):
-    """Where Events go (an :class:`~etctl.runtime.events.EventRecorder` satisfies it)."""
-
-    def event(self, obj: ObjectView, event_type: EventType, reason: str, message: str) -> None:
-        """Record an Event about ``obj``; never blocks, never raises."""
-        ...
 
 
 def selector_index(obj: ObjectView) -> list[str]:
@@ -117,7 +109,7 @@ class ScalerAdoption:
     async def reconcile(self, request: Request) -> Result:
         """Adopt one scaler, or report its missing job."""
         raw = await self._writer.read(self.scalers, request.namespace, request.name)
-        if raw is None or objects.meta(raw).get("deletionTimestamp"):
+        if raw is None or is_terminating(raw):
             self._writer.forget(self.scalers, request.namespace, request.name)
             return Result()
         scaler = _parse(self.scalers, raw)
@@ -138,7 +130,7 @@ class ScalerAdoption:
                 await self._mark_adopted(raw, scaler, job)
             return
         job = self._cache.get(self.jobs, job_name, objects.namespace(raw))
-        if job is None or objects.meta(job).get("deletionTimestamp"):
+        if job is None or is_terminating(job):
             await self._mark_missing(raw, scaler)
             return
         refs = [dict(ref) for ref in objects.owner_references(raw)]

@@ -35,9 +35,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from etctl.common.conditions import is_finished
+from etctl.common.control import Recorder
 from etctl.common.plugin import Capabilities, JobPlugin, JobSettings, ScalesElastically
 from etctl.common.scaling import metrics
-from etctl.common.scaling.adoption import SELECTOR_INDEX, Recorder
+from etctl.common.scaling.adoption import SELECTOR_INDEX, selector_index
 from etctl.common.scaling.api import SCALEINS, SCALEOUTS
 from etctl.common.scaling.desired import DesiredCount
 from etctl.common.scaling.machine import advance
@@ -51,6 +52,7 @@ from etctl.common.scaling.roster import settle
 from etctl.common.scaling.scaler import Transition
 from etctl.common.scaling.steps import ScalerSteps
 from etctl.common.scaling.writes import GuardedWriter, Reader
+from etctl.common.slots import is_terminating
 from etctl.errors import ConfigError, Conflict
 from etctl.log import get_logger
 from etctl.runtime import objects
@@ -133,10 +135,7 @@ class ScalingController:
 
     def requests_for_scaler(self, obj: ObjectView) -> Iterable[Request]:
         """The job a scaler names (maps scaler events to job keys)."""
-        spec = obj.get("spec")
-        selector = spec.get("selector") if isinstance(spec, dict) else None
-        name = selector.get("name") if isinstance(selector, dict) else None
-        return [Request(objects.namespace(obj), name)] if isinstance(name, str) and name else []
+        return [Request(*key.split("/", 1)) for key in selector_index(obj)]
 
     # -- the reconcile
 
@@ -146,7 +145,7 @@ class ScalingController:
         if raw is None:
             self._writer.forget(self.jobs, request.namespace, request.name)
             return Result()
-        if objects.meta(raw).get("deletionTimestamp"):
+        if is_terminating(raw):
             return Result()
         job = parse_job(self._model, raw)
         if job is None:
@@ -167,7 +166,7 @@ class ScalingController:
         scalers = []
         for res in (SCALEOUTS, SCALEINS):
             for obj in self._cache.by_index(res, SELECTOR_INDEX, key):
-                if objects.controller_ref(obj) != uid or objects.meta(obj).get("deletionTimestamp"):
+                if objects.controller_ref(obj) != uid or is_terminating(obj):
                     continue
                 fresh = await self._writer.read(res, objects.namespace(obj), objects.name(obj))
                 parsed = parse_scaler(fresh) if fresh is not None else None

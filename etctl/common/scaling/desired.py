@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from etctl.common.scaling.adoption import Recorder
+from etctl.common.control import Recorder
 from etctl.common.scaling.api import SCALEINS, SCALEOUTS
 from etctl.common.scaling.observe import Observation
 from etctl.common.scaling.selection import clamp

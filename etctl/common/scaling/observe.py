@@ -15,24 +15,24 @@ worker is gone only when its pod is.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from etctl.common.labels import replica_type_of
 from etctl.common.plugin import Elasticity, JobSettings, JobState, ScalesElastically
+from etctl.common.restarts import pod_phase
 from etctl.common.scaling.api import ElasticWorkersStatus, ScaleIn, ScaleOut
 from etctl.common.scaling.scaler import JobView, Scaler, scaler_of
 from etctl.common.scaling.selection import QueuedScaler
+from etctl.common.slots import is_terminating
 from etctl.runtime import objects
 from etctl.runtime.objects import ObjectView
 
-__all__ = ["REPLICA_TYPE_LABEL", "Observation", "ObservedScaler", "parse_job", "parse_scaler"]
-
-REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
-"""The label the job controller gives every pod: its replica type in lower case."""
+__all__ = ["Observation", "ObservedScaler", "parse_job", "parse_scaler"]
 
 
 def parse_job(model: type[Any], raw: ObjectView) -> Any | None:
@@ -75,12 +75,6 @@ def parse_scaler(raw: ObjectView) -> ObservedScaler | None:
     except ValidationError:
         return None
     return ObservedScaler(raw, scaler_of(parsed), parsed.metadata.creation_timestamp)
-
-
-def _phase(pod: ObjectView) -> str:
-    status = pod.get("status")
-    phase = status.get("phase") if isinstance(status, Mapping) else None
-    return phase if isinstance(phase, str) else ""
 
 
 class Observation:
@@ -151,9 +145,9 @@ class Observation:
         lower = {rtype.lower(): rtype for rtype in self.job.replica_specs()}
         grouped: dict[str, list[ObjectView]] = {rtype: [] for rtype in lower.values()}
         for pod in self._pods:
-            if objects.meta(pod).get("deletionTimestamp"):
+            if is_terminating(pod):
                 continue
-            rtype = lower.get(str(objects.labels(pod).get(REPLICA_TYPE_LABEL, "")).lower())
+            rtype = lower.get((replica_type_of(pod) or "").lower())
             if rtype is not None:
                 grouped[rtype].append(pod)
         return {rtype: tuple(found) for rtype, found in grouped.items()}
@@ -174,7 +168,7 @@ class Observation:
         present = frozenset(
             objects.name(pod)
             for pod in self._pods
-            if str(objects.labels(pod).get(REPLICA_TYPE_LABEL, "")).lower() == members
+            if (replica_type_of(pod) or "").lower() == members
         )
         self.elasticity = elastic
         self.view = JobView(
@@ -184,7 +178,7 @@ class Observation:
             current=tuple(self.status.current_workers),
             last_index=self.status.last_worker_index,
             elasticity=elastic,
-            phases={objects.name(p): _phase(p) for p in live.get(elastic.replica_type, ())},
+            phases={objects.name(p): pod_phase(p) for p in live.get(elastic.replica_type, ())},
             present=present,
         )
 

@@ -24,8 +24,8 @@ from typing import Any
 
 from etctl.common.api import ConditionStatus, JobConditionType
 from etctl.common.conditions import get_condition, set_condition, set_job_condition
+from etctl.common.control import Recorder
 from etctl.common.scaling import metrics
-from etctl.common.scaling.adoption import Recorder
 from etctl.common.scaling.api import SCALEINS, SCALEOUTS, ScaleStep, phase_of
 from etctl.common.scaling.desired import DesiredCount
 from etctl.common.scaling.machine import script_finished

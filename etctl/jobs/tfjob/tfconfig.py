@@ -37,6 +37,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from etctl.common.api import ReplicaSpec, pod_containers
+from etctl.common.slots import slot_name as replica_name
 from etctl.jobs.tfjob.api import (
     DEFAULT_CONTAINER_NAME,
     DEFAULT_PORT,
@@ -62,11 +63,6 @@ ENV_NAME = "TF_CONFIG"
 
 _PS = TFReplicaType.PS.value.lower()
 _WORKER = TFReplicaType.WORKER.value.lower()
-
-
-def replica_name(job_name: str, replica_type: str, index: int) -> str:
-    """The pod and service name of one replica: ``<job>-<type lower>-<index>``."""
-    return f"{job_name}-{replica_type.lower()}-{index}"
 
 
 def replica_port(spec: ReplicaSpec) -> int:

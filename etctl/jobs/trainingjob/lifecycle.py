@@ -38,6 +38,7 @@ from typing import Any
 from etctl.common.api import ConditionStatus, JobConditionType, RestartPolicy
 from etctl.common.conditions import get_condition, is_true
 from etctl.common.plugin import Gate, JobState, Verdict
+from etctl.common.restarts import pod_phase
 from etctl.common.scaling.api import phase_of
 from etctl.jobs.trainingjob.api import TrainingJob, TrainingJobReplicaType, TrainingJobStep
 from etctl.jobs.trainingjob.names import launcher_name
@@ -58,13 +59,6 @@ DEFAULT_WORKERS_READY_TIMEOUT = 600.0
 
 WORKER = TrainingJobReplicaType.WORKER
 LAUNCHER = TrainingJobReplicaType.LAUNCHER
-
-
-def pod_phase(pod: ObjectView) -> str:
-    """``status.phase`` of a pod (``""`` when unknown)."""
-    status = pod.get("status")
-    phase = status.get("phase") if isinstance(status, Mapping) else None
-    return phase if isinstance(phase, str) else ""
 
 
 def _pod_status(pod: ObjectView, key: str) -> str:

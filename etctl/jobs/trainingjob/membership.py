@@ -28,9 +28,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from etctl.common.api import first_container_name
+from etctl.common.control import Recorder
 from etctl.common.scaling import metrics
-from etctl.common.scaling.adoption import Recorder
 from etctl.common.scaling.writes import GuardedWriter, Reader
+from etctl.common.slots import is_terminating
 from etctl.errors import Conflict, EtctlError, NotFound, TransportError
 from etctl.jobs.trainingjob import hostfile as hf
 from etctl.jobs.trainingjob.api import TRAININGJOBS
@@ -75,14 +77,6 @@ def _running(pod: ObjectView, container: str) -> bool:
             state = entry.get("state")
             return isinstance(state, Mapping) and "running" in state
     return False
-
-
-def _container(pod: ObjectView) -> str:
-    spec = pod.get("spec")
-    containers = spec.get("containers") if isinstance(spec, Mapping) else None
-    if isinstance(containers, list) and containers and isinstance(containers[0], Mapping):
-        return str(containers[0].get("name") or "")
-    return ""
 
 
 class HostfilePusher:
@@ -132,8 +126,8 @@ class HostfilePusher:
             owner is None
             or owner.get("kind") != _KIND
             or objects.controller_ref(config) != owner.get("uid")
-            or objects.meta(launcher).get("deletionTimestamp")
-            or not _running(launcher, _container(launcher))
+            or is_terminating(launcher)
+            or not _running(launcher, first_container_name(launcher))
         ):
             return Result()
         data = config.get("data")
@@ -143,7 +137,7 @@ class HostfilePusher:
         if objects.annotations(launcher).get(hf.PUSHED_ANNOTATION) == wanted:
             return Result()
         deepspeed = str(files.get(hf.DEEPSPEED_KEY) or "")
-        pod, container = objects.name(launcher), _container(launcher)
+        pod, container = objects.name(launcher), first_container_name(launcher)
         try:
             await self._push(namespace, pod, container, hf.HOSTFILE, content)
             await self._push(namespace, pod, container, hf.DEEPSPEED_HOSTFILE, deepspeed)

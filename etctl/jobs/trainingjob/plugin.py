@@ -37,7 +37,7 @@ from collections.abc import Callable, Sequence
 from itertools import accumulate
 from typing import Any
 
-from etctl.common.api import JobConditionType, ReplicaSpec
+from etctl.common.api import JobConditionType, ReplicaSpec, first_container_name
 from etctl.common.conditions import get_condition
 from etctl.common.crd import CustomResource
 from etctl.common.objectsize import SizeLimits
@@ -330,7 +330,4 @@ class TrainingJobPlugin:
 
 
 def _first_container(spec: ReplicaSpec | None) -> str:
-    containers = (spec.template.get("spec") or {}).get("containers") if spec else None
-    if isinstance(containers, list) and containers and isinstance(containers[0], dict):
-        return str(containers[0].get("name") or "")
-    return ""
+    return first_container_name(spec.template) if spec else ""

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from etctl.common.api import RestartPolicy
+from etctl.common.api import RestartPolicy, first_container_name
 from etctl.common.conditions import is_finished
 from etctl.common.plugin import Elasticity, ExecTarget, JobState
 from etctl.jobs.trainingjob.api import TrainingJob, TrainingJobReplicaType
@@ -51,9 +51,9 @@ def read_elasticity(job: TrainingJob, state: JobState[Any]) -> Elasticity:
     running = next((p for p in launchers if pod_phase(p) == "Running"), None)
     executor = None
     if running is not None:
-        containers = running.get("spec", {}).get("containers") or []
-        if containers:
-            executor = ExecTarget(objects.name(running), str(containers[0].get("name")))
+        container = first_container_name(running)
+        if container:
+            executor = ExecTarget(objects.name(running), container)
     if not launchers:
         delivered = True
     elif running is None:

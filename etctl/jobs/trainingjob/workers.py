@@ -41,7 +41,9 @@ from typing import Any
 
 from etctl.common.api import RestartPolicy
 from etctl.common.plugin import ReplicaRef
+from etctl.common.restarts import pod_phase
 from etctl.common.scaling.membership import member_index, planned
+from etctl.common.slots import is_terminating
 from etctl.jobs.trainingjob.api import TrainingJobReplicaType
 from etctl.jobs.trainingjob.names import compat_labels
 from etctl.jobs.trainingjob.ssh import mount_ssh
@@ -113,12 +115,6 @@ def worker_service() -> KubeObject:
     }
 
 
-def _phase(pod: ObjectView) -> str:
-    status = pod.get("status")
-    phase = status.get("phase") if isinstance(status, Mapping) else None
-    return phase if isinstance(phase, str) else ""
-
-
 def exit_code(pod: ObjectView) -> int | None:
     """The first non-zero exit code among the pod's containers, or None."""
     status = pod.get("status")
@@ -133,7 +129,7 @@ def exit_code(pod: ObjectView) -> int | None:
 
 
 def _replaced(policy: RestartPolicy, pod: ObjectView) -> bool:
-    phase = _phase(pod)
+    phase = pod_phase(pod)
     if policy is RestartPolicy.ALWAYS:
         return phase in ("Failed", "Succeeded", "Unknown")
     if phase != "Failed":
@@ -167,14 +163,9 @@ def workers_to_replace(
     doomed = set()
     for name in targets:
         pod = pods.get(name)
-        if pod is None or _terminating(pod):
+        if pod is None or is_terminating(pod):
             if name in current and launcher_running:
                 doomed.add(name)
         elif _replaced(policy, pod):
             doomed.add(name)
     return frozenset(doomed)
-
-
-def _terminating(pod: ObjectView) -> bool:
-    metadata = pod.get("metadata")
-    return isinstance(metadata, Mapping) and bool(metadata.get("deletionTimestamp"))
