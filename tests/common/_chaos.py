@@ -143,19 +143,33 @@ class Chaos:
     ) -> None:
         """Let virtual time pass, one idle step at a time, until ``condition()`` holds.
 
+        It returns with the operator idle, so what the caller reads next is not a write in
+        flight.
+
         Raises:
             AssertionError: not reached within ``timeout`` real seconds.
         """
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        while not condition():
-            if loop.time() > deadline:
-                msg = "the operator did not converge in time"
-                raise AssertionError(msg)
+        while True:
             await wait_idle(self.server, *self.managers)
             if condition():
                 return
+            if loop.time() > deadline:
+                msg = "the operator did not converge in time"
+                raise AssertionError(msg)
             await self.clock.advance(step)
+
+    async def settle(self, seconds: float = 30.0, *, step: float = 1.0) -> None:
+        """Let ``seconds`` of virtual time pass in idle steps.
+
+        Retries backed off by a fault (short, in this schedule) fire, so the state read next is
+        the one the operator leaves.
+        """
+        for _ in range(round(seconds / step)):
+            await wait_idle(self.server, *self.managers)
+            await self.clock.advance(step)
+        await wait_idle(self.server, *self.managers)
 
 
 @dataclass

@@ -106,6 +106,7 @@ async def scenario(c: TFCluster, manager: Manager, seed: int | None) -> Outcome:
     await driver.converge(
         lambda: c.state(JOB) == "Succeeded" and "Running" not in job_pods(c).values()
     )
+    await driver.settle()  # the end state, not a retry still waiting on its backoff
     outcome = Outcome(
         status=timeless(c.status(JOB)),
         pods=job_pods(c),

@@ -185,6 +185,7 @@ async def scenario(env: Cluster, manager: Manager, seed: int | None) -> Outcome:
     env.kubelet.exit(NS, LAUNCHER, 0)
     await step(chaos, held == 4)
     await driver.converge(lambda: finished(env))
+    await driver.settle()  # the end state, not a retry still waiting on its backoff
     outcome = Outcome(
         job=timeless(env.status()),
         replicas=env.job()["spec"]["etReplicaSpecs"]["worker"]["replicas"],
