@@ -15,14 +15,14 @@ from collections.abc import Callable
 from typing import Any
 
 import _report
-from etctl.runtime.selectors import FieldSelector, LabelSelector
-from etctl.testing.apiserver.apply import server_side_apply
-from etctl.testing.apiserver.patch import (
+from etctl.runtime import FieldSelector, LabelSelector
+from etctl.testing._apiserver.apply import server_side_apply
+from etctl.testing._apiserver.patch import (
     apply_json_patch,
     apply_merge_patch,
     apply_strategic_merge_patch,
 )
-from etctl.testing.apiserver.schema import apply_defaults, prune, validate
+from etctl.testing._apiserver.schema import apply_defaults, prune, validate
 
 _BUDGET = "budget: 1,000 us per write (1,000 creates/s)"
 _ROUNDS = 5

@@ -38,14 +38,18 @@ import orjson
 from kubernetes_asyncio.client import ApiClient
 
 from _report import figure, header
-from etctl.runtime.client import ObjectList, WatchEvent
-from etctl.runtime.clock import RealClock
-from etctl.runtime.compact import Compactor
-from etctl.runtime.informer import Informer
-from etctl.runtime.objects import KubeObject
-from etctl.runtime.resources import PODS, Resource
-from etctl.runtime.store import Store
-from etctl.runtime.transforms import strip_managed_fields
+from etctl.runtime import (
+    PODS,
+    KubeObject,
+    ObjectList,
+    RealClock,
+    Resource,
+    WatchEvent,
+    strip_managed_fields,
+)
+from etctl.runtime._compact import Compactor
+from etctl.runtime._informer import Informer
+from etctl.runtime._store import Store
 
 JOB_SIZE = 250
 

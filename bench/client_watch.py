@@ -24,8 +24,7 @@ from kubernetes_asyncio import watch as k8s_watch
 
 from _report import figure, header
 from cache_memory import sample_pod
-from etctl.runtime.client import Client
-from etctl.runtime.resources import PODS
+from etctl.runtime import PODS, Client
 
 
 def encoded_events(count: int) -> bytes:

@@ -35,12 +35,10 @@ import aiohttp
 
 from _report import figure, header
 from cache_memory import sample_pod
-from etctl.runtime.client import Client, ClientOptions, ObjectList, WatchEvent, WatchStream
-from etctl.runtime.clock import RealClock
-from etctl.runtime.informer import Informer
-from etctl.runtime.objects import ObjectView, Tombstone
-from etctl.runtime.reflector import ListerWatcher
-from etctl.runtime.resources import NAMESPACES, PODS, Resource
+from etctl.runtime import NAMESPACES, PODS, ObjectView, RealClock, Resource, Tombstone
+from etctl.runtime._client import Client, ClientOptions, ObjectList, WatchEvent, WatchStream
+from etctl.runtime._informer import Informer
+from etctl.runtime._reflector import ListerWatcher
 from etctl.testing import ApiServer
 
 NAMESPACE = "bench"

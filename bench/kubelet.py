@@ -19,8 +19,7 @@ from typing import Any
 import aiohttp
 
 import _report
-from etctl.runtime.clock import FakeClock
-from etctl.runtime.resources import PODS
+from etctl.runtime import PODS, FakeClock
 from etctl.testing import ApiServer, KubeletConfig
 
 _PATH = "/api/v1/namespaces/default/pods"

@@ -28,9 +28,8 @@ from pathlib import Path
 import _report
 from etctl.errors import LeaderElectionLost
 from etctl.log import configure
-from etctl.runtime.client import Client, ClientOptions
-from etctl.runtime.clock import RealClock
-from etctl.runtime.leader import LeaderElectionConfig, LeaderElector, LeaderState
+from etctl.runtime import Client, ClientOptions, RealClock
+from etctl.runtime._leader import LeaderElectionConfig, LeaderElector, LeaderState
 from etctl.testing import ApiServer, Fault
 
 

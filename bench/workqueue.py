@@ -17,8 +17,8 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 
 import _report
-from etctl.runtime.clock import RealClock
-from etctl.runtime.workqueue import ShutDown, WorkQueue
+from etctl.runtime import RealClock
+from etctl.runtime._workqueue import ShutDown, WorkQueue
 
 _GO_CYCLE = "Go: 300-1049 ns/item (controller-runtime priority queue)"
 _GO_ADD_AFTER = "Go: 3113 ns/op (client-go delaying queue AddAfter)"

@@ -23,7 +23,7 @@ Every exception etctl raises on purpose derives from :class:`EtctlError`::
     ├── LeaderElectionLost      this process stopped being the leader
     └── TerminalError           a reconcile failure that must not be retried
 
-Only :mod:`etctl.runtime.client` converts ``kubernetes_asyncio`` exceptions into this tree; every
+Only :mod:`etctl.runtime._client` converts ``kubernetes_asyncio`` exceptions into this tree; every
 other module catches these classes, never HTTP status integers.
 """
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from etctl.common.crd import CustomResource, crd_manifest
+from etctl.common import CustomResource, crd_manifest
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

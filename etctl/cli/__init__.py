@@ -1,9 +1,10 @@
 """The ``etctl`` command: one entry point, one module per subcommand.
 
-* ``etctl run``: the operator (:mod:`etctl.cli.run`);
-* ``etctl manifests``: the install manifests for the enabled plugins (:mod:`etctl.cli.manifests`);
+* ``etctl run``: the operator (:mod:`etctl.cli._run`);
+* ``etctl manifests``: the install manifests for the enabled plugins (:mod:`etctl.cli._manifests`);
+* ``etctl crds``: the CRD files of every registered job kind (:mod:`etctl.cli._crds`);
 * ``etctl sandbox``: an embedded cluster with the operator, and ``--demo`` of an elastic job
-  (:mod:`etctl.cli.sandbox`).
+  (:mod:`etctl.cli._sandbox`).
 
 Exit statuses follow the usual conventions: 0 success (a SIGTERM drain included), 1 a failure while
 running (a cache that cannot sync, a lost lease), 2 a usage error (an unknown flag, a bad value in a
@@ -17,7 +18,10 @@ import sys
 from collections.abc import Sequence
 
 from etctl._version import __version__
-from etctl.cli import manifests, run, sandbox
+from etctl.cli import _crds as crds
+from etctl.cli import _manifests as manifests
+from etctl.cli import _run as run
+from etctl.cli import _sandbox as sandbox
 
 __all__ = ["build_parser", "main"]
 
@@ -32,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     run.add_parser(commands)
     manifests.add_parser(commands)
+    crds.add_parser(commands)
     sandbox.add_parser(commands)
     for command in commands.choices.values():
         # Each command reports its own unknown arguments (see main).

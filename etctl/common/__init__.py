@@ -1,1 +1,283 @@
-"""The generic JobController, the shared job API and the scaler machinery."""
+"""The generic JobController: what a job plugin author needs, in one namespace.
+
+``etctl.common`` is the front door of the common layer; every module behind it is private and may
+change. A plugin describes its kind with the shared job API (:class:`ReplicaSpec`,
+:class:`RunPolicy`, :class:`JobStatus` and friends), implements :class:`JobPlugin` plus any
+one-method capabilities it needs (:class:`BuildsServices`, :class:`GatesCreation`,
+:class:`ScalesElastically`, ...), and is registered through the :data:`ENTRY_POINT_GROUP`
+entry point; :func:`setup_job_controller` wires it into a runtime ``Manager``. The facts every
+controller reads from a pod (:class:`PodView`) and the ScaleIn/ScaleOut API shared by elastic kinds
+are here too. See ``docs/plugins.md``.
+"""
+
+from etctl.common._api import (
+    CleanPodPolicy,
+    ConditionStatus,
+    Int32,
+    Int64,
+    JobCondition,
+    JobConditionType,
+    JobStatus,
+    KubeModel,
+    KubeObjectModel,
+    ObjectMeta,
+    OmitEmptyModel,
+    OwnerReference,
+    PodTemplate,
+    Quantity,
+    ReplicaSpec,
+    ReplicaStatus,
+    RestartPolicy,
+    RunPolicy,
+    SchedulingPolicy,
+    Timestamp,
+    ValueModel,
+    canonical_keys,
+    first_container_name,
+    format_timestamp,
+    pod_containers,
+    to_timestamp,
+)
+from etctl.common._conditions import (
+    get_condition,
+    is_finished,
+    is_true,
+    set_condition,
+)
+from etctl.common._control import (
+    Recorder,
+)
+from etctl.common._crd import (
+    CRDVersion,
+    CustomResource,
+    PrinterColumn,
+    ScaleSubresource,
+    check_manifests,
+    crd_manifest,
+    discover_resources,
+    dump_yaml,
+    render_manifests,
+    write_manifests,
+)
+from etctl.common._gang import (
+    SCHEDULER_PLUGINS,
+    VOLCANO,
+    scheduler_for,
+)
+from etctl.common._generated import (
+    check_files,
+    write_files,
+)
+from etctl.common._jobcontroller import (
+    JobController,
+)
+from etctl.common._labels import (
+    JOB_NAME,
+    JOB_ROLE,
+    OPERATOR_NAME,
+    REPLICA_INDEX,
+    REPLICA_TYPE,
+    job_selector,
+    replica_labels,
+)
+from etctl.common._objectsize import (
+    MAX_DATA_BYTES,
+    MAX_OBJECT_BYTES,
+    SizeLimits,
+    json_size,
+)
+from etctl.common._openapi import (
+    KnownKeys,
+    openapi_schema,
+)
+from etctl.common._plugin import (
+    BuildsExtraObjects,
+    BuildsServices,
+    Capabilities,
+    DeclaresRBAC,
+    DesiredObject,
+    Elasticity,
+    ExecTarget,
+    ExtendsStatus,
+    Gate,
+    GatesCreation,
+    JobPlugin,
+    JobSettings,
+    JobState,
+    PlansReplicas,
+    PolicyRule,
+    ReplicaRef,
+    RestartsWholeJob,
+    RunsControllers,
+    ScalesElastically,
+    SyncPolicy,
+    Verdict,
+)
+from etctl.common._quantities import (
+    QuantityError,
+    format_quantity,
+    parse_quantity,
+)
+from etctl.common._registry import (
+    ENTRY_POINT_GROUP,
+    Registered,
+    Registry,
+    discover,
+)
+from etctl.common._restarts import (
+    FailureAction,
+    failure_action,
+)
+from etctl.common._scaling.api import (
+    SCALEIN,
+    SCALEINS,
+    SCALEOUT,
+    SCALEOUTS,
+    ElasticWorkersStatus,
+    ScaleIn,
+    ScaleOut,
+    phase_of,
+    validate_scalein,
+    validate_scaleout,
+)
+from etctl.common._scaling.membership import (
+    member_index,
+    planned,
+)
+from etctl.common._scaling.metrics import (
+    EXEC_DURATION,
+)
+from etctl.common._scaling.writes import (
+    GuardedWriter,
+)
+from etctl.common._slots import (
+    slot_name,
+)
+from etctl.common._validation import (
+    is_dns1123_label,
+    is_dns1123_subdomain,
+    validate_name,
+    validate_pod_template,
+    validate_replica_spec,
+    validate_run_policy,
+)
+from etctl.common._wiring import (
+    setup_job_controller,
+    setup_job_controllers,
+)
+
+__all__ = [
+    "BuildsExtraObjects",
+    "BuildsServices",
+    "CRDVersion",
+    "Capabilities",
+    "CleanPodPolicy",
+    "ConditionStatus",
+    "CustomResource",
+    "DeclaresRBAC",
+    "DesiredObject",
+    "ENTRY_POINT_GROUP",
+    "EXEC_DURATION",
+    "ElasticWorkersStatus",
+    "Elasticity",
+    "ExecTarget",
+    "ExtendsStatus",
+    "FailureAction",
+    "Gate",
+    "GatesCreation",
+    "GuardedWriter",
+    "Int32",
+    "Int64",
+    "JOB_NAME",
+    "JOB_ROLE",
+    "JobCondition",
+    "JobConditionType",
+    "JobController",
+    "JobPlugin",
+    "JobSettings",
+    "JobState",
+    "JobStatus",
+    "KnownKeys",
+    "KubeModel",
+    "KubeObjectModel",
+    "MAX_DATA_BYTES",
+    "MAX_OBJECT_BYTES",
+    "OPERATOR_NAME",
+    "ObjectMeta",
+    "OmitEmptyModel",
+    "OwnerReference",
+    "PlansReplicas",
+    "PodTemplate",
+    "PolicyRule",
+    "PrinterColumn",
+    "Quantity",
+    "QuantityError",
+    "REPLICA_INDEX",
+    "REPLICA_TYPE",
+    "Recorder",
+    "Registered",
+    "Registry",
+    "ReplicaRef",
+    "ReplicaSpec",
+    "ReplicaStatus",
+    "RestartPolicy",
+    "RestartsWholeJob",
+    "RunPolicy",
+    "RunsControllers",
+    "SCALEIN",
+    "SCALEINS",
+    "SCALEOUT",
+    "SCALEOUTS",
+    "SCHEDULER_PLUGINS",
+    "ScaleIn",
+    "ScaleOut",
+    "ScaleSubresource",
+    "ScalesElastically",
+    "SchedulingPolicy",
+    "SizeLimits",
+    "SyncPolicy",
+    "Timestamp",
+    "VOLCANO",
+    "ValueModel",
+    "Verdict",
+    "canonical_keys",
+    "check_files",
+    "check_manifests",
+    "crd_manifest",
+    "discover",
+    "discover_resources",
+    "dump_yaml",
+    "failure_action",
+    "first_container_name",
+    "format_quantity",
+    "format_timestamp",
+    "get_condition",
+    "is_dns1123_label",
+    "is_dns1123_subdomain",
+    "is_finished",
+    "is_true",
+    "job_selector",
+    "json_size",
+    "member_index",
+    "openapi_schema",
+    "parse_quantity",
+    "phase_of",
+    "planned",
+    "pod_containers",
+    "render_manifests",
+    "replica_labels",
+    "scheduler_for",
+    "set_condition",
+    "setup_job_controller",
+    "setup_job_controllers",
+    "slot_name",
+    "to_timestamp",
+    "validate_name",
+    "validate_pod_template",
+    "validate_replica_spec",
+    "validate_run_policy",
+    "validate_scalein",
+    "validate_scaleout",
+    "write_files",
+    "write_manifests",
+]

@@ -1,1 +1,230 @@
-"""The controller runtime: client, informers, cache, workqueue, controllers, manager."""
+"""The controller runtime: what an operator author needs, in one namespace.
+
+``etctl.runtime`` is the front door of the runtime layer; every module behind it is private and may
+change. A minimal operator::
+
+    from etctl import runtime
+
+    async def reconcile(request: runtime.Request) -> runtime.Result:
+        ...
+        return runtime.Result()
+
+    async with runtime.Client.connect() as client:
+        manager = runtime.Manager(client, runtime.ManagerOptions())
+        manager.controller("widgets", reconcile).for_(WIDGETS).owns(runtime.CONFIGMAPS).build()
+        await manager.run(handle_signals=True)
+
+The groups below are what the layer offers (see ``docs/runtime.md`` for a walk-through):
+
+* **client**: :class:`Client`, :class:`ClientOptions`, :class:`RetryPolicy`, the watch and list
+  types, and the cluster connection (:class:`ClusterConfig`);
+* **objects and resources**: objects are plain dicts (:data:`KubeObject`, :data:`ObjectView`),
+  read through the accessors of the :mod:`objects` namespace; :class:`Resource` names a
+  collection, with constants for the built-in ones;
+* **manager and controllers**: :class:`Manager`, :class:`ManagerOptions`,
+  :class:`ControllerBuilder`, :class:`Request`, :class:`Result`, handlers and predicates;
+* **cache reads**: :class:`Cache`, :class:`CacheOptions`, index functions and transforms;
+* **events, leader election, expectations, time, metrics** and the error tree
+  (re-exported from :mod:`etctl.errors`).
+"""
+
+from etctl.errors import (
+    AlreadyExists,
+    ApiError,
+    BadRequest,
+    CacheSyncError,
+    ConfigError,
+    Conflict,
+    EtctlError,
+    Forbidden,
+    Gone,
+    Invalid,
+    LeaderElectionLost,
+    NotFound,
+    RequestNotSent,
+    ServerError,
+    TerminalError,
+    TooManyRequests,
+    TransportError,
+    Unauthorized,
+)
+from etctl.runtime import _objects as objects
+from etctl.runtime._builder import ControllerBuilder, ReconcilerLike
+from etctl.runtime._cache import Cache, CacheReader, NotCachedError
+from etctl.runtime._client import (
+    Client,
+    ClientOptions,
+    ExecResult,
+    ObjectList,
+    PatchType,
+    PropagationPolicy,
+    RetryPolicy,
+    WatchEvent,
+    WatchEventType,
+)
+from etctl.runtime._clock import Clock, FakeClock, RealClock, wait_event
+from etctl.runtime._event import CreateEvent, DeleteEvent, UpdateEvent
+from etctl.runtime._expectations import DEFAULT_TTL, Expectations
+from etctl.runtime._handler import (
+    EnqueueRequestForObject,
+    EnqueueRequestForOwner,
+    EnqueueRequestsFromMapFunc,
+    EventHandler,
+    MapFunc,
+)
+from etctl.runtime._kubeconfig import ClusterConfig
+from etctl.runtime._lease import LeaderElectionConfig
+from etctl.runtime._manager import Manager, RunnableFunc
+from etctl.runtime._manager_options import SERVICE_ACCOUNT_NAMESPACE, ManagerOptions
+from etctl.runtime._metrics import REGISTRY
+from etctl.runtime._objects import KubeObject, ObjectView, Tombstone
+from etctl.runtime._podview import (
+    pod_condition,
+    pod_exit_code,
+    pod_phase,
+    pod_ready,
+    pod_restarts,
+    pod_running_and_ready,
+)
+from etctl.runtime._predicate import (
+    AnnotationsChanged,
+    GenerationChanged,
+    LabelsChanged,
+    Predicate,
+    ResourceVersionChanged,
+    and_,
+    not_,
+    or_,
+    predicate_func,
+)
+from etctl.runtime._ratelimit import RateLimiter, default_controller_rate_limiter
+from etctl.runtime._reconcile import ReconcileFunc, Reconciler, Request, Result, stop_requested
+from etctl.runtime._recorder import EventRecorder, EventType
+from etctl.runtime._resources import (
+    CONFIGMAPS,
+    CRDS,
+    ENDPOINTS,
+    EVENTS,
+    LEASES,
+    NAMESPACES,
+    NODES,
+    PODS,
+    PRIORITYCLASSES,
+    ROLEBINDINGS,
+    ROLES,
+    SECRETS,
+    SERVICEACCOUNTS,
+    SERVICES,
+    Resource,
+)
+from etctl.runtime._selectors import FieldSelector, LabelSelector, SelectorError
+from etctl.runtime._store import IndexFunc
+from etctl.runtime._transforms import Transform, compose, strip_managed_fields
+from etctl.runtime._workqueue import WorkQueue
+
+__all__ = [
+    "CONFIGMAPS",
+    "CRDS",
+    "DEFAULT_TTL",
+    "ENDPOINTS",
+    "EVENTS",
+    "LEASES",
+    "NAMESPACES",
+    "NODES",
+    "PODS",
+    "PRIORITYCLASSES",
+    "REGISTRY",
+    "ROLEBINDINGS",
+    "ROLES",
+    "SECRETS",
+    "SERVICEACCOUNTS",
+    "SERVICES",
+    "SERVICE_ACCOUNT_NAMESPACE",
+    "AlreadyExists",
+    "AnnotationsChanged",
+    "ApiError",
+    "BadRequest",
+    "Cache",
+    "CacheReader",
+    "CacheSyncError",
+    "Client",
+    "ClientOptions",
+    "Clock",
+    "ClusterConfig",
+    "ConfigError",
+    "Conflict",
+    "ControllerBuilder",
+    "CreateEvent",
+    "DeleteEvent",
+    "EnqueueRequestForObject",
+    "EnqueueRequestForOwner",
+    "EnqueueRequestsFromMapFunc",
+    "EtctlError",
+    "EventHandler",
+    "EventRecorder",
+    "EventType",
+    "ExecResult",
+    "Expectations",
+    "FakeClock",
+    "FieldSelector",
+    "Forbidden",
+    "GenerationChanged",
+    "Gone",
+    "IndexFunc",
+    "Invalid",
+    "KubeObject",
+    "LabelSelector",
+    "LabelsChanged",
+    "LeaderElectionConfig",
+    "LeaderElectionLost",
+    "Manager",
+    "ManagerOptions",
+    "MapFunc",
+    "NotCachedError",
+    "NotFound",
+    "ObjectList",
+    "ObjectView",
+    "PatchType",
+    "Predicate",
+    "PropagationPolicy",
+    "RateLimiter",
+    "RealClock",
+    "ReconcileFunc",
+    "Reconciler",
+    "ReconcilerLike",
+    "Request",
+    "RequestNotSent",
+    "Resource",
+    "ResourceVersionChanged",
+    "Result",
+    "RetryPolicy",
+    "RunnableFunc",
+    "SelectorError",
+    "ServerError",
+    "TerminalError",
+    "Tombstone",
+    "TooManyRequests",
+    "Transform",
+    "TransportError",
+    "Unauthorized",
+    "UpdateEvent",
+    "WatchEvent",
+    "WatchEventType",
+    "WorkQueue",
+    "and_",
+    "compose",
+    "default_controller_rate_limiter",
+    "not_",
+    "objects",
+    "or_",
+    "pod_condition",
+    "pod_exit_code",
+    "pod_phase",
+    "pod_ready",
+    "pod_restarts",
+    "pod_running_and_ready",
+    "predicate_func",
+    "stop_requested",
+    "strip_managed_fields",
+    "wait_event",
+]

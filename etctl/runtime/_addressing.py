@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-from etctl.runtime import objects
-from etctl.runtime.objects import ObjectView
-from etctl.runtime.resources import Resource
+from etctl.runtime import _objects as objects
+from etctl.runtime._objects import ObjectView
+from etctl.runtime._resources import Resource
 
 __all__ = ["namespace_for", "path_for"]
 

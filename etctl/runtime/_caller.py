@@ -15,9 +15,9 @@ from typing import Any, TypeVar
 import aiohttp
 
 from etctl.errors import TransportError, Unauthorized
+from etctl.runtime._clock import Clock
 from etctl.runtime._retry import RetryPolicy, RetrySafety, run_with_retries
 from etctl.runtime._transport import Query, RawResponse, Transport, error_from_response
-from etctl.runtime.clock import Clock
 
 __all__ = ["Caller"]
 

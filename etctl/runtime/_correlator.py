@@ -17,7 +17,7 @@ Three stages, in client-go's order, each with an LRU of 4,096 keys so memory sta
    not have its ``Succeeded`` or ``Failed`` event silenced by its own ``SuccessfulCreatePod`` burst.
    ``spam_by_reason=False`` restores client-go's key.
 
-All time comes from the injected :class:`~etctl.runtime.clock.Clock`.
+All time comes from the injected :class:`~etctl.runtime.Clock`.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from etctl.runtime.clock import Clock
-from etctl.runtime.objects import KubeObject
+from etctl.runtime._clock import Clock
+from etctl.runtime._objects import KubeObject
 
 __all__ = ["CorrelatorOptions", "Correlation", "EventCorrelator", "aggregate_message"]
 

@@ -2,7 +2,7 @@
 
 Pure functions and value types, no I/O: query strings for list, watch and writes, ``DeleteOptions``
 bodies, patch bodies with the retry safety each patch format allows, and JSON decoding of answers
-into :data:`~etctl.runtime.objects.KubeObject` dicts.
+into :data:`~etctl.runtime.KubeObject` dicts.
 
 Invariants: a caller's object is never mutated (when ``apiVersion``/``kind`` must be filled in, a
 shallow copy is sent); query values are strings (booleans spelled ``true``/``false`` as the API
@@ -19,10 +19,10 @@ from typing import Any, Literal
 import orjson
 
 from etctl.errors import TransportError
+from etctl.runtime._objects import KubeObject, ObjectView
+from etctl.runtime._resources import Resource
 from etctl.runtime._retry import RetrySafety
 from etctl.runtime._transport import RawResponse
-from etctl.runtime.objects import KubeObject, ObjectView
-from etctl.runtime.resources import Resource
 
 __all__ = [
     "ObjectList",

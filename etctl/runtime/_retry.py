@@ -17,7 +17,7 @@ Whether a transient failure may be retried depends on the request's :class:`Retr
 
 Delays grow exponentially from ``backoff_base`` up to ``backoff_cap`` with jitter (each delay drawn
 uniformly from its upper half), or follow the server's ``Retry-After`` (capped at
-``retry_after_cap``). Sleeps go through the injected :class:`~etctl.runtime.clock.Clock`.
+``retry_after_cap``). Sleeps go through the injected :class:`~etctl.runtime.Clock`.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 
 from etctl.errors import ApiError, RequestNotSent, ServerError, TooManyRequests, TransportError
 from etctl.log import get_logger
-from etctl.runtime.clock import Clock
+from etctl.runtime._clock import Clock
 
 __all__ = ["RetryPolicy", "RetrySafety", "backoff_delay", "is_retryable", "run_with_retries"]
 

@@ -1,7 +1,7 @@
 """Task helpers of the manager and the leader elector: bounded waits and stops on a Clock.
 
 asyncio's own timeouts only know the event loop's clock; these run their deadlines on an injected
-:class:`~etctl.runtime.clock.Clock`, so tests drive them with a ``FakeClock``. Invariants:
+:class:`~etctl.runtime.Clock`, so tests drive them with a ``FakeClock``. Invariants:
 
 * :func:`run_with_timeout` never leaves its work running: on timeout the work is cancelled and
   awaited before :class:`WorkTimedOut` is raised, and the work's own exception comes back as itself
@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable, Collection
 from typing import Any, TypeVar
 
 from etctl.log import get_logger
-from etctl.runtime.clock import Clock
+from etctl.runtime._clock import Clock
 
 __all__ = [
     "WorkTimedOut",

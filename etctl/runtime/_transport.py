@@ -31,8 +31,8 @@ from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.stream import WsApiClient
 
 from etctl.errors import ApiError, RequestNotSent, TransportError, api_error_from_status
-from etctl.runtime.kubeconfig import ClusterConfig
-from etctl.runtime.metrics import REST_CLIENT_REQUESTS
+from etctl.runtime._kubeconfig import ClusterConfig
+from etctl.runtime._metrics import REST_CLIENT_REQUESTS
 
 __all__ = ["Query", "RawResponse", "Transport", "error_from_response"]
 

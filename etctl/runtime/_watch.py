@@ -27,7 +27,7 @@ import aiohttp
 import orjson
 
 from etctl.errors import TransportError, api_error_from_status
-from etctl.runtime.objects import KubeObject
+from etctl.runtime._objects import KubeObject
 
 __all__ = ["LineSplitter", "WatchEvent", "WatchEventType", "WatchIdleTimeout", "WatchStream"]
 
@@ -109,7 +109,7 @@ class LineSplitter:
 class WatchStream:
     """An open watch: iterate it for :class:`WatchEvent` objects.
 
-    Created by :meth:`etctl.runtime.client.Client.watch`, which closes it when its ``async with``
+    Created by :meth:`etctl.runtime._client.Client.watch`, which closes it when its ``async with``
     block ends.
 
     Args:

@@ -1,6 +1,6 @@
 """The write verbs of the API client: create, replace, patch and delete.
 
-:class:`WriteVerbs` is the part of :class:`~etctl.runtime.client.Client` that changes objects. Each
+:class:`WriteVerbs` is the part of :class:`~etctl.runtime.Client` that changes objects. Each
 verb builds its request (:mod:`etctl.runtime._requests`), says whether repeating it is safe
 (:class:`~etctl.runtime._retry.RetrySafety`) and hands it to the client's
 :class:`~etctl.runtime._caller.Caller`, which retries only what may be retried: a named create is
@@ -14,15 +14,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from etctl.errors import NotFound
+from etctl.runtime import _objects as objects
 from etctl.runtime import _requests as wire
-from etctl.runtime import objects
 from etctl.runtime._addressing import namespace_for, path_for
 from etctl.runtime._caller import Caller
+from etctl.runtime._client_options import ClientOptions
+from etctl.runtime._objects import KubeObject, ObjectView
 from etctl.runtime._requests import PatchType, PropagationPolicy
+from etctl.runtime._resources import Resource
 from etctl.runtime._retry import RetrySafety
-from etctl.runtime.client_options import ClientOptions
-from etctl.runtime.objects import KubeObject, ObjectView
-from etctl.runtime.resources import Resource
 
 __all__ = ["WriteVerbs"]
 
@@ -31,7 +31,7 @@ _LIST = list
 
 
 class WriteVerbs:
-    """Create, replace, patch and delete objects (a part of :class:`~etctl.runtime.client.Client`).
+    """Create, replace, patch and delete objects (a part of :class:`~etctl.runtime.Client`).
 
     Attributes:
         options: the client's options (the default field manager of server-side apply).

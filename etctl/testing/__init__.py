@@ -18,19 +18,19 @@ The public surface is small:
 See ``docs/testing.md`` for usage, the internal storage API and the server's limits.
 """
 
-from etctl.testing.apiserver.authn import UserInfo
-from etctl.testing.apiserver.authorization import AuthConfig
-from etctl.testing.apiserver.background import BackgroundApiServer
-from etctl.testing.apiserver.deletion import DeleteOptions
-from etctl.testing.apiserver.faults import Fault, FaultInjector
-from etctl.testing.apiserver.http import SubresourceRequest
-from etctl.testing.apiserver.limits import Limits
-from etctl.testing.apiserver.requestlog import RequestLog, RequestRecord
-from etctl.testing.apiserver.server import ApiServer, kubeconfig_document
-from etctl.testing.apiserver.storage import ListResult, Storage, WriteOptions
-from etctl.testing.apiserver.store import Event
-from etctl.testing.idle import wait_idle
-from etctl.testing.kubelet import Behaviour, Kubelet, KubeletConfig, NodeConfig, PodPolicy
+from etctl.testing._apiserver.authn import UserInfo
+from etctl.testing._apiserver.authorization import AuthConfig
+from etctl.testing._apiserver.background import BackgroundApiServer
+from etctl.testing._apiserver.deletion import DeleteOptions
+from etctl.testing._apiserver.faults import Fault, FaultInjector
+from etctl.testing._apiserver.http import SubresourceRequest
+from etctl.testing._apiserver.limits import Limits
+from etctl.testing._apiserver.requestlog import RequestLog, RequestRecord
+from etctl.testing._apiserver.server import ApiServer, kubeconfig_document
+from etctl.testing._apiserver.storage import ListResult, Storage, WriteOptions
+from etctl.testing._apiserver.store import Event
+from etctl.testing._idle import wait_idle
+from etctl.testing._kubelet import Behaviour, Kubelet, KubeletConfig, NodeConfig, PodPolicy
 
 __all__ = [
     "ApiServer",

@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 
 from etctl.log import configure
-from etctl.testing.apiserver.server import ApiServer
-from etctl.testing.kubelet import KubeletConfig
+from etctl.testing._apiserver.server import ApiServer
+from etctl.testing._kubelet import KubeletConfig
 
 __all__ = ["main"]
 

@@ -31,9 +31,9 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from etctl.testing.apiserver.background import BackgroundApiServer
-from etctl.testing.apiserver.server import ApiServer
-from etctl.testing.kubelet import Kubelet, KubeletConfig
+from etctl.testing._apiserver.background import BackgroundApiServer
+from etctl.testing._apiserver.server import ApiServer
+from etctl.testing._kubelet import Kubelet, KubeletConfig
 
 __all__ = [
     "ENV_KUBECONFIG",

@@ -12,10 +12,10 @@ import sys
 
 import pytest
 
-from etctl.cli.demo import run_demo
-from etctl.cli.embedded import Sandbox, run_sandbox
-from etctl.cli.sandbox_options import DemoOptions, SandboxOptions
-from etctl.cli.timeline import Timeline
+from etctl.cli._demo import run_demo
+from etctl.cli._embedded import Sandbox, run_sandbox
+from etctl.cli._sandbox_options import DemoOptions, SandboxOptions
+from etctl.cli._timeline import Timeline
 from etctl.testing import Behaviour, PodPolicy
 from tests.cli._process import sandbox_process
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from etctl.cli.demo_manifests import (
+from etctl.cli._demo_manifests import (
     JOB,
     MAX_WORKERS,
     MIN_WORKERS,
@@ -13,16 +13,9 @@ from etctl.cli.demo_manifests import (
     scaleout_manifest,
     trainingjob_manifest,
 )
-from etctl.common.scaling.api import (
-    SCALEIN,
-    SCALEOUT,
-    ScaleIn,
-    ScaleOut,
-    validate_scalein,
-    validate_scaleout,
-)
-from etctl.common.structural import conformance_problems
-from etctl.jobs.trainingjob.api import TRAININGJOB, TrainingJob, validate_trainingjob
+from etctl.common import SCALEIN, SCALEOUT, ScaleIn, ScaleOut, validate_scalein, validate_scaleout
+from etctl.common._structural import conformance_problems
+from etctl.jobs.trainingjob._api import TRAININGJOB, TrainingJob, validate_trainingjob
 from tests.schema_support import crd_schema
 
 

@@ -9,12 +9,11 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from etctl.cli.embedded import Sandbox, run_sandbox
-from etctl.cli.sandbox_options import SandboxOptions
+from etctl.cli._embedded import Sandbox, run_sandbox
+from etctl.cli._sandbox_options import SandboxOptions
 from etctl.errors import NotFound
-from etctl.jobs.trainingjob.api import TRAININGJOBS
-from etctl.runtime.client import Client
-from etctl.runtime.resources import CRDS, NODES, PODS
+from etctl.jobs.trainingjob._api import TRAININGJOBS
+from etctl.runtime import CRDS, NODES, PODS, Client
 from tests.schema_support import EXAMPLES, load_yaml
 
 QUICK = SandboxOptions(pod_start_delay=0)

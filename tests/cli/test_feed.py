@@ -9,15 +9,13 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from etctl.cli.demo_manifests import JOB, NAMESPACE, scaleout_manifest, trainingjob_manifest
-from etctl.cli.feed import Feed
-from etctl.cli.jobview import Snapshot
-from etctl.common.crd import crd_manifest
-from etctl.common.labels import JOB_NAME
-from etctl.common.scaling.api import SCALEOUTS
-from etctl.jobs.trainingjob.api import TRAININGJOBS
-from etctl.jobs.trainingjob.plugin import TrainingJobPlugin
-from etctl.runtime.resources import PODS
+from etctl.cli._demo_manifests import JOB, NAMESPACE, scaleout_manifest, trainingjob_manifest
+from etctl.cli._feed import Feed
+from etctl.cli._jobview import Snapshot
+from etctl.common import JOB_NAME, SCALEOUTS, crd_manifest
+from etctl.jobs.trainingjob._api import TRAININGJOBS
+from etctl.jobs.trainingjob._plugin import TrainingJobPlugin
+from etctl.runtime import PODS
 from etctl.testing import ApiServer, Fault
 from tests.runtime._realtime import client_of
 

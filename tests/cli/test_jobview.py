@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from etctl.cli.jobview import Change, Snapshot, changes, pod_status, selects, snapshot
-from etctl.cli.timeline import Tone
+from etctl.cli._jobview import Change, Snapshot, changes, pod_status, selects, snapshot
+from etctl.cli._timeline import Tone
 
 JOB = "tj"
 

@@ -3,10 +3,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from etctl.cli import _manifests as manifests_command
 from etctl.cli import main
-from etctl.cli import manifests as manifests_command
-from etctl.common.registry import Registry
-from etctl.jobs.tfjob.api import TFJOB
+from etctl.common import Registry
+from etctl.jobs.tfjob._api import TFJOB
 
 
 def test_prints_one_stream_by_default(capsys: pytest.CaptureFixture[str]) -> None:

@@ -19,15 +19,12 @@ from typing import Any
 import pytest
 import yaml
 
-from etctl.cli.run import build_manager, serve
-from etctl.cli.settings import RunSettings
-from etctl.common.registry import discover
-from etctl.common.scaling.api import SCALEINS, SCALEOUTS
+from etctl.cli._run import build_manager, serve
+from etctl.cli._settings import RunSettings
+from etctl.common import SCALEINS, SCALEOUTS, discover
 from etctl.errors import CacheSyncError, Forbidden
-from etctl.jobs.tfjob.api import TFJOBS
-from etctl.runtime.client import Client
-from etctl.runtime.clock import FakeClock
-from etctl.runtime.resources import (
+from etctl.jobs.tfjob._api import TFJOBS
+from etctl.runtime import (
     CONFIGMAPS,
     CRDS,
     LEASES,
@@ -38,6 +35,8 @@ from etctl.runtime.resources import (
     SECRETS,
     SERVICEACCOUNTS,
     SERVICES,
+    Client,
+    FakeClock,
     Resource,
 )
 from etctl.testing import ApiServer, AuthConfig, KubeletConfig

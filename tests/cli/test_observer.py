@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from etctl.cli.demo_manifests import NAMESPACE, trainingjob_manifest
-from etctl.cli.feed import Feed
-from etctl.cli.jobview import Snapshot, snapshot
-from etctl.cli.observer import Observer, StepFailed, describe, hosts_of
-from etctl.cli.timeline import Timeline
-from etctl.common.labels import JOB_NAME
+from etctl.cli._demo_manifests import NAMESPACE, trainingjob_manifest
+from etctl.cli._feed import Feed
+from etctl.cli._jobview import Snapshot, snapshot
+from etctl.cli._observer import Observer, StepFailed, describe, hosts_of
+from etctl.cli._timeline import Timeline
+from etctl.common import JOB_NAME
 from etctl.errors import NotFound, TransportError
-from etctl.jobs.trainingjob.api import TRAININGJOBS
-from etctl.runtime.resources import PODS
+from etctl.jobs.trainingjob._api import TRAININGJOBS
+from etctl.runtime import PODS
 from etctl.testing import ApiServer, KubeletConfig
 from tests.cli.test_feed import CRDS, pod
 from tests.runtime._realtime import client_of

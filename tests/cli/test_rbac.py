@@ -1,10 +1,10 @@
 from collections.abc import Sequence
 from typing import Any
 
-from etctl.cli.rbac import GANG_RULES, cluster_role_rules, merge_rules, rule_to_dict
-from etctl.common.plugin import DesiredObject, JobState, PolicyRule
-from etctl.jobs.tfjob.plugin import TFJobPlugin
-from etctl.runtime.resources import CONFIGMAPS, Resource
+from etctl.cli._rbac import GANG_RULES, cluster_role_rules, merge_rules, rule_to_dict
+from etctl.common import DesiredObject, JobState, PolicyRule
+from etctl.jobs.tfjob._plugin import TFJobPlugin
+from etctl.runtime import CONFIGMAPS, Resource
 
 
 def grants(rules: list[PolicyRule]) -> dict[tuple[str, str], set[str]]:

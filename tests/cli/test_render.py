@@ -6,9 +6,8 @@ from typing import Any
 import pytest
 import yaml
 
-from etctl.cli.render import DEFAULT_IMAGE, ManifestOptions, render, render_stream
-from etctl.common.crd import CustomResource, render_manifests
-from etctl.common.registry import discover
+from etctl.cli._render import DEFAULT_IMAGE, ManifestOptions, render, render_stream
+from etctl.common import CustomResource, discover, render_manifests
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "manifests"

@@ -16,18 +16,16 @@ import prometheus_client
 import pytest
 import yaml
 
+from etctl.cli import _run as run_command
 from etctl.cli import main
-from etctl.cli import run as run_command
-from etctl.cli.run import serve
-from etctl.cli.settings import OPTIONS, RunSettings
-from etctl.common.crd import crd_manifest
-from etctl.common.registry import Registry, discover
+from etctl.cli._run import serve
+from etctl.cli._settings import OPTIONS, RunSettings
+from etctl.common import Registry, crd_manifest, discover
 from etctl.errors import CacheSyncError
-from etctl.jobs.tfjob.api import TFJOB, TFJOBS
-from etctl.runtime.clock import FakeClock
-from etctl.runtime.resources import LEASES, NAMESPACES, PODS
+from etctl.jobs.tfjob._api import TFJOB, TFJOBS
+from etctl.runtime import LEASES, NAMESPACES, PODS, FakeClock
 from etctl.testing import ApiServer, Fault
-from etctl.testing.apiserver.server import kubeconfig_document
+from etctl.testing._apiserver.server import kubeconfig_document
 from tests.cli._process import etctl_process
 from tests.runtime._realtime import client_of, eventually
 
@@ -250,7 +248,7 @@ async def test_bad_usage_in_a_process_is_one_line_not_a_traceback() -> None:
 async def test_the_library_keeps_prometheus_created_series() -> None:
     # The switch is process-wide: only the operator binary may turn it off, never an import.
     probe = (
-        "import etctl.cli.run, etctl.runtime.manager, etctl.testing, prometheus_client as p\n"
+        "import etctl.cli._run, etctl.runtime._manager, etctl.testing, prometheus_client as p\n"
         "registry = p.CollectorRegistry()\n"
         "p.Counter('probe', 'a counter', registry=registry).inc()\n"
         "print(p.generate_latest(registry).decode())\n"

@@ -14,9 +14,8 @@ import pytest
 
 from etctl.cli import main
 from etctl.errors import NotFound
-from etctl.jobs.trainingjob.api import TRAININGJOBS
-from etctl.runtime.client import Client
-from etctl.runtime.resources import PODS
+from etctl.jobs.trainingjob._api import TRAININGJOBS
+from etctl.runtime import PODS, Client
 from tests.cli._process import SandboxProcess, sandbox_process
 from tests.schema_support import EXAMPLES, ROOT, load_yaml
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from etctl.cli import build_parser
-from etctl.cli.sandbox_args import (
+from etctl.cli._sandbox_args import (
     demo_options,
     parse_count,
     parse_delay,
@@ -15,7 +15,7 @@ from etctl.cli.sandbox_args import (
     parse_resource_quantity,
     sandbox_options,
 )
-from etctl.cli.sandbox_options import DemoOptions, SandboxOptions
+from etctl.cli._sandbox_options import DemoOptions, SandboxOptions
 
 
 def test_ports_go_from_0_to_65535() -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from etctl.cli.sandbox_options import SandboxOptions
-from etctl.cli.settings import RunSettings
+from etctl.cli._sandbox_options import SandboxOptions
+from etctl.cli._settings import RunSettings
 
 
 def test_the_operator_settings_are_etctl_runs_defaults_on_loopback() -> None:

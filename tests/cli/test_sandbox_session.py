@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from etctl.cli.embedded import Sandbox, run_sandbox
-from etctl.cli.sandbox_options import SandboxOptions
-from etctl.cli.sandbox_session import usage_lines
+from etctl.cli._embedded import Sandbox, run_sandbox
+from etctl.cli._sandbox_options import SandboxOptions
+from etctl.cli._sandbox_session import usage_lines
 
 
 async def test_the_usage_lines_say_where_everything_is() -> None:

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from etctl.cli.settings import (
+from etctl.cli._settings import (
     OPTIONS,
     RunSettings,
     SettingsError,

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from etctl.cli.timeline import Mark, Timeline, Tone
-from etctl.runtime.clock import FakeClock
+from etctl.cli._timeline import Mark, Timeline, Tone
+from etctl.runtime import FakeClock
 
 _ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 

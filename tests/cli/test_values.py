@@ -1,6 +1,6 @@
 import pytest
 
-from etctl.cli.values import (
+from etctl.cli._values import (
     parse_bind_address,
     parse_bool,
     parse_duration,

@@ -28,12 +28,10 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from etctl.runtime import metrics, objects
-from etctl.runtime.clock import FakeClock
-from etctl.runtime.manager import Manager
-from etctl.runtime.objects import KubeObject
+from etctl.runtime import FakeClock, KubeObject, Manager, objects
+from etctl.runtime import _metrics as metrics
 from etctl.testing import ApiServer, Fault, wait_idle
-from etctl.testing.apiserver.store import Event
+from etctl.testing._apiserver.store import Event
 
 __all__ = ["Chaos", "Ledger", "Target", "crashes"]
 

@@ -15,16 +15,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from etctl.common.crd import crd_manifest
-from etctl.common.jobcontroller import JobController
-from etctl.common.plugin import JobPlugin, JobSettings
-from etctl.runtime import objects
-from etctl.runtime.client import Client
-from etctl.runtime.clock import FakeClock
-from etctl.runtime.events import ClientEventSink, EventRecorder
-from etctl.runtime.objects import KubeObject
-from etctl.runtime.reconcile import Request, Result
-from etctl.runtime.resources import CONFIGMAPS, EVENTS, PODS, SERVICES, Resource
+from etctl.common import JobController, JobPlugin, JobSettings, crd_manifest
+from etctl.runtime import (
+    CONFIGMAPS,
+    EVENTS,
+    PODS,
+    SERVICES,
+    Client,
+    FakeClock,
+    KubeObject,
+    Request,
+    Resource,
+    Result,
+    objects,
+)
+from etctl.runtime._recorder import ClientEventSink, EventRecorder
 from etctl.testing import ApiServer
 from tests.common._snapshot import SnapshotCache
 from tests.common.simplejob import SIMPLEJOB, SIMPLEJOBS, SimpleJobPlugin

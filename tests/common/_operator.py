@@ -18,17 +18,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from etctl.common.crd import crd_manifest
-from etctl.common.jobcontroller import JobController
-from etctl.common.plugin import JobPlugin, JobSettings
-from etctl.common.wiring import setup_job_controller
-from etctl.runtime import objects
-from etctl.runtime.client import Client
-from etctl.runtime.clock import FakeClock
-from etctl.runtime.manager import Manager
-from etctl.runtime.manager_options import ManagerOptions
-from etctl.runtime.objects import KubeObject
-from etctl.runtime.resources import EVENTS, PODS, Resource
+from etctl.common import JobController, JobPlugin, JobSettings, crd_manifest, setup_job_controller
+from etctl.runtime import (
+    EVENTS,
+    PODS,
+    Client,
+    FakeClock,
+    KubeObject,
+    Manager,
+    ManagerOptions,
+    Resource,
+    objects,
+)
 from etctl.testing import ApiServer, wait_idle
 from tests.common._harness import pod_status
 from tests.common.simplejob import SIMPLEJOBS, SimpleJobPlugin

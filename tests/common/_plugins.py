@@ -8,11 +8,16 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from etctl.common.api import JobStatus
-from etctl.common.conditions import get_condition
-from etctl.common.crd import CRDVersion, CustomResource
-from etctl.common.plugin import Gate, JobState, ReplicaRef
-from etctl.common.slots import slot_name
+from etctl.common import (
+    CRDVersion,
+    CustomResource,
+    Gate,
+    JobState,
+    JobStatus,
+    ReplicaRef,
+    get_condition,
+    slot_name,
+)
 from tests.common.simplejob import LEADER, WORKER, SimpleJob, SimpleJobPlugin
 
 

@@ -1,7 +1,7 @@
 """A cache that changes only when a test says so, for reconciles driven step by step.
 
 :class:`SnapshotCache` lists its resources from the API server on :meth:`SnapshotCache.refresh` and
-serves the JobController's reads from real :class:`~etctl.runtime.store.Store` objects (with their
+serves the JobController's reads from real :class:`~etctl.runtime._store.Store` objects (with their
 namespace and controller-owner indexes) in between. A test can therefore reconcile against a cache
 that is exactly as stale as it wants: refresh, write behind the cache's back, reconcile again.
 
@@ -15,12 +15,18 @@ from __future__ import annotations
 import builtins
 from collections.abc import Iterable, Mapping
 
-from etctl.runtime.client import Client
-from etctl.runtime.event import CreateEvent, DeleteEvent, UpdateEvent
-from etctl.runtime.handler import EventHandler
-from etctl.runtime.objects import ObjectView
-from etctl.runtime.resources import Resource
-from etctl.runtime.store import BY_CONTROLLER, IndexFunc, Store
+from etctl.runtime import (
+    Client,
+    CreateEvent,
+    DeleteEvent,
+    EventHandler,
+    LabelSelector,
+    ObjectView,
+    Resource,
+    UpdateEvent,
+    objects,
+)
+from etctl.runtime._store import BY_CONTROLLER, IndexFunc, Store
 
 
 class SnapshotCache:
@@ -63,9 +69,25 @@ class SnapshotCache:
             raise LookupError(msg)
         return store
 
-    def get(self, res: Resource, name: str, namespace: str | None = None) -> ObjectView | None:
+    def get(self, res: Resource, name: str, *, namespace: str | None = None) -> ObjectView | None:
         """One cached object."""
         return self._store(res).get(f"{namespace}/{name}" if namespace else name)
+
+    def list(
+        self,
+        res: Resource,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+    ) -> builtins.list[ObjectView]:
+        """Cached objects of ``res`` (one namespace, a label selector)."""
+        selector = LabelSelector.parse(label_selector) if label_selector else None
+        return [
+            obj
+            for obj in self._store(res).list()
+            if (not namespace or objects.namespace(obj) == namespace)
+            and (selector is None or selector.matches(objects.labels(obj)))
+        ]
 
     def by_index(self, res: Resource, index: str, value: str) -> builtins.list[ObjectView]:
         """Cached objects with ``value`` in index ``index``."""

@@ -12,26 +12,33 @@ workers).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from etctl.common.api import (
+from etctl.common import (
+    CRDVersion,
+    CustomResource,
+    DesiredObject,
+    Gate,
     JobConditionType,
+    JobState,
     JobStatus,
     KubeObjectModel,
+    PrinterColumn,
+    ReplicaRef,
     ReplicaSpec,
     RestartPolicy,
     RunPolicy,
     ValueModel,
+    Verdict,
     canonical_keys,
+    validate_name,
+    validate_replica_spec,
+    validate_run_policy,
 )
-from etctl.common.crd import CRDVersion, CustomResource, PrinterColumn
-from etctl.common.plugin import DesiredObject, Gate, JobState, ReplicaRef, Verdict
-from etctl.common.validation import validate_name, validate_replica_spec, validate_run_policy
-from etctl.runtime.objects import KubeObject
-from etctl.runtime.resources import CONFIGMAPS, Resource
+from etctl.runtime import CONFIGMAPS, KubeObject, Resource, pod_phase
 
 LEADER = "Leader"
 WORKER = "Worker"
@@ -186,7 +193,7 @@ class SimpleJobPlugin:
         if replica_type != LEADER:
             return Gate.opened()
         wanted = job.replica_specs()[WORKER].replicas
-        running = sum(1 for pod in state.pods_of(WORKER) if _phase(pod) == "Running")
+        running = sum(1 for pod in state.pods_of(WORKER) if pod_phase(pod) == "Running")
         if running >= wanted:
             return Gate.opened()
         return Gate(
@@ -194,8 +201,3 @@ class SimpleJobPlugin:
             reason="WaitingForWorkers",
             message=f"{running} of {wanted} workers are running",
         )
-
-
-def _phase(pod: Mapping[str, Any]) -> str:
-    status = pod.get("status")
-    return str(status.get("phase") or "") if isinstance(status, Mapping) else ""

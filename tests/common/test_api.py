@@ -3,7 +3,7 @@ from typing import Annotated, Any
 import pytest
 from pydantic import ValidationError
 
-from etctl.common.api import (
+from etctl.common._api import (
     CleanPodPolicy,
     ConditionStatus,
     JobCondition,
@@ -18,8 +18,8 @@ from etctl.common.api import (
     canonical_keys,
     pod_containers,
 )
-from etctl.jobs.tfjob.api import TFJob
-from etctl.jobs.trainingjob.api import TrainingJob
+from etctl.jobs.tfjob._api import TFJob
+from etctl.jobs.trainingjob._api import TrainingJob
 
 TEMPLATE: dict[str, Any] = {"spec": {"containers": [{"name": "main", "image": "busybox"}]}}
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-from etctl.common.batches import slow_start
+from etctl.common._batches import slow_start
 from etctl.errors import EtctlError, ServerError
-from etctl.runtime.reconcile import STOPPING
+from etctl.runtime._reconcile import STOPPING
 
 
 async def test_batches_double_and_run_concurrently() -> None:

@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from etctl.common.children import drift
-from etctl.common.plugin import DesiredObject, JobState
-from etctl.runtime.resources import CONFIGMAPS
+from etctl.common import DesiredObject, JobState
+from etctl.common._children import drift
+from etctl.runtime import CONFIGMAPS
 from tests.common._harness import NAMESPACE, harness, simplejob
 from tests.common.simplejob import SIMPLEJOBS, SimpleJob, SimpleJobPlugin
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from etctl.runtime import objects
-from etctl.runtime.resources import CONFIGMAPS, PODS
+from etctl.runtime import CONFIGMAPS, PODS, objects
 from tests.common._harness import NAMESPACE, harness, simplejob
 from tests.common.simplejob import SIMPLEJOBS
 

@@ -3,8 +3,8 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from etctl.common.api import ConditionStatus, JobCondition, JobConditionType
-from etctl.common.conditions import (
+from etctl.common import ConditionStatus, JobCondition, JobConditionType
+from etctl.common._conditions import (
     get_condition,
     is_finished,
     is_true,

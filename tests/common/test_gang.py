@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from etctl.common import gang
-from etctl.common.api import RunPolicy, SchedulingPolicy
+from etctl.common import RunPolicy, SchedulingPolicy
+from etctl.common import _gang as gang
 from etctl.errors import ConfigError
 
 VOLCANO = gang.scheduler_for("volcano")

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from etctl.runtime import objects
-from etctl.runtime.resources import CONFIGMAPS, SERVICES
+from etctl.runtime import CONFIGMAPS, SERVICES, objects
 from tests.common._harness import NAMESPACE, harness, simplejob
 from tests.common._plugins import (
     PHASEDJOBS,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from etctl.runtime.metrics import REGISTRY
+from etctl.runtime import REGISTRY
 from tests.common._harness import harness, simplejob
 
 LABELS = {"namespace": "default", "kind": "SimpleJob"}

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from etctl.common import labels
-from etctl.common.labels import (
+from etctl.common import _labels as labels
+from etctl.common._labels import (
     by_job,
     job_selector,
     matches,

@@ -3,7 +3,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 from pydantic import ValidationError
 
-from etctl.common.meta import (
+from etctl.common import (
     KubeModel,
     KubeObjectModel,
     ObjectMeta,

@@ -4,9 +4,8 @@ from typing import Annotated, Any, Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from etctl.common.api import Int32, Quantity, ReplicaSpec
-from etctl.common.meta import KubeModel
-from etctl.common.openapi import KnownKeys, openapi_schema, schema_at
+from etctl.common import Int32, KubeModel, Quantity, ReplicaSpec
+from etctl.common._openapi import KnownKeys, openapi_schema, schema_at
 from etctl.errors import ConfigError
 
 

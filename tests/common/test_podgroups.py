@@ -6,9 +6,9 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
-from etctl.common.gang import SCHEDULER_PLUGINS_PODGROUPS, VOLCANO_PODGROUPS
-from etctl.common.plugin import JobSettings
-from etctl.runtime.resources import PRIORITYCLASSES
+from etctl.common import JobSettings
+from etctl.common._gang import SCHEDULER_PLUGINS_PODGROUPS, VOLCANO_PODGROUPS
+from etctl.runtime import PRIORITYCLASSES
 from tests.common._crds import SCHEDULER_PLUGINS_PODGROUP_CRD, VOLCANO_PODGROUP_CRD
 from tests.common._harness import NAMESPACE, Harness, harness, simplejob
 

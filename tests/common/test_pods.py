@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from etctl.common.api import ReplicaSpec, RestartPolicy
-from etctl.common.plugin import ReplicaRef
-from etctl.common.pods import build_pod
+from etctl.common import ReplicaRef, ReplicaSpec, RestartPolicy
+from etctl.common._pods import build_pod
 
 OWNER = {
     "apiVersion": "example.com/v1",

@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import pytest
 
-from etctl.common.quantities import QuantityError, ResourceList, format_quantity, parse_quantity
+from etctl.common._quantities import QuantityError, ResourceList, format_quantity, parse_quantity
 
 
 @pytest.mark.parametrize(

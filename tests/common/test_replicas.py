@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from etctl.common.plugin import JobSettings, JobState, ReplicaRef
-from etctl.runtime.objects import KubeObject
-from etctl.runtime.resources import PODS, SERVICES
+from etctl.common import JobSettings, JobState, ReplicaRef
+from etctl.runtime import PODS, SERVICES, KubeObject
 from tests.common._harness import NAMESPACE, harness, simplejob
 from tests.common.simplejob import SIMPLEJOBS, SimpleJob, SimpleJobPlugin
 

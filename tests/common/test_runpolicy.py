@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from etctl.common.api import CleanPodPolicy
-from etctl.common.runpolicy import deadline_remaining, pods_to_clean, ttl_remaining
+from etctl.common import CleanPodPolicy
+from etctl.common._runpolicy import deadline_remaining, pods_to_clean, ttl_remaining
 from etctl.errors import Forbidden
-from etctl.runtime.resources import SERVICES
+from etctl.runtime import SERVICES
 from etctl.testing import Fault
 from tests.common._harness import harness, simplejob
 from tests.common.simplejob import SIMPLEJOBS

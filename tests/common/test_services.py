@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from etctl.common.plugin import ReplicaRef
-from etctl.common.services import finish_service
+from etctl.common import ReplicaRef
+from etctl.common._services import finish_service
 
 OWNER = {
     "apiVersion": "example.com/v1",

@@ -7,9 +7,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from etctl.common.api import JobConditionType, ReplicaStatus
-from etctl.common.plugin import Capabilities, JobSettings, JobState, ReplicaRef
-from etctl.runtime.resources import CONFIGMAPS
+from etctl.common import (
+    Capabilities,
+    JobConditionType,
+    JobSettings,
+    JobState,
+    ReplicaRef,
+    ReplicaStatus,
+)
+from etctl.runtime import CONFIGMAPS
 from tests.common import simplejob
 from tests.common.simplejob import SimpleJob, SimpleJobPlugin
 

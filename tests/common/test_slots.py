@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from etctl.common.plugin import ReplicaRef
-from etctl.common.slots import default_plan, fill, format_indexes, parse_indexes, slot_name
+from etctl.common import ReplicaRef
+from etctl.common._slots import default_plan, fill, format_indexes, parse_indexes, slot_name
 
 
 def pod(name: str, *, deleting: bool = False) -> dict[str, Any]:

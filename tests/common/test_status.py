@@ -5,10 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from etctl.common.api import ConditionStatus, JobStatus, ReplicaStatus
-from etctl.common.plugin import ReplicaRef
-from etctl.common.slots import default_plan
-from etctl.common.status import (
+from etctl.common import ConditionStatus, JobStatus, ReplicaRef, ReplicaStatus
+from etctl.common._slots import default_plan
+from etctl.common._status import (
     ConditionChange,
     compute_status,
     merge_diff,

@@ -2,7 +2,7 @@ from typing import Any
 
 import pytest
 
-from etctl.common.structural import conformance_problems, structural_problems
+from etctl.common._structural import conformance_problems, structural_problems
 
 GOOD: dict[str, Any] = {
     "type": "object",

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from etctl.common.tracking import ChildEventHandler, child_key, job_prefix, replica_key
-from etctl.runtime.clock import FakeClock
-from etctl.runtime.event import CreateEvent, DeleteEvent, UpdateEvent
-from etctl.runtime.expectations import Expectations
-from etctl.runtime.reconcile import Request
-from etctl.runtime.resources import CONFIGMAPS, PODS, SERVICES
+from etctl.common._tracking import ChildEventHandler, child_key, job_prefix, replica_key
+from etctl.runtime import (
+    CONFIGMAPS,
+    PODS,
+    SERVICES,
+    CreateEvent,
+    DeleteEvent,
+    Expectations,
+    FakeClock,
+    Request,
+    UpdateEvent,
+)
 from tests.common.simplejob import SIMPLEJOBS
 
 OWNER = {

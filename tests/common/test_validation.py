@@ -3,8 +3,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from etctl.common.api import ReplicaSpec, RunPolicy, SchedulingPolicy
-from etctl.common.validation import (
+from etctl.common import ReplicaSpec, RunPolicy, SchedulingPolicy
+from etctl.common._validation import (
     is_dns1035_label,
     is_dns1123_label,
     parse_problems,
@@ -13,7 +13,7 @@ from etctl.common.validation import (
     validate_replica_spec,
     validate_run_policy,
 )
-from etctl.jobs.tfjob.api import TFJob
+from etctl.jobs.tfjob._api import TFJob
 
 
 def template(*containers: dict[str, Any]) -> dict[str, Any]:

@@ -6,14 +6,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from etctl.common.crd import crd_manifest
-from etctl.common.plugin import JobSettings
-from etctl.common.wiring import setup_job_controller
+from etctl.common import JobSettings, crd_manifest, setup_job_controller
 from etctl.errors import CacheSyncError
-from etctl.runtime import objects
-from etctl.runtime.resources import CONFIGMAPS, EVENTS, PODS, SERVICES
+from etctl.runtime import CONFIGMAPS, EVENTS, PODS, SERVICES, objects
 from etctl.testing import Fault, wait_idle
-from etctl.testing.kubelet import KubeletConfig
+from etctl.testing._kubelet import KubeletConfig
 from tests.common._harness import simplejob
 from tests.common._operator import NAMESPACE, Cluster, advance_idle, cluster, eventually, running
 from tests.common._plugins import PHASEDJOB, PHASEDJOBS, PhasedPlugin

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from etctl.runtime.resources import PODS
+from etctl.runtime import PODS
 from tests.common._harness import NAMESPACE, Harness, harness, simplejob
 from tests.common._plugins import RestartingPlugin
 from tests.common.simplejob import SIMPLEJOBS

@@ -14,11 +14,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from etctl.runtime import objects
-from etctl.runtime.client import Client, ClientOptions, RetryPolicy
-from etctl.runtime.clock import FakeClock
-from etctl.runtime.objects import ObjectView, Tombstone
-from etctl.runtime.resources import CONFIGMAPS, NAMESPACES, Resource
+from etctl.runtime import (
+    CONFIGMAPS,
+    NAMESPACES,
+    Client,
+    ClientOptions,
+    FakeClock,
+    ObjectView,
+    Resource,
+    RetryPolicy,
+    Tombstone,
+    objects,
+)
 from etctl.testing import ApiServer
 from tests.runtime._realtime import eventually
 

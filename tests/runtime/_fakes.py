@@ -9,11 +9,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from etctl.errors import CacheSyncError
-from etctl.runtime.clock import Clock, wait_event
-from etctl.runtime.metrics import REGISTRY
-from etctl.runtime.objects import KubeObject, ObjectView, Tombstone, key_of
-from etctl.runtime.resources import PODS, Resource
-from etctl.runtime.source import HandlerRegistration, ResourceEventHandler
+from etctl.runtime import PODS, REGISTRY, Clock, Resource, wait_event
+from etctl.runtime._objects import KubeObject, ObjectView, Tombstone, key_of
+from etctl.runtime._source import HandlerRegistration, ResourceEventHandler
 
 _rv = itertools.count(1)
 

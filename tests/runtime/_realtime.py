@@ -22,9 +22,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from etctl.runtime.client import Client, ClientOptions
-from etctl.runtime.clock import FakeClock
-from etctl.runtime.manager import Manager
+from etctl.runtime import Client, ClientOptions, FakeClock, Manager
 from etctl.testing import ApiServer
 from tests.runtime.scripted import InstantClock
 

@@ -19,8 +19,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from etctl.runtime.client import Client, ClientOptions
-from etctl.runtime.clock import FakeClock
+from etctl.runtime import Client, ClientOptions, FakeClock
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 

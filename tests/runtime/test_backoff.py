@@ -5,8 +5,8 @@ import random
 
 import pytest
 
-from etctl.runtime.backoff import Backoff
-from etctl.runtime.clock import FakeClock
+from etctl.runtime import FakeClock
+from etctl.runtime._backoff import Backoff
 
 
 def test_delays_double_from_the_initial_one_with_jitter_up_to_the_cap() -> None:

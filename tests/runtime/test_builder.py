@@ -17,16 +17,21 @@ import pytest
 import pytest_asyncio
 
 from etctl.errors import ConfigError
-from etctl.runtime import objects
-from etctl.runtime.client import Client
-from etctl.runtime.clock import FakeClock
-from etctl.runtime.event import CreateEvent
-from etctl.runtime.handler import EnqueueRequestsFromMapFunc
-from etctl.runtime.manager import Manager, ManagerOptions
-from etctl.runtime.objects import ObjectView
-from etctl.runtime.predicate import predicate_func
-from etctl.runtime.reconcile import Request, Result
-from etctl.runtime.resources import CONFIGMAPS, SECRETS
+from etctl.runtime import (
+    CONFIGMAPS,
+    SECRETS,
+    Client,
+    CreateEvent,
+    EnqueueRequestsFromMapFunc,
+    FakeClock,
+    Manager,
+    ManagerOptions,
+    ObjectView,
+    Request,
+    Result,
+    objects,
+    predicate_func,
+)
 from etctl.testing import ApiServer
 from tests.runtime._fakes import owner_ref, sample, unique_name
 from tests.runtime._realtime import client_of, eventually, run_manager

@@ -9,12 +9,17 @@ from typing import Any
 import pytest
 
 from etctl.errors import CacheSyncError, ConfigError
-from etctl.runtime import objects
-from etctl.runtime.cache import Cache, NotCachedError
-from etctl.runtime.informer import Informer
-from etctl.runtime.objects import ObjectView
-from etctl.runtime.resources import CONFIGMAPS, NAMESPACES, SECRETS
-from etctl.runtime.selectors import SelectorError
+from etctl.runtime import (
+    CONFIGMAPS,
+    NAMESPACES,
+    SECRETS,
+    Cache,
+    NotCachedError,
+    ObjectView,
+    SelectorError,
+    objects,
+)
+from etctl.runtime._informer import Informer
 from etctl.testing import Fault
 from tests.runtime._cluster import NEVER, Cluster, Recorder, cluster, eventually, running
 
@@ -66,7 +71,7 @@ async def test_reads_never_start_an_informer(tmp_path: Path) -> None:
     async with cluster(tmp_path) as env:
         cache = new_cache(env)
         with pytest.raises(NotCachedError, match=r"secrets/v1 is not cached"):
-            cache.get(SECRETS, "x", "default")
+            cache.get(SECRETS, "x", namespace="default")
         with pytest.raises(NotCachedError):
             cache.list(SECRETS)
         with pytest.raises(NotCachedError):
@@ -75,7 +80,7 @@ async def test_reads_never_start_an_informer(tmp_path: Path) -> None:
         cache.informer(CONFIGMAPS)
         with pytest.raises(ValueError, match="needs a namespace"):
             cache.get(CONFIGMAPS, "x")
-        assert cache.get(CONFIGMAPS, "x", "default") is None  # cached, just not there
+        assert cache.get(CONFIGMAPS, "x", namespace="default") is None  # cached, just not there
 
 
 async def test_reads_follow_the_server_and_the_owner_index(tmp_path: Path) -> None:
@@ -108,13 +113,13 @@ async def test_reads_follow_the_server_and_the_owner_index(tmp_path: Path) -> No
             ]
             env.delete("w-1")
             owned(env, "w-2", "job-a")
-            await eventually(lambda: cache.get(CONFIGMAPS, "w-2", "default") is not None)
+            await eventually(lambda: cache.get(CONFIGMAPS, "w-2", namespace="default") is not None)
             assert names(cache.controlled_by(CONFIGMAPS, "uid-job-a")) == [
                 "default/w-0",
                 "default/w-2",
             ]
-            assert cache.get(CONFIGMAPS, "w-1", "default") is None
-            got = cache.get(CONFIGMAPS, "loose", "default")
+            assert cache.get(CONFIGMAPS, "w-1", namespace="default") is None
+            got = cache.get(CONFIGMAPS, "loose", namespace="default")
             assert got is not None
             assert objects.name(got) == "loose"
 
@@ -164,16 +169,16 @@ async def test_a_namespace_scoped_cache_holds_only_its_namespaces(tmp_path: Path
             assert registration.has_synced()
             assert names(cache.list(CONFIGMAPS)) == ["a/cm", "b/cm"]
             assert names(cache.list(CONFIGMAPS, namespace="b")) == ["b/cm"]
-            assert cache.get(CONFIGMAPS, "cm", "a") is not None
+            assert cache.get(CONFIGMAPS, "cm", namespace="a") is not None
             with pytest.raises(NotCachedError, match="namespace 'c' is not cached"):
-                cache.get(CONFIGMAPS, "cm", "c")
+                cache.get(CONFIGMAPS, "cm", namespace="c")
             with pytest.raises(NotCachedError):
                 cache.list(CONFIGMAPS, namespace="c")
             assert {"a", "b", "c", "default"} <= set(names(cache.list(NAMESPACES)))
             env.configmap("new", namespace="b")
             env.configmap("new", namespace="c")
             await eventually(lambda: "b/new" in seen.view)
-            assert cache.get(CONFIGMAPS, "new", "b") is not None
+            assert cache.get(CONFIGMAPS, "new", namespace="b") is not None
         assert sorted(seen.view) == ["a/cm", "b/cm", "b/new"]
         assert env.requests("list", "configmaps") == 2  # one per namespace, none cluster-wide
         assert {
@@ -210,7 +215,7 @@ async def test_selected_informers_are_merged_on_reads(tmp_path: Path) -> None:
         async with running(cache):
             await cache.wait_for_sync(5)
             assert names(cache.list(CONFIGMAPS)) == ["default/w-0", "default/w-1"]
-            assert cache.get(CONFIGMAPS, "loose", "default") is None
+            assert cache.get(CONFIGMAPS, "loose", namespace="default") is None
             cache.informer(CONFIGMAPS)  # an unfiltered one as well: keys are not repeated
             await cache.wait_for_sync(5)
             assert names(cache.list(CONFIGMAPS)) == [

@@ -19,11 +19,18 @@ from etctl.errors import (
     NotFound,
     UnsupportedMediaType,
 )
-from etctl.runtime import objects
-from etctl.runtime.client import Client, ClientOptions, PatchType
-from etctl.runtime.clock import FakeClock
-from etctl.runtime.events import ClientEventSink, EventRecorder
-from etctl.runtime.resources import CONFIGMAPS, EVENTS, PODS, Resource
+from etctl.runtime import (
+    CONFIGMAPS,
+    EVENTS,
+    PODS,
+    Client,
+    ClientOptions,
+    FakeClock,
+    PatchType,
+    Resource,
+    objects,
+)
+from etctl.runtime._recorder import ClientEventSink, EventRecorder
 from etctl.testing import ApiServer, Fault, Kubelet
 from tests.runtime._realtime import eventually
 from tests.runtime.scripted import InstantClock

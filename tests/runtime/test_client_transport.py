@@ -24,10 +24,7 @@ from etctl.errors import (
     TooManyRequests,
     TransportError,
 )
-from etctl.runtime._retry import RetryPolicy
-from etctl.runtime.client import PatchType
-from etctl.runtime.metrics import REGISTRY
-from etctl.runtime.resources import CONFIGMAPS, NAMESPACES, PODS
+from etctl.runtime import CONFIGMAPS, NAMESPACES, PODS, REGISTRY, PatchType, RetryPolicy
 from tests.runtime.scripted import (
     Handler,
     InstantClock,

@@ -15,10 +15,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from etctl.errors import Gone, TransportError
-from etctl.runtime._retry import RetryPolicy
+from etctl.runtime import PODS, RetryPolicy
+from etctl.runtime._client import WatchEvent, WatchIdleTimeout
 from etctl.runtime._watch import LineSplitter
-from etctl.runtime.client import WatchEvent, WatchIdleTimeout
-from etctl.runtime.resources import PODS
 from tests.runtime.scripted import (
     InstantClock,
     client_for,

@@ -2,7 +2,7 @@ import asyncio
 
 import pytest
 
-from etctl.runtime.clock import FakeClock, RealClock, wait_event
+from etctl.runtime import FakeClock, RealClock, wait_event
 
 
 async def test_fake_clock_wakes_sleepers_in_deadline_order() -> None:

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from etctl.runtime import compact
-from etctl.runtime.compact import Compactor
+from etctl.runtime import _compact as compact
+from etctl.runtime._compact import Compactor
 
 JSON = st.recursive(
     st.none()

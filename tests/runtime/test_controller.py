@@ -8,13 +8,18 @@ import structlog
 from structlog.testing import capture_logs
 
 from etctl.errors import CacheSyncError, Conflict, TerminalError, TooManyRequests
-from etctl.runtime.clock import FakeClock
-from etctl.runtime.controller import Controller
-from etctl.runtime.handler import EnqueueRequestForObject
-from etctl.runtime.metrics import REGISTRY
-from etctl.runtime.predicate import GenerationChanged
-from etctl.runtime.ratelimit import ItemExponentialRateLimiter
-from etctl.runtime.reconcile import ReconcileFunc, Request, Result, stop_requested
+from etctl.runtime import (
+    REGISTRY,
+    EnqueueRequestForObject,
+    FakeClock,
+    GenerationChanged,
+    ReconcileFunc,
+    Request,
+    Result,
+    stop_requested,
+)
+from etctl.runtime._controller import Controller
+from etctl.runtime._ratelimit import ItemExponentialRateLimiter
 from tests.runtime._fakes import FakeSource, obj, sample, unique_name, until
 
 ReconcileFn = Callable[[Request], Awaitable[Result]]

@@ -1,4 +1,4 @@
-from etctl.runtime.event import CreateEvent, DeleteEvent, UpdateEvent
+from etctl.runtime import CreateEvent, DeleteEvent, UpdateEvent
 from tests.runtime._fakes import obj
 
 

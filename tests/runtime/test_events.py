@@ -9,14 +9,13 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from etctl.errors import AlreadyExists, Forbidden, Invalid, NotFound, TransportError
-from etctl.runtime.clock import FakeClock
-from etctl.runtime.events import (
+from etctl.runtime import FakeClock, KubeObject
+from etctl.runtime._recorder import (
     MAX_MESSAGE_LENGTH,
     CorrelatorOptions,
     EventRecorder,
     EventSink,
 )
-from etctl.runtime.objects import KubeObject
 from tests.runtime.scripted import InstantClock
 
 POD: KubeObject = {

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from etctl.runtime.clock import FakeClock
-from etctl.runtime.expectations import DEFAULT_TTL, Expectations, Pending
+from etctl.runtime import FakeClock
+from etctl.runtime._expectations import DEFAULT_TTL, Expectations, Pending
 
 KEY = "ns/job/worker/pods"
 

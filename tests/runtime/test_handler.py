@@ -1,19 +1,25 @@
 from collections.abc import Iterable
 
-from etctl.runtime.clock import FakeClock
-from etctl.runtime.event import CreateEvent, DeleteEvent, UpdateEvent
-from etctl.runtime.handler import (
+from etctl.runtime import (
+    CreateEvent,
+    DeleteEvent,
+    FakeClock,
+    GenerationChanged,
+    Predicate,
+    Request,
+    UpdateEvent,
+    WorkQueue,
+    predicate_func,
+)
+from etctl.runtime._handler import (
     EnqueueingHandler,
     EnqueueRequestForObject,
     EnqueueRequestForOwner,
     EnqueueRequestsFromMapFunc,
     EventHandler,
 )
-from etctl.runtime.objects import ObjectView, labels
-from etctl.runtime.predicate import GenerationChanged, Predicate, predicate_func
-from etctl.runtime.reconcile import Request
-from etctl.runtime.source import ResourceEventHandler
-from etctl.runtime.workqueue import WorkQueue
+from etctl.runtime._objects import ObjectView, labels
+from etctl.runtime._source import ResourceEventHandler
 from tests.runtime._fakes import FakeSource, obj, owner_ref
 
 JOB = "TrainingJob"

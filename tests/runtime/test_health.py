@@ -10,7 +10,7 @@ import pytest_asyncio
 from prometheus_client import CollectorRegistry, Counter
 
 from etctl.errors import ConfigError
-from etctl.runtime.health import Checks, HttpServer, parse_bind_address
+from etctl.runtime._health import Checks, HttpServer, parse_bind_address
 
 
 class Flag:

@@ -9,12 +9,8 @@ from typing import Any
 import pytest
 
 from etctl.errors import CacheSyncError
-from etctl.runtime import objects
-from etctl.runtime.client import PatchType
-from etctl.runtime.informer import Informer
-from etctl.runtime.metrics import REGISTRY
-from etctl.runtime.objects import ObjectView, Tombstone
-from etctl.runtime.resources import CONFIGMAPS, Resource
+from etctl.runtime import CONFIGMAPS, REGISTRY, ObjectView, PatchType, Resource, Tombstone, objects
+from etctl.runtime._informer import Informer
 from etctl.testing import Fault
 from tests.runtime._cluster import NEVER, Recorder, cluster, eventually, running
 from tests.runtime._fakes import sample

@@ -12,15 +12,13 @@ import yaml
 from aiohttp import web
 
 from etctl.errors import ConfigError, Unauthorized
-from etctl.runtime.client import Client, ClientOptions
-from etctl.runtime.clock import FakeClock
-from etctl.runtime.kubeconfig import (
+from etctl.runtime import PODS, Client, ClientOptions, FakeClock
+from etctl.runtime._kubeconfig import (
     default_kubeconfig_path,
     in_cluster_available,
     load_in_cluster,
     load_kubeconfig,
 )
-from etctl.runtime.resources import PODS
 from tests.runtime.scripted import (
     Handler,
     InstantClock,

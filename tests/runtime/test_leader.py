@@ -13,17 +13,14 @@ import pytest
 import pytest_asyncio
 
 from etctl.errors import LeaderElectionLost
-from etctl.runtime import objects
-from etctl.runtime.client import Client
-from etctl.runtime.clock import Clock, FakeClock
-from etctl.runtime.events import ClientEventSink, EventRecorder
-from etctl.runtime.leader import (
+from etctl.runtime import EVENTS, LEASES, Client, Clock, FakeClock, objects
+from etctl.runtime._leader import (
     LeaderElectionConfig,
     LeaderElector,
     LeaderState,
     micro_time,
 )
-from etctl.runtime.resources import EVENTS, LEASES
+from etctl.runtime._recorder import ClientEventSink, EventRecorder
 from etctl.testing import ApiServer, Fault
 from tests.runtime._fakes import sample, unique_name
 from tests.runtime._realtime import NoJitter, SkewedClock, answered, client_of, eventually

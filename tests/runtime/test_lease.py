@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from etctl.errors import ConfigError
-from etctl.runtime.lease import LeaderElectionConfig, LeaseRecord, default_identity, micro_time
+from etctl.runtime._lease import LeaderElectionConfig, LeaseRecord, default_identity, micro_time
 
 
 def test_configuration_is_validated() -> None:

@@ -21,12 +21,18 @@ import pytest_asyncio
 from prometheus_client.parser import text_string_to_metric_families
 
 from etctl.errors import CacheSyncError, LeaderElectionLost
-from etctl.runtime.client import Client
-from etctl.runtime.clock import FakeClock
-from etctl.runtime.leader import LeaderState
-from etctl.runtime.manager import Manager, ManagerOptions
-from etctl.runtime.reconcile import Request, Result
-from etctl.runtime.resources import CONFIGMAPS, EVENTS, LEASES
+from etctl.runtime import (
+    CONFIGMAPS,
+    EVENTS,
+    LEASES,
+    Client,
+    FakeClock,
+    Manager,
+    ManagerOptions,
+    Request,
+    Result,
+)
+from etctl.runtime._leader import LeaderState
 from etctl.testing import ApiServer, Fault
 from tests.runtime._fakes import unique_name
 from tests.runtime._realtime import ManagerRun, NoJitter, answered, client_of, eventually, running
@@ -320,7 +326,7 @@ async def test_graceful_shutdown_lets_the_reconcile_in_flight_finish(
     async def reconcile(request: Request) -> Result:
         started.append(request.name)
         await proceed.wait()
-        obj = op.manager.cache.get(CONFIGMAPS, request.name, request.namespace)
+        obj = op.manager.cache.get(CONFIGMAPS, request.name, namespace=request.namespace)
         assert obj is not None
         events.event(obj, "Normal", "Reconciled", f"{request.name} reconciled")
         finished.append(request.name)
@@ -615,7 +621,7 @@ async def test_names_are_unique_and_setup_ends_at_start(server: ApiServer, clien
         with pytest.raises(RuntimeError, match="runs once"):
             await op.manager.run()
         late = op.manager.recorder("late-component")  # recorders may come later: sent too
-        obj = op.manager.cache.get(CONFIGMAPS, "late-event", "default")
+        obj = op.manager.cache.get(CONFIGMAPS, "late-event", namespace="default")
         assert obj is not None
         late.event(obj, "Normal", "Late", "recorded after start")
         await eventually(lambda: answered(server, verb="create", resource="events") == 1)

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from etctl.errors import ConfigError
-from etctl.runtime import manager_options
-from etctl.runtime.manager_options import ManagerOptions
+from etctl.runtime import ManagerOptions
+from etctl.runtime import _manager_options as manager_options
 
 
 def test_defaults_are_controller_runtimes() -> None:

@@ -1,5 +1,4 @@
-from etctl.runtime import objects
-from etctl.runtime.resources import CRDS, LEASES, PODS, Resource
+from etctl.runtime import CRDS, LEASES, PODS, Resource, objects
 
 
 def test_paths() -> None:
@@ -15,7 +14,7 @@ def test_paths() -> None:
 
 def test_accessors_and_controller_refs() -> None:
     owner = {"metadata": {"name": "job", "namespace": "ns", "uid": "u1"}}
-    ref = objects.make_controller_ref(owner, api_version="v1", kind="Job")
+    ref = objects.make_controller_ref(owner, Resource("batch", "v1", "jobs", "Job"))
     child = {"metadata": {"name": "c", "namespace": "ns", "ownerReferences": [ref]}}
     assert objects.is_controlled_by(child, owner)
     assert objects.controller_ref(child) == "u1"

@@ -1,12 +1,14 @@
 import pytest
 
-from etctl.runtime.event import CreateEvent, DeleteEvent, UpdateEvent
-from etctl.runtime.predicate import (
+from etctl.runtime import (
     AnnotationsChanged,
+    CreateEvent,
+    DeleteEvent,
     GenerationChanged,
     LabelsChanged,
     Predicate,
     ResourceVersionChanged,
+    UpdateEvent,
     and_,
     not_,
     or_,

@@ -3,8 +3,8 @@ from collections.abc import Callable
 
 import pytest
 
-from etctl.runtime.clock import FakeClock
-from etctl.runtime.ratelimit import (
+from etctl.runtime import FakeClock
+from etctl.runtime._ratelimit import (
     BucketRateLimiter,
     ItemExponentialRateLimiter,
     ItemFastSlowRateLimiter,

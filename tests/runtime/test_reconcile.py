@@ -2,7 +2,7 @@ import dataclasses
 
 import pytest
 
-from etctl.runtime.reconcile import ReconcileFunc, Reconciler, Request, Result
+from etctl.runtime import ReconcileFunc, Reconciler, Request, Result
 from tests.runtime._fakes import obj
 
 

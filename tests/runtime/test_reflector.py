@@ -10,11 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from etctl.errors import ApiError, Gone, RequestNotSent, ServerError
-from etctl.runtime import objects
-from etctl.runtime.client import ObjectList, WatchEvent
-from etctl.runtime.objects import KubeObject
-from etctl.runtime.reflector import ChangeType, ListerWatcher, Reflector, is_too_large_rv
-from etctl.runtime.resources import CONFIGMAPS, SECRETS, Resource
+from etctl.runtime import CONFIGMAPS, SECRETS, KubeObject, ObjectList, Resource, WatchEvent, objects
+from etctl.runtime._reflector import ChangeType, ListerWatcher, Reflector, is_too_large_rv
 from etctl.testing import Fault
 from tests.runtime._cluster import NEVER, Cluster, cluster, eventually, running
 from tests.runtime._fakes import sample

@@ -8,9 +8,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from etctl.runtime import objects
-from etctl.runtime.objects import ObjectView, Tombstone
-from etctl.runtime.store import BY_CONTROLLER, BY_NAMESPACE, IndexFunc, Store
+from etctl.runtime import ObjectView, Tombstone, objects
+from etctl.runtime._store import BY_CONTROLLER, BY_NAMESPACE, IndexFunc, Store
 
 
 def obj(

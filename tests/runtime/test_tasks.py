@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 
+from etctl.runtime import FakeClock
 from etctl.runtime._tasks import (
     guarded,
     run_with_timeout,
@@ -14,7 +15,6 @@ from etctl.runtime._tasks import (
     wait_first,
     wait_tasks,
 )
-from etctl.runtime.clock import FakeClock
 from tests.runtime._fakes import until
 
 

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from etctl.runtime.objects import KubeObject
-from etctl.runtime.transforms import (
+from etctl.runtime import KubeObject
+from etctl.runtime._transforms import (
     LAST_APPLIED,
     compose,
     strip_last_applied,

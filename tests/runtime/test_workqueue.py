@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from etctl.runtime.clock import FakeClock
-from etctl.runtime.ratelimit import ItemExponentialRateLimiter
-from etctl.runtime.workqueue import ShutDown, WorkQueue
+from etctl.runtime import FakeClock
+from etctl.runtime._ratelimit import ItemExponentialRateLimiter
+from etctl.runtime._workqueue import ShutDown, WorkQueue
 from tests.runtime._fakes import sample, unique_name, until
 
 

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 import aiohttp
 import pytest
 
-from etctl.runtime.clock import FakeClock
+from etctl.runtime import FakeClock
 from etctl.testing import ApiServer
 from tests.testing.apiserver._client import Api
 

@@ -9,10 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from etctl.runtime.clock import FakeClock
-from etctl.runtime.manager import Manager, ManagerOptions
-from etctl.runtime.reconcile import Request, Result
-from etctl.runtime.resources import CONFIGMAPS, PODS
+from etctl.runtime import CONFIGMAPS, PODS, FakeClock, Manager, ManagerOptions, Request, Result
 from etctl.testing import ApiServer, KubeletConfig, wait_idle
 from tests.runtime._realtime import NoJitter, client_of, eventually, run_manager
 

@@ -9,7 +9,7 @@ pytest_plugins = ["pytester"]
 SUITE = """
 import pytest
 
-from etctl.runtime.resources import PODS
+from etctl.runtime._resources import PODS
 from etctl.testing import ApiServer, Kubelet, KubeletConfig
 
 

@@ -6,8 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
-from etctl.common.api import Int32, JobStatus, KubeObjectModel, ValueModel
-from etctl.common.crd import CRDVersion, CustomResource
+from etctl.common import CRDVersion, CustomResource, Int32, JobStatus, KubeObjectModel, ValueModel
 
 __all__ = ["Widget", "widget"]
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from etctl.common.crd import (
+from etctl.common._crd import (
     check_manifests,
     crd_manifest,
     discover_resources,
@@ -64,4 +64,4 @@ def test_builtin_resources_are_discovered_through_entry_points() -> None:
 
 def test_committed_manifests_match_the_generator() -> None:
     problems = check_manifests(CRD_DIR, discover_resources())
-    assert problems == [], "regenerate with: python -m etctl.common.crd manifests/crds"
+    assert problems == [], "regenerate with: etctl crds manifests/crds"

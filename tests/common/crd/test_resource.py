@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import yaml
 
-from etctl.common.crd import (
+from etctl.common._crd import (
     CRDVersion,
     CustomResource,
     PrinterColumn,
@@ -15,9 +15,9 @@ from etctl.common.crd import (
     crd_manifest,
     discover_resources,
 )
-from etctl.common.structural import structural_problems
+from etctl.common._structural import structural_problems
 from etctl.errors import ConfigError
-from etctl.runtime.resources import Resource
+from etctl.runtime import Resource
 from tests.common.crd._widget import Widget, widget
 
 

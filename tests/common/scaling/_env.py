@@ -16,18 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from etctl.common.crd import crd_manifest
-from etctl.common.scaling.api import SCALEIN, SCALEOUT
-from etctl.common.scaling.wiring import setup_scaling
+from etctl.common import SCALEIN, SCALEOUT, crd_manifest
+from etctl.common._scaling.wiring import setup_scaling
 from etctl.errors import NotFound
-from etctl.jobs.trainingjob.api import TRAININGJOB, TRAININGJOBS
-from etctl.jobs.trainingjob.hostfile import PUSHED_ANNOTATION, digest, hostfile
-from etctl.jobs.trainingjob.plugin import TrainingJobPlugin
-from etctl.runtime import objects
-from etctl.runtime.manager import Manager
-from etctl.runtime.manager_options import ManagerOptions
-from etctl.runtime.objects import KubeObject
-from etctl.runtime.resources import EVENTS, PODS, Resource
+from etctl.jobs.trainingjob._api import TRAININGJOB, TRAININGJOBS
+from etctl.jobs.trainingjob._hostfile import PUSHED_ANNOTATION, digest, hostfile
+from etctl.jobs.trainingjob._plugin import TrainingJobPlugin
+from etctl.runtime import EVENTS, PODS, KubeObject, Manager, ManagerOptions, Resource, objects
 from etctl.testing import wait_idle
 from tests.runtime._cluster import Cluster, cluster, eventually
 from tests.runtime._realtime import run_manager
@@ -100,9 +95,7 @@ class Env:
 
     def pod(self, name: str, rtype: str, phase: str = "Running", job: str = "tj") -> None:
         owner = self.job(job)
-        ref = objects.make_controller_ref(
-            owner, api_version=TRAININGJOBS.api_version, kind="TrainingJob"
-        )
+        ref = objects.make_controller_ref(owner, TRAININGJOBS)
         body = {
             "metadata": {
                 "name": name,

@@ -6,11 +6,8 @@ import dataclasses
 from datetime import UTC, datetime
 from typing import Any
 
-from etctl.common.api import ConditionStatus
-from etctl.common.conditions import get_condition
-from etctl.common.plugin import Elasticity, ExecTarget
-from etctl.common.scaling.api import ScaleIn, ScaleOut
-from etctl.common.scaling.scaler import JobView, Scaler, Transition, scaler_of
+from etctl.common import ConditionStatus, Elasticity, ExecTarget, ScaleIn, ScaleOut, get_condition
+from etctl.common._scaling.scaler import JobView, Scaler, Transition, scaler_of
 
 P = "j-worker-"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

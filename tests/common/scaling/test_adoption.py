@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from etctl.common.scaling.adoption import selector_index
-from etctl.common.scaling.api import SCALEINS, SCALEOUTS
+from etctl.common import SCALEINS, SCALEOUTS
+from etctl.common._scaling.adoption import selector_index
 from etctl.runtime import objects
 from tests.common.scaling._env import NS, scaling_env
 

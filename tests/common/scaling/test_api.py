@@ -5,8 +5,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from etctl.common.crd import crd_manifest
-from etctl.common.scaling.api import (
+from etctl.common import crd_manifest
+from etctl.common._scaling.api import (
     DEFAULT_TIMEOUT_SECONDS,
     SCALEIN,
     SCALEINS,
@@ -21,8 +21,8 @@ from etctl.common.scaling.api import (
     validate_scalein,
     validate_scaleout,
 )
-from etctl.common.structural import conformance_problems
-from etctl.common.validation import parse_problems
+from etctl.common._structural import conformance_problems
+from etctl.common._validation import parse_problems
 from tests.schema_support import EXAMPLES, apply_defaults, as_created, crd_schema, load_yaml
 
 SCALE_IN_EXAMPLES = sorted((EXAMPLES / "trainingjob").glob("scale-in*.yaml"))

@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from etctl.common.scaling.api import SCALEINS, SCALEOUTS
-from etctl.common.scaling.metrics import SCALE_OPERATIONS
-from etctl.jobs.trainingjob.api import TRAININGJOBS
+from etctl.common import SCALEINS, SCALEOUTS
+from etctl.common._scaling.metrics import SCALE_OPERATIONS
+from etctl.jobs.trainingjob._api import TRAININGJOBS
 from etctl.testing import Fault
 from tests.common.scaling._env import NS, Env, controllers, scaling_env
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 import dataclasses
 from datetime import timedelta
 
-from etctl.common.api import ConditionStatus
-from etctl.common.conditions import get_condition
-from etctl.common.scaling.api import ScaleStep
-from etctl.common.scaling.machine import advance, script_finished
-from etctl.common.scaling.scaler import Outcome, Transition
+from etctl.common import ConditionStatus, get_condition
+from etctl.common._scaling.api import ScaleStep
+from etctl.common._scaling.machine import advance, script_finished
+from etctl.common._scaling.scaler import Outcome, Transition
 from tests.common.scaling._views import (
     T0,
     all_running,

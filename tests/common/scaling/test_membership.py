@@ -1,6 +1,6 @@
 import pytest
 
-from etctl.common.scaling.membership import (
+from etctl.common._scaling.membership import (
     Replacement,
     high_water,
     initial_targets,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from etctl.common.scaling.api import ScaleStep
-from etctl.common.scaling.machine import advance
-from etctl.common.scaling.roster import settle
+from etctl.common._scaling.api import ScaleStep
+from etctl.common._scaling.machine import advance
+from etctl.common._scaling.roster import settle
 from tests.common.scaling._views import T0, all_running, apply, job, scale_in, scale_out
 
 

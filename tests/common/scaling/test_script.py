@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from etctl.common.scaling.api import EnvVar
-from etctl.common.scaling.script import host_list, script_command
+from etctl.common._scaling.api import EnvVar
+from etctl.common._scaling.script import host_list, script_command
 
 
 def test_host_list() -> None:

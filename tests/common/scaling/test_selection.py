@@ -2,7 +2,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from etctl.common.scaling.selection import (
+from etctl.common._scaling.selection import (
     QueuedScaler,
     bounds_problem,
     clamp,

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from etctl.common.scaling.wiring import setup_scaling
+from etctl.common._scaling.wiring import setup_scaling
 from etctl.errors import ConfigError
-from etctl.jobs.trainingjob.plugin import TrainingJobPlugin
-from etctl.runtime.manager import Manager
+from etctl.jobs.trainingjob._plugin import TrainingJobPlugin
+from etctl.runtime import Manager
 from tests.common.simplejob import SimpleJobPlugin
 from tests.jobs.trainingjob._operator import cluster
 

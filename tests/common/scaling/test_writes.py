@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
+import builtins
 from pathlib import Path
 
 import pytest
 
-from etctl.common.scaling.writes import GuardedWriter
+from etctl.common import GuardedWriter
 from etctl.errors import Conflict
-from etctl.runtime import objects
-from etctl.runtime.objects import ObjectView
-from etctl.runtime.resources import CONFIGMAPS, Resource
+from etctl.runtime import CONFIGMAPS, ObjectView, Resource, objects
 from tests.runtime._cluster import cluster
 
 
@@ -20,13 +19,18 @@ class FrozenCache:
     def __init__(self) -> None:
         self.held: dict[str, ObjectView] = {}
 
-    def get(self, res: Resource, name: str, namespace: str | None = None) -> ObjectView | None:
+    def get(self, res: Resource, name: str, *, namespace: str | None = None) -> ObjectView | None:
         return self.held.get(name)
 
-    def by_index(self, res: Resource, index: str, value: str) -> list[ObjectView]:
+    def list(
+        self, res: Resource, *, namespace: str | None = None, label_selector: str | None = None
+    ) -> builtins.list[ObjectView]:
+        return builtins.list(self.held.values())
+
+    def by_index(self, res: Resource, index: str, value: str) -> builtins.list[ObjectView]:
         return []
 
-    def controlled_by(self, res: Resource, owner_uid: str) -> list[ObjectView]:
+    def controlled_by(self, res: Resource, owner_uid: str) -> builtins.list[ObjectView]:
         return []
 
 

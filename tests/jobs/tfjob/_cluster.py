@@ -16,16 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from etctl.common.crd import crd_manifest
-from etctl.common.plugin import JobSettings
-from etctl.jobs.tfjob.api import TFJOB, TFJOBS
-from etctl.jobs.tfjob.plugin import TFJobPlugin
-from etctl.runtime import objects
-from etctl.runtime.clock import FakeClock
-from etctl.runtime.objects import KubeObject
-from etctl.runtime.resources import NAMESPACES, SERVICES
+from etctl.common import JobSettings, crd_manifest
+from etctl.jobs.tfjob._api import TFJOB, TFJOBS
+from etctl.jobs.tfjob._plugin import TFJobPlugin
+from etctl.runtime import NAMESPACES, SERVICES, FakeClock, KubeObject, objects
 from etctl.testing import ApiServer
-from etctl.testing.kubelet import KubeletConfig
+from etctl.testing._kubelet import KubeletConfig
 from tests.common._operator import Operator, StoredObjects, condition_of, job_operator
 from tests.runtime._realtime import client_of
 

@@ -4,10 +4,9 @@ from typing import Any
 
 import pytest
 
-from etctl.common.api import CleanPodPolicy, RestartPolicy
-from etctl.common.crd import crd_manifest
-from etctl.common.structural import conformance_problems
-from etctl.jobs.tfjob.api import (
+from etctl.common import CleanPodPolicy, RestartPolicy, crd_manifest
+from etctl.common._structural import conformance_problems
+from etctl.jobs.tfjob._api import (
     TFJOB,
     TFJOBS,
     SuccessPolicy,

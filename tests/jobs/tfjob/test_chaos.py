@@ -16,9 +16,8 @@ from typing import Any
 
 import pytest
 
-from etctl.jobs.tfjob.api import TFJOBS
-from etctl.runtime.manager import Manager
-from etctl.runtime.resources import PODS
+from etctl.jobs.tfjob._api import TFJOBS
+from etctl.runtime import PODS, Manager
 from tests.common._chaos import Chaos, Ledger, Target, crashes
 from tests.jobs.tfjob._cluster import NAMESPACE, TFCluster, replica, tf_cluster, tfjob
 from tests.runtime._realtime import run_manager

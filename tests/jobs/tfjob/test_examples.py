@@ -10,9 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from etctl.runtime import objects
-from etctl.runtime.objects import KubeObject
-from etctl.testing.kubelet import KubeletConfig, NodeConfig
+from etctl.runtime import KubeObject, objects
+from etctl.testing._kubelet import KubeletConfig, NodeConfig
 from tests.common._operator import eventually, running
 from tests.jobs.tfjob._cluster import TFCluster, tf_cluster
 from tests.schema_support import EXAMPLES

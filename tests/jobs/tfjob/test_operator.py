@@ -5,10 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from etctl.common.labels import JOB_ROLE, replica_labels
-from etctl.common.plugin import JobSettings
-from etctl.runtime import objects
-from etctl.runtime.resources import EVENTS
+from etctl.common import JOB_ROLE, JobSettings, replica_labels
+from etctl.runtime import EVENTS, objects
 from etctl.testing import wait_idle
 from tests.common._operator import advance_idle, eventually, running
 from tests.jobs.tfjob._cluster import NAMESPACE, TFCluster, replica, tf_cluster, tfjob

@@ -5,18 +5,19 @@ from typing import Any
 
 import pytest
 
-from etctl.common.api import JobConditionType, ReplicaStatus
-from etctl.common.labels import JOB_ROLE as LABEL_JOB_ROLE
-from etctl.common.plugin import (
+from etctl.common import JOB_ROLE as LABEL_JOB_ROLE
+from etctl.common import (
     BuildsServices,
     Capabilities,
+    JobConditionType,
     JobPlugin,
     JobSettings,
     JobState,
     ReplicaRef,
+    ReplicaStatus,
 )
-from etctl.jobs.tfjob.api import TFJOB, TFJob
-from etctl.jobs.tfjob.plugin import (
+from etctl.jobs.tfjob._api import TFJOB, TFJob
+from etctl.jobs.tfjob._plugin import (
     REASON_FAILED,
     REASON_RESTARTING,
     REASON_RUNNING,
@@ -25,7 +26,7 @@ from etctl.jobs.tfjob.plugin import (
     is_master_role,
     service_ports,
 )
-from etctl.runtime.objects import KubeObject, ObjectView
+from etctl.runtime import KubeObject, ObjectView
 
 PLUGIN = TFJobPlugin()
 NOW = datetime(2026, 1, 1, tzinfo=UTC)

@@ -8,9 +8,8 @@ from pathlib import Path
 import pytest
 
 from etctl.errors import Invalid
-from etctl.jobs.tfjob.api import TFJOBS
-from etctl.runtime import objects
-from etctl.runtime.resources import EVENTS
+from etctl.jobs.tfjob._api import TFJOBS
+from etctl.runtime import EVENTS, objects
 from etctl.testing import Fault, wait_idle
 from tests.common._operator import eventually, running
 from tests.jobs.tfjob._cluster import NAMESPACE, replica, tf_cluster, tfjob

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from etctl.common.gang import VOLCANO_PODGROUPS
-from etctl.common.plugin import JobSettings
-from etctl.jobs.tfjob.api import TFJOBS
+from etctl.common import JobSettings
+from etctl.common._gang import VOLCANO_PODGROUPS
+from etctl.jobs.tfjob._api import TFJOBS
 from etctl.testing import wait_idle
 from tests.common._crds import VOLCANO_PODGROUP_CRD
 from tests.common._operator import advance_idle, eventually, running

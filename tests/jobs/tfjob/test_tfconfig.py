@@ -3,8 +3,8 @@ from typing import Any
 
 import pytest
 
-from etctl.jobs.tfjob.api import TFJob
-from etctl.jobs.tfjob.tfconfig import (
+from etctl.jobs.tfjob._api import TFJob
+from etctl.jobs.tfjob._tfconfig import (
     cluster_spec,
     encode,
     is_distributed,

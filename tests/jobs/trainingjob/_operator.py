@@ -16,17 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from etctl.common.crd import crd_manifest
-from etctl.common.plugin import JobSettings
-from etctl.common.scaling.api import SCALEINS, SCALEOUTS
-from etctl.jobs.trainingjob.api import TRAININGJOBS
-from etctl.jobs.trainingjob.plugin import TrainingJobPlugin
-from etctl.runtime import objects
-from etctl.runtime.client import Client
-from etctl.runtime.clock import FakeClock
-from etctl.runtime.manager import Manager
-from etctl.runtime.objects import KubeObject
-from etctl.runtime.resources import EVENTS, PODS, Resource
+from etctl.common import SCALEINS, SCALEOUTS, JobSettings, crd_manifest
+from etctl.jobs.trainingjob._api import TRAININGJOBS
+from etctl.jobs.trainingjob._plugin import TrainingJobPlugin
+from etctl.runtime import EVENTS, PODS, Client, FakeClock, KubeObject, Manager, Resource, objects
 from etctl.testing import ApiServer, KubeletConfig, Limits
 from tests.common._operator import condition_of, job_operator
 from tests.runtime._realtime import client_of, eventually, run_manager

@@ -7,11 +7,9 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from etctl.common.api import ReplicaStatus
-from etctl.common.plugin import JobSettings, JobState
-from etctl.jobs.trainingjob.api import TrainingJob
-from etctl.runtime.objects import KubeObject, ObjectView
-from etctl.runtime.resources import Resource
+from etctl.common import JobSettings, JobState, ReplicaStatus
+from etctl.jobs.trainingjob._api import TrainingJob
+from etctl.runtime import KubeObject, ObjectView, Resource
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 

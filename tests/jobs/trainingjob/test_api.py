@@ -4,11 +4,10 @@ from typing import Any
 
 import pytest
 
-from etctl.common.api import CleanPodPolicy, RestartPolicy, RunPolicy, SchedulingPolicy
-from etctl.common.crd import crd_manifest
-from etctl.common.structural import conformance_problems
+from etctl.common import CleanPodPolicy, RestartPolicy, RunPolicy, SchedulingPolicy, crd_manifest
+from etctl.common._structural import conformance_problems
 from etctl.jobs.trainingjob import CUSTOM_RESOURCES
-from etctl.jobs.trainingjob.api import (
+from etctl.jobs.trainingjob._api import (
     TRAININGJOB,
     TRAININGJOBS,
     JobRestartPolicy,

@@ -18,10 +18,9 @@ from typing import Any
 
 import pytest
 
-from etctl.common.scaling.api import SCALEINS, SCALEOUTS
-from etctl.jobs.trainingjob.api import TRAININGJOBS
-from etctl.runtime.manager import Manager
-from etctl.runtime.resources import CONFIGMAPS, PODS, Resource
+from etctl.common import SCALEINS, SCALEOUTS
+from etctl.jobs.trainingjob._api import TRAININGJOBS
+from etctl.runtime import CONFIGMAPS, PODS, Manager, Resource
 from tests.common._chaos import Chaos, Ledger, Target, crashes
 from tests.jobs.trainingjob._operator import JOB, LAUNCHER, NS, Cluster, cluster, operator, w
 from tests.schema_support import EXAMPLES, load_yaml

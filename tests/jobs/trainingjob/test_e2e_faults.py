@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from etctl.common.scaling.api import SCALEINS
+from etctl.common import SCALEINS
 from etctl.errors import Invalid
-from etctl.jobs.trainingjob.api import TRAININGJOBS
-from etctl.runtime.resources import PODS
+from etctl.jobs.trainingjob._api import TRAININGJOBS
+from etctl.runtime import PODS
 from etctl.testing import Behaviour, PodPolicy, wait_idle
 from tests.jobs.trainingjob._operator import (
     JOB,

@@ -5,9 +5,8 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
-from etctl.jobs.trainingjob.hostfile import PUSHED_ANNOTATION
-from etctl.runtime import objects
-from etctl.runtime.resources import (
+from etctl.jobs.trainingjob._hostfile import PUSHED_ANNOTATION
+from etctl.runtime import (
     CONFIGMAPS,
     PODS,
     ROLEBINDINGS,
@@ -15,6 +14,7 @@ from etctl.runtime.resources import (
     SECRETS,
     SERVICEACCOUNTS,
     SERVICES,
+    objects,
 )
 from tests.jobs.trainingjob._operator import JOB, LAUNCHER, NS, cluster, eventually, operator, w
 from tests.schema_support import EXAMPLES, load_yaml

@@ -10,10 +10,9 @@ from typing import Any
 
 import pytest
 
-from etctl.common.scaling.api import SCALEINS, SCALEOUTS
-from etctl.jobs.trainingjob.api import TRAININGJOBS
-from etctl.runtime import objects
-from etctl.runtime.resources import ROLES
+from etctl.common import SCALEINS, SCALEOUTS
+from etctl.jobs.trainingjob._api import TRAININGJOBS
+from etctl.runtime import ROLES, objects
 from etctl.testing import Behaviour, PodPolicy, wait_idle
 from tests.common._operator import advance_idle
 from tests.jobs.trainingjob._operator import (

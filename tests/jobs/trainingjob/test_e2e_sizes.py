@@ -14,16 +14,14 @@ from typing import Any
 
 import pytest
 
-from etctl.common.objectsize import SizeLimits
-from etctl.common.scaling.api import SCALEOUTS
+from etctl.common import SCALEOUTS, SizeLimits
 from etctl.errors import Invalid
-from etctl.jobs.trainingjob.api import TRAININGJOBS, TrainingJob
-from etctl.jobs.trainingjob.hostfile import config_data
-from etctl.jobs.trainingjob.names import config_name, worker_prefix
-from etctl.jobs.trainingjob.plugin import TrainingJobPlugin
-from etctl.jobs.trainingjob.sizes import MAX_WORKERS, Names, config_data_bytes
-from etctl.runtime import objects
-from etctl.runtime.resources import CONFIGMAPS, PODS
+from etctl.jobs.trainingjob._api import TRAININGJOBS, TrainingJob
+from etctl.jobs.trainingjob._hostfile import config_data
+from etctl.jobs.trainingjob._names import config_name, worker_prefix
+from etctl.jobs.trainingjob._plugin import TrainingJobPlugin
+from etctl.jobs.trainingjob._sizes import MAX_WORKERS, Names, config_data_bytes
+from etctl.runtime import CONFIGMAPS, PODS, objects
 from etctl.testing import Limits
 from tests.jobs.trainingjob._operator import (
     JOB,

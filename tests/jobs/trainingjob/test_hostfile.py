@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from etctl.jobs.trainingjob.hostfile import (
+from etctl.jobs.trainingjob._hostfile import (
     config_data,
     deepspeed_hostfile,
     digest,

@@ -1,7 +1,7 @@
 from datetime import timedelta
 
-from etctl.common.api import JobConditionType, ReplicaStatus
-from etctl.jobs.trainingjob.lifecycle import extra_status, launcher_gate, verdict, workers_ready
+from etctl.common import JobConditionType, ReplicaStatus
+from etctl.jobs.trainingjob._lifecycle import extra_status, launcher_gate, verdict, workers_ready
 from tests.jobs.trainingjob.support import NOW, job_document, parse, pod, state
 
 MEMBERS = {

@@ -9,11 +9,9 @@ from typing import Any
 
 import pytest
 
-from etctl.jobs.trainingjob.hostfile import PUSHED_ANNOTATION, digest
-from etctl.jobs.trainingjob.membership import HostfilePusher, write_command
-from etctl.runtime import objects
-from etctl.runtime.metrics import REGISTRY
-from etctl.runtime.resources import CONFIGMAPS, PODS
+from etctl.jobs.trainingjob._hostfile import PUSHED_ANNOTATION, digest
+from etctl.jobs.trainingjob._membership import HostfilePusher, write_command
+from etctl.runtime import CONFIGMAPS, PODS, REGISTRY, objects
 from tests.jobs.trainingjob._operator import JOB, LAUNCHER, NS, cluster, eventually, operator
 from tests.schema_support import EXAMPLES, load_yaml
 

@@ -3,11 +3,10 @@ from typing import Any
 
 import pytest
 
-from etctl.common.plugin import Capabilities, JobPlugin, ReplicaRef, SyncPolicy
-from etctl.common.registry import discover
-from etctl.jobs.trainingjob.api import TrainingJob
-from etctl.jobs.trainingjob.plugin import TrainingJobPlugin
-from etctl.runtime.resources import CONFIGMAPS, ROLEBINDINGS, ROLES, SECRETS, SERVICEACCOUNTS
+from etctl.common import Capabilities, JobPlugin, ReplicaRef, SyncPolicy, discover
+from etctl.jobs.trainingjob._api import TrainingJob
+from etctl.jobs.trainingjob._plugin import TrainingJobPlugin
+from etctl.runtime import CONFIGMAPS, ROLEBINDINGS, ROLES, SECRETS, SERVICEACCOUNTS
 from tests.jobs.trainingjob.support import job_document, parse, pod, state
 
 READY = {

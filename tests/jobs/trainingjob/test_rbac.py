@@ -1,4 +1,4 @@
-from etctl.jobs.trainingjob.rbac import (
+from etctl.jobs.trainingjob._rbac import (
     launcher_role,
     launcher_role_binding,
     launcher_service_account,

@@ -1,6 +1,6 @@
-from etctl.common.plugin import ExecTarget
-from etctl.jobs.trainingjob.hostfile import PUSHED_ANNOTATION, digest, hostfile
-from etctl.jobs.trainingjob.scaling import job_slots, read_elasticity
+from etctl.common import ExecTarget
+from etctl.jobs.trainingjob._hostfile import PUSHED_ANNOTATION, digest, hostfile
+from etctl.jobs.trainingjob._scaling import job_slots, read_elasticity
 from tests.jobs.trainingjob.support import job_document, parse, pod, state
 
 MEMBERS = {"targetWorkers": ["tj-worker-0", "tj-worker-1"], "currentWorkers": ["tj-worker-0"]}

@@ -6,12 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from etctl.common.plugin import JobSettings
-from etctl.common.wiring import setup_job_controller
-from etctl.jobs.trainingjob.plugin import TrainingJobPlugin
-from etctl.jobs.trainingjob.setup import setup_hostfile_pusher
-from etctl.runtime.manager import Manager
-from etctl.runtime.manager_options import ManagerOptions
+from etctl.common import JobSettings, setup_job_controller
+from etctl.jobs.trainingjob._plugin import TrainingJobPlugin
+from etctl.jobs.trainingjob._setup import setup_hostfile_pusher
+from etctl.runtime import Manager, ManagerOptions
 from tests.jobs.trainingjob._operator import cluster
 
 NAMES = (

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from etctl.common.crd import crd_manifest
-from etctl.common.objectsize import MAX_DATA_BYTES, SizeLimits
-from etctl.jobs.trainingjob.api import TRAININGJOB, TrainingJob
-from etctl.jobs.trainingjob.hostfile import config_data
-from etctl.jobs.trainingjob.sizes import (
+from etctl.common import MAX_DATA_BYTES, SizeLimits, crd_manifest
+from etctl.jobs.trainingjob._api import TRAININGJOB, TrainingJob
+from etctl.jobs.trainingjob._hostfile import config_data
+from etctl.jobs.trainingjob._sizes import (
     MAX_WORKERS,
     STATUS_HEADROOM,
     Names,

@@ -10,7 +10,13 @@ from cryptography.hazmat.primitives.serialization import (
     load_ssh_private_key,
 )
 
-from etctl.jobs.trainingjob.ssh import SSH_DIR, SSH_VOLUME, generate_key_pair, mount_ssh, ssh_secret
+from etctl.jobs.trainingjob._ssh import (
+    SSH_DIR,
+    SSH_VOLUME,
+    generate_key_pair,
+    mount_ssh,
+    ssh_secret,
+)
 
 
 def test_key_pair_is_ed25519_and_matches() -> None:

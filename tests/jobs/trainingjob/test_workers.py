@@ -2,12 +2,10 @@ from typing import Any
 
 import pytest
 
-from etctl.common.api import RestartPolicy
-from etctl.common.plugin import ReplicaRef
-from etctl.jobs.trainingjob.ssh import SSH_VOLUME
-from etctl.jobs.trainingjob.workers import (
+from etctl.common import ReplicaRef, RestartPolicy
+from etctl.jobs.trainingjob._ssh import SSH_VOLUME
+from etctl.jobs.trainingjob._workers import (
     decorate_worker,
-    exit_code,
     worker_plan,
     worker_service,
     workers_to_replace,
@@ -57,11 +55,6 @@ def test_service_is_headless_with_et_operators_ports() -> None:
         ("ssh-port", 22),
         ("kubeai-service-port", 9009),
     ]
-
-
-def test_exit_code() -> None:
-    assert exit_code(pod("p", "Failed", exit_code=137)) == 137
-    assert exit_code(pod("p", "Failed")) is None
 
 
 TARGETS = ["tj-worker-0", "tj-worker-1", "tj-worker-2", "tj-worker-3", "tj-worker-4"]

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from etctl.runtime.selectors import FieldSelector, FieldTerm, SelectorError
+from etctl.runtime._selectors import FieldSelector, FieldTerm, SelectorError
 
 
 @pytest.mark.parametrize(

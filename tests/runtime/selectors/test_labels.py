@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from etctl.runtime.selectors import (
+from etctl.runtime._selectors import (
     FieldSelector,
     LabelSelector,
     Operator,

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from etctl.runtime.clock import FakeClock
+from etctl.runtime import FakeClock
 from etctl.testing import ApiServer
 from tests.testing.apiserver._client import WIDGET_CRD
 

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from etctl.testing.apiserver._fieldpath import Path, decode, encode
-from etctl.testing.apiserver.apply import ApplyConflict, record_update, server_side_apply
-from etctl.testing.apiserver.patch import PatchError
+from etctl.testing._apiserver._fieldpath import Path, decode, encode
+from etctl.testing._apiserver.apply import ApplyConflict, record_update, server_side_apply
+from etctl.testing._apiserver.patch import PatchError
 
 T0, T1, T2, T3 = (f"2024-05-01T00:00:0{i}Z" for i in range(4))
 

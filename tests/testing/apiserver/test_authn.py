@@ -9,8 +9,7 @@ import pytest
 import yaml
 
 from etctl.errors import ConfigError
-from etctl.runtime.clock import FakeClock
-from etctl.runtime.resources import SERVICEACCOUNTS
+from etctl.runtime import SERVICEACCOUNTS, FakeClock
 from etctl.testing import ApiServer, AuthConfig
 from tests.testing.apiserver._rbac import client
 

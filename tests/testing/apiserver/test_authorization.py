@@ -10,11 +10,10 @@ import pytest
 from aiohttp import web
 
 from etctl.errors import Forbidden
-from etctl.runtime.client import Client
-from etctl.runtime.clock import FakeClock
-from etctl.runtime.resources import PODS as POD_RESOURCE
+from etctl.runtime import PODS as POD_RESOURCE
+from etctl.runtime import Client, FakeClock
 from etctl.testing import ApiServer, AuthConfig, SubresourceRequest
-from etctl.testing.apiserver.authn import ADMIN_TOKEN
+from etctl.testing._apiserver.authn import ADMIN_TOKEN
 from tests.testing.apiserver._client import PODS, Api
 from tests.testing.apiserver._rbac import ROLEBINDINGS, ROLES, binding, client, role, rule, user
 

@@ -7,7 +7,7 @@ import urllib.request
 
 import pytest
 
-from etctl.runtime.resources import CONFIGMAPS
+from etctl.runtime import CONFIGMAPS
 from etctl.testing import BackgroundApiServer
 
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from etctl.errors import Invalid
-from etctl.testing.apiserver.deletion import DeleteOptions, plan_delete, timestamp
+from etctl.testing._apiserver.deletion import DeleteOptions, plan_delete, timestamp
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 

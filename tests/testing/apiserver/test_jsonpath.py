@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from etctl.testing.apiserver.jsonpath import JSONPathError, find
+from etctl.testing._apiserver.jsonpath import JSONPathError, find
 
 OBJ = {
     "metadata": {"name": "w", "labels": {"app.kubernetes.io/name": "web"}},

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from etctl.runtime.resources import PODS
+from etctl.runtime import PODS
 from etctl.testing import ApiServer
 from tests.testing.apiserver._client import WIDGET_CRD
 

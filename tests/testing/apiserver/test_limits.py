@@ -14,7 +14,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from etctl.runtime.clock import FakeClock
+from etctl.runtime import FakeClock
 from etctl.testing import ApiServer, Limits
 from tests.testing.apiserver._client import APPLY, JSON_PATCH, Api, configmap, widget
 

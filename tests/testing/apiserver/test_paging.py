@@ -7,7 +7,7 @@ import base64
 import pytest
 
 from etctl.errors import BadRequest
-from etctl.testing.apiserver.paging import INCONSISTENT, decode_continue, encode_continue
+from etctl.testing._apiserver.paging import INCONSISTENT, decode_continue, encode_continue
 
 
 def test_round_trip() -> None:

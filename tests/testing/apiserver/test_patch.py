@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from etctl.testing.apiserver.patch import (
+from etctl.testing._apiserver.patch import (
     MAX_JSON_PATCH_OPERATIONS,
     PatchError,
     apply_json_patch,

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from etctl.runtime.clock import FakeClock
+from etctl.runtime import FakeClock
 from etctl.testing import ApiServer, AuthConfig
-from etctl.testing.apiserver.authn import ADMIN_TOKEN, UserInfo
-from etctl.testing.apiserver.rbac import Attributes, rule_allows
+from etctl.testing._apiserver.authn import ADMIN_TOKEN, UserInfo
+from etctl.testing._apiserver.rbac import Attributes, rule_allows
 from tests.testing.apiserver._client import PODS, WIDGET_CRD, Api, configmap, pod
 from tests.testing.apiserver._rbac import (
     CLUSTERROLEBINDINGS,

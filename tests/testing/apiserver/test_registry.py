@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from etctl.testing.apiserver.registry import Registry, ResourceInfo, VersionInfo, version_priority
-from etctl.testing.apiserver.strategy import Strategy
+from etctl.testing._apiserver.registry import Registry, ResourceInfo, VersionInfo, version_priority
+from etctl.testing._apiserver.strategy import Strategy
 
 
 def test_version_priority_orders_like_kubernetes() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 
-from etctl.runtime.clock import FakeClock
+from etctl.runtime import FakeClock
 from etctl.testing import ApiServer
 from tests.testing.apiserver._client import PODS, Api, configmap, open_watch, pod
 

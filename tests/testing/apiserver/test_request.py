@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from etctl.errors import BadRequest
-from etctl.testing.apiserver.request import parse_bool, parse_int, parse_optional_bool, parse_path
+from etctl.testing._apiserver.request import parse_bool, parse_int, parse_optional_bool, parse_path
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from etctl.testing.apiserver.schema import (
+from etctl.testing._apiserver.schema import (
     FieldError,
     apply_defaults,
     prune,

@@ -11,9 +11,8 @@ import yaml
 from aiohttp import web
 
 from etctl.errors import ConfigError, Invalid
-from etctl.runtime.clock import FakeClock
-from etctl.runtime.resources import CONFIGMAPS
-from etctl.runtime.resources import PODS as POD_RESOURCE
+from etctl.runtime import CONFIGMAPS, FakeClock
+from etctl.runtime import PODS as POD_RESOURCE
 from etctl.testing import ApiServer, Fault, SubresourceRequest
 from tests.testing.apiserver._client import PODS, WIDGET_CRD, Api, configmap, open_watch, pod
 

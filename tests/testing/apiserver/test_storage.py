@@ -7,8 +7,7 @@ import copy
 import pytest
 
 from etctl.errors import AlreadyExists, Conflict, Invalid, NotFound
-from etctl.runtime.clock import FakeClock
-from etctl.runtime.resources import CONFIGMAPS, PODS
+from etctl.runtime import CONFIGMAPS, PODS, FakeClock
 from etctl.testing import ApiServer, WriteOptions
 from tests.testing.apiserver._client import PODS as PODS_PATH
 from tests.testing.apiserver._client import WIDGETS, Api, configmap, pod, widget

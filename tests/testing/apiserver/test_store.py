@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from etctl.errors import BadRequest
-from etctl.testing.apiserver.store import Event, Store, dumps, object_key, parse_resource_version
+from etctl.testing._apiserver.store import Event, Store, dumps, object_key, parse_resource_version
 
 CM = ("", "configmaps")
 

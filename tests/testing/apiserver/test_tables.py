@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 
 from etctl.errors import BadRequest
-from etctl.testing.apiserver.builtin import builtin_resources
-from etctl.testing.apiserver.printers import human_duration
-from etctl.testing.apiserver.registry import ResourceInfo
-from etctl.testing.apiserver.services import ClusterIPAllocator
-from etctl.testing.apiserver.tables import render_table
+from etctl.testing._apiserver.builtin import builtin_resources
+from etctl.testing._apiserver.printers import human_duration
+from etctl.testing._apiserver.registry import ResourceInfo
+from etctl.testing._apiserver.services import ClusterIPAllocator
+from etctl.testing._apiserver.tables import render_table
 
 NOW = datetime(2026, 1, 1, 1, 0, 0, tzinfo=UTC)
 BUILTINS = {(i.group, i.plural): i for i in builtin_resources(ClusterIPAllocator())}

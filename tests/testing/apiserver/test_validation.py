@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from etctl.testing.apiserver.validation import (
+from etctl.testing._apiserver.validation import (
     NameRule,
     go_value,
     label_value_errors,

@@ -7,8 +7,7 @@ import copy
 
 import aiohttp
 
-from etctl.runtime.clock import FakeClock
-from etctl.runtime.resources import CONFIGMAPS
+from etctl.runtime import CONFIGMAPS, FakeClock
 from etctl.testing import ApiServer
 from tests.testing.apiserver._client import Api, configmap, open_watch
 

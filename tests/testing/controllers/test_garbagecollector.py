@@ -5,11 +5,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from etctl.runtime.clock import FakeClock
-from etctl.runtime.resources import CONFIGMAPS
+from etctl.runtime import CONFIGMAPS, FakeClock
 from etctl.testing import ApiServer
-from etctl.testing.controllers import GarbageCollector
-from etctl.testing.kubelet import Kubelet
+from etctl.testing._controllers import GarbageCollector
+from etctl.testing._kubelet import Kubelet
 from tests.testing.apiserver._client import Api, configmap, widget
 from tests.testing.kubelet._helpers import PODS, phase_is, pod, sim, wait_for, wait_gone
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from etctl.testing.controllers import WorkQueue
+from etctl.testing._controllers import WorkQueue
 
 
 def test_keys_are_deduplicated_and_drained_in_order() -> None:

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from etctl.runtime.clock import FakeClock
-from etctl.runtime.resources import NAMESPACES as NAMESPACE_RESOURCE
+from etctl.runtime import NAMESPACES as NAMESPACE_RESOURCE
+from etctl.runtime import FakeClock
 from etctl.testing import ApiServer
-from etctl.testing.controllers import NamespaceController
-from etctl.testing.kubelet import Kubelet
+from etctl.testing._controllers import NamespaceController
+from etctl.testing._kubelet import Kubelet
 from tests.testing.apiserver._client import Api, configmap, widget
 from tests.testing.kubelet._helpers import condition, phase_is, pod, sim, wait_for, wait_gone
 

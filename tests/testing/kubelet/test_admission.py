@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from etctl.testing.kubelet.admission import admit
-from etctl.testing.kubelet.config import GPU, NodeConfig
+from etctl.testing._kubelet.admission import admit
+from etctl.testing._kubelet.config import GPU, NodeConfig
 
 NODE = NodeConfig(name="n", cpu="2", memory="4Gi", pods=2, gpus=1)
 NODE_OBJECT = {"metadata": {"name": "n", "labels": {"zone": "a"}}}

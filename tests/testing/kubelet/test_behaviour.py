@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from etctl.runtime.objects import ObjectView
-from etctl.testing.kubelet import Behaviour, PodPolicy
-from etctl.testing.kubelet.behaviour import Policy, resolve_behaviour
+from etctl.runtime import ObjectView
+from etctl.testing._kubelet import Behaviour, PodPolicy
+from etctl.testing._kubelet.behaviour import Policy, resolve_behaviour
 
 
 def _pod(annotations: dict[str, str] | None = None, **labels: str) -> ObjectView:

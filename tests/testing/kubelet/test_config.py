@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from etctl.testing.kubelet import GPU, KubeletConfig, NodeConfig
+from etctl.testing._kubelet import GPU, KubeletConfig, NodeConfig
 
 
 def test_uniform_nodes() -> None:

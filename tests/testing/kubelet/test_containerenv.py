@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from etctl.runtime.objects import ObjectView
-from etctl.testing.kubelet.containerenv import ConfigError, container_env, references
+from etctl.runtime import ObjectView
+from etctl.testing._kubelet.containerenv import ConfigError, container_env, references
 
 POD: dict[str, Any] = {
     "metadata": {"name": "p", "namespace": "ns", "labels": {"app": "x"}},

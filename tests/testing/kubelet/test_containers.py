@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from etctl.testing.kubelet.containers import ContainerRuntime, image_id, normalize_image
+from etctl.testing._kubelet.containers import ContainerRuntime, image_id, normalize_image
 
 
 @pytest.mark.parametrize(

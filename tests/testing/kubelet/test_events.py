@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from etctl.runtime.clock import FakeClock
-from etctl.runtime.resources import EVENTS, PODS
+from etctl.runtime import EVENTS, PODS, FakeClock
 from etctl.testing import ApiServer
-from etctl.testing.kubelet.events import EventRecorder, Source
+from etctl.testing._kubelet.events import EventRecorder, Source
 
 
 async def test_repeats_bump_the_count_of_one_event(server: ApiServer, clock: FakeClock) -> None:

@@ -6,11 +6,10 @@ import asyncio
 
 import pytest
 
-from etctl.runtime.clock import FakeClock
-from etctl.runtime.objects import ObjectView
-from etctl.runtime.resources import PODS as POD_RESOURCE
+from etctl.runtime import PODS as POD_RESOURCE
+from etctl.runtime import FakeClock, ObjectView
 from etctl.testing import ApiServer
-from etctl.testing.kubelet import Behaviour, Kubelet, KubeletConfig, PodPolicy
+from etctl.testing._kubelet import Behaviour, Kubelet, KubeletConfig, PodPolicy
 from tests.testing.apiserver._client import Api
 from tests.testing.kubelet._helpers import PODS, phase_is, pod, wait_for
 

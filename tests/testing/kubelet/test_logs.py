@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime
 
-from etctl.testing.kubelet.logs import ContainerLog, LogLine
+from etctl.testing._kubelet.logs import ContainerLog, LogLine
 
 WHEN = datetime(2026, 1, 1, 0, 0, 1, 500, tzinfo=UTC)
 

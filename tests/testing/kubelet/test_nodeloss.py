@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from etctl.testing.kubelet.nodeloss import toleration_seconds
+from etctl.testing._kubelet.nodeloss import toleration_seconds
 
 UNREACHABLE = {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute"}
 

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client
 
-from etctl.runtime.clock import FakeClock
+from etctl.runtime import FakeClock
 from etctl.testing import ApiServer
-from etctl.testing.kubelet import Kubelet
+from etctl.testing._kubelet import Kubelet
 from tests.testing.apiserver._client import Api
 from tests.testing.kubelet._helpers import (
     NODES,

@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from etctl.testing.kubelet.containers import ContainerRuntime
-from etctl.testing.kubelet.podstatus import PodView, Terminal, pod_conditions, pod_phase
+from etctl.testing._kubelet.containers import ContainerRuntime
+from etctl.testing._kubelet.podstatus import PodView, Terminal, pod_conditions, pod_phase
 
 
 def _container(state: str, code: int = 0, *, restarted: bool = False) -> ContainerRuntime:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from etctl.testing import ApiServer
-from etctl.testing.kubelet import Kubelet
-from etctl.testing.kubelet.podtable import PodTable
+from etctl.testing._kubelet import Kubelet
+from etctl.testing._kubelet.podtable import PodTable
 from tests.testing.apiserver._client import Api
 from tests.testing.kubelet._helpers import PODS, phase_is, pod, wait_for
 

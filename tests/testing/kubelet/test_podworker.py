@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from etctl.runtime.clock import FakeClock
-from etctl.runtime.objects import ObjectView
+from etctl.runtime import FakeClock, ObjectView
 from etctl.testing import ApiServer
-from etctl.testing.kubelet import Behaviour, Kubelet, PodPolicy
+from etctl.testing._kubelet import Behaviour, Kubelet, PodPolicy
 from tests.testing.apiserver._client import Api
 from tests.testing.kubelet._helpers import (
     PODS,

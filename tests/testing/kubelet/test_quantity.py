@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import pytest
 
-from etctl.testing.kubelet.quantity import (
+from etctl.testing._kubelet.quantity import (
     format_cpu,
     format_quantity,
     parse_quantity,

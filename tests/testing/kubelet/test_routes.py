@@ -16,9 +16,9 @@ import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.stream import WsApiClient
 
-from etctl.runtime.clock import FakeClock
+from etctl.runtime import FakeClock
 from etctl.testing import ApiServer
-from etctl.testing.kubelet import Kubelet
+from etctl.testing._kubelet import Kubelet
 from tests.testing.apiserver._client import Api
 from tests.testing.kubelet._helpers import PODS, container_state, phase_is, pod, sim, wait_for
 

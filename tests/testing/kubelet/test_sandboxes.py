@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from etctl.runtime.clock import FakeClock
-from etctl.testing.kubelet import Kubelet, KubeletConfig
+from etctl.runtime import FakeClock
+from etctl.testing._kubelet import Kubelet, KubeletConfig
 from tests.testing.apiserver._client import Api, configmap
 from tests.testing.kubelet._helpers import (
     PODS,

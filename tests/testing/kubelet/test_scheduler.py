@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from etctl.runtime.objects import ObjectView
-from etctl.testing.kubelet import GPU, Kubelet, KubeletConfig, NodeConfig
-from etctl.testing.kubelet.scheduler import node_matches, tolerates, unschedulable_message
+from etctl.runtime import ObjectView
+from etctl.testing._kubelet import GPU, Kubelet, KubeletConfig, NodeConfig
+from etctl.testing._kubelet.scheduler import node_matches, tolerates, unschedulable_message
 from tests.testing.apiserver._client import Api
 from tests.testing.kubelet._helpers import PODS, condition, phase_is, pod, pod_events, wait_for
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from etctl.testing.kubelet.starts import exit_reason, go_duration
+from etctl.testing._kubelet.starts import exit_reason, go_duration
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from etctl.testing.kubelet.shell import FsError
-from etctl.testing.kubelet.vfs import ContainerFS, FileMeta, Mount
+from etctl.testing._kubelet.shell import FsError
+from etctl.testing._kubelet.vfs import ContainerFS, FileMeta, Mount
 
 
 @pytest.fixture

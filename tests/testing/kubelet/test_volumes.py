@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from etctl.runtime.objects import ObjectView
-from etctl.testing.kubelet.vfs import FileMeta
-from etctl.testing.kubelet.volumes import (
+from etctl.runtime import ObjectView
+from etctl.testing._kubelet.vfs import FileMeta
+from etctl.testing._kubelet.volumes import (
     MountError,
     VolumeFiles,
     field_value,

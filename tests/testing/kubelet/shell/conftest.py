@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from etctl.testing.kubelet.shell import Shell
-from etctl.testing.kubelet.vfs import ContainerFS, FileMeta, Mount
+from etctl.testing._kubelet.shell import Shell
+from etctl.testing._kubelet.vfs import ContainerFS, FileMeta, Mount
 
 NOW = datetime(2026, 1, 1, 12, 30, tzinfo=UTC)
 

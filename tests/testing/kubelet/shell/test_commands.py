@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from etctl.testing.kubelet.shell import Shell
+from etctl.testing._kubelet.shell import Shell
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from etctl.testing.kubelet.shell import Shell
+from etctl.testing._kubelet.shell import Shell
 
 
 def test_variables_expand_and_unquoted_expansions_split(shell: Shell) -> None:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from etctl.testing.kubelet.shell import Shell
-from etctl.testing.kubelet.vfs import ContainerFS
+from etctl.testing._kubelet.shell import Shell
+from etctl.testing._kubelet.vfs import ContainerFS
 
 
 def test_cat_and_tee(shell: Shell) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from etctl.testing.kubelet.shell import Shell
+from etctl.testing._kubelet.shell import Shell
 
 
 def test_ls(shell: Shell) -> None:

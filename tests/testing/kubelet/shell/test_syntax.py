@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from etctl.testing.kubelet.shell.syntax import Part, Redirect, ShellSyntaxError, inner_word, parse
+from etctl.testing._kubelet.shell.syntax import Part, Redirect, ShellSyntaxError, inner_word, parse
 
 
 def _words(source: str) -> list[list[Part]]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from etctl.testing.kubelet.shell import Shell
+from etctl.testing._kubelet.shell import Shell
 
 LINES = "alpha\nbeta\nAlpha two\ngamma\n"
 

@@ -1,0 +1,108 @@
+"""The objects of the sandbox's demo, as et-operator's users write them.
+
+A TrainingJob of elastic Horovod (a launcher and :data:`WORKERS` workers, one GPU each, elastic
+between :data:`MIN_WORKERS` and :data:`MAX_WORKERS`, failed or evicted workers replaced), a
+ScaleOut and a ScaleIn naming it. Each is a plain manifest that validates against the CRDs and
+applies with kubectl as it is.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from etctl.jobs.trainingjob import API_VERSION
+
+__all__ = [
+    "JOB",
+    "LAUNCHER",
+    "MAX_WORKERS",
+    "MIN_WORKERS",
+    "NAMESPACE",
+    "SCALE_IN",
+    "SCALE_IN_BY",
+    "SCALE_OUT",
+    "SCALE_OUT_BY",
+    "WORKERS",
+    "scalein_manifest",
+    "scaleout_manifest",
+    "trainingjob_manifest",
+]
+
+NAMESPACE = "default"
+JOB = "elastic-mnist"
+LAUNCHER = f"{JOB}-launcher"
+WORKERS, MIN_WORKERS, MAX_WORKERS = 3, 2, 6
+SCALE_OUT_BY, SCALE_IN_BY = 2, 1
+SCALE_OUT, SCALE_IN = f"{JOB}-scale-out", f"{JOB}-scale-in"
+_IMAGE = "horovod/horovod:0.28.1"
+
+
+def trainingjob_manifest() -> dict[str, Any]:
+    """The demo's TrainingJob, as an et-operator user writes one (elastic Horovod on PyTorch)."""
+    command = (
+        f"horovodrun -np {WORKERS} --min-np {MIN_WORKERS} --max-np {MAX_WORKERS} "
+        "--host-discovery-script /etc/edl/discover_hosts.sh "
+        "python /horovod/examples/elastic/pytorch/pytorch_mnist_elastic.py"
+    )
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "TrainingJob",
+        "metadata": {"name": JOB, "namespace": NAMESPACE},
+        "spec": {
+            "cleanPodPolicy": "Running",
+            "etReplicaSpecs": {
+                "launcher": {
+                    "replicas": 1,
+                    "template": {
+                        "spec": {
+                            "containers": [
+                                {
+                                    "name": "launcher",
+                                    "image": _IMAGE,
+                                    "command": ["sh", "-c", command],
+                                }
+                            ]
+                        }
+                    },
+                },
+                "worker": {
+                    "replicas": WORKERS,
+                    "minReplicas": MIN_WORKERS,
+                    "maxReplicas": MAX_WORKERS,
+                    # Evicted or failed workers are replaced under a new name.
+                    "restartPolicy": "OnFailure",
+                    "template": {
+                        "spec": {
+                            "containers": [
+                                {
+                                    "name": "worker",
+                                    "image": _IMAGE,
+                                    "resources": {"limits": {"nvidia.com/gpu": "1"}},
+                                }
+                            ]
+                        }
+                    },
+                },
+            },
+        },
+    }
+
+
+def scaleout_manifest(count: int) -> dict[str, Any]:
+    """A ScaleOut adding ``count`` workers to the demo's job."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ScaleOut",
+        "metadata": {"name": SCALE_OUT, "namespace": NAMESPACE},
+        "spec": {"selector": {"name": JOB}, "toAdd": {"count": count}},
+    }
+
+
+def scalein_manifest(count: int) -> dict[str, Any]:
+    """A ScaleIn removing ``count`` workers of the demo's job (the operator chooses which)."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ScaleIn",
+        "metadata": {"name": SCALE_IN, "namespace": NAMESPACE},
+        "spec": {"selector": {"name": JOB}, "toDelete": {"count": count}},
+    }

@@ -1,0 +1,389 @@
+"""The settings of ``etctl run``: every flag, its environment variable, its default, validated.
+
+Each option is declared once in :data:`OPTIONS` (flag, ``ETCTL_...`` variable, parser, help), and
+that table builds the argparse arguments, the ``--help`` text and the environment lookup, so a flag
+cannot exist without its variable or its documentation. :class:`RunSettings` is the validated
+result, a frozen pydantic model that the operator is started from.
+
+Precedence, highest first: the flag, its ``ETCTL_`` variable, a compatibility variable where one is
+established (``CUSTOM_CLUSTER_DOMAIN``, as kubeflow's training-operator reads it), the default.
+Bad values raise :class:`SettingsError` naming the flag or variable and what was expected; the CLI
+prints it and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+
+from etctl.cli._values import (
+    parse_bind_address,
+    parse_bool,
+    parse_duration,
+    parse_list,
+    parse_namespace,
+    parse_object_name,
+    parse_positive_int,
+)
+from etctl.common import SCHEDULER_PLUGINS, VOLCANO
+
+__all__ = [
+    "GANG_SCHEDULERS",
+    "OPTIONS",
+    "Option",
+    "RunSettings",
+    "SettingsError",
+    "add_run_arguments",
+    "settings_from",
+]
+
+GANG_SCHEDULERS = ("", VOLCANO, SCHEDULER_PLUGINS)
+"""Accepted values of ``--gang-scheduler`` (empty: no gang scheduling)."""
+
+LogFormat = Literal["json", "console"]
+LogLevel = Literal["debug", "info", "warning", "error"]
+
+
+class SettingsError(ValueError):
+    """A flag or environment variable has a value ``etctl run`` cannot use."""
+
+
+class RunSettings(BaseModel):
+    """What ``etctl run`` was asked to do, validated (see ``etctl run --help``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    jobs: tuple[str, ...] = ()
+    """Plugins to enable by name; empty enables every discovered plugin."""
+    namespaces: tuple[str, ...] = ()
+    """Namespaces to watch; empty watches all of them."""
+    leader_elect: bool = False
+    """Elect a leader through a Lease before reconciling."""
+    leader_election_namespace: str = ""
+    """Namespace of the Lease; empty: the pod's own namespace (required outside a pod)."""
+    leader_election_id: str = "etctl-leader"
+    """Name of the Lease."""
+    leader_elect_lease_duration: float = 15.0
+    """Seconds a non-leader waits before taking over an unrenewed lease."""
+    leader_elect_renew_deadline: float = 10.0
+    """Seconds the leader keeps trying to renew before it gives up leading."""
+    leader_elect_retry_period: float = 2.0
+    """Seconds between attempts to acquire or renew."""
+    cache_sync_timeout: float = 120.0
+    """Seconds the informers may take to list everything before the operator gives up."""
+    graceful_shutdown_timeout: float = 30.0
+    """Seconds a shutdown may take for in-flight reconciles to finish."""
+    metrics_bind_address: str = ":8080"
+    """Where /metrics is served; ``0`` disables it."""
+    health_probe_bind_address: str = ":8081"
+    """Where /healthz and /readyz are served; ``0`` disables them."""
+    max_concurrent_reconciles: int = 1
+    """Reconciles run at once per job kind."""
+    cluster_domain: str = ""
+    """DNS suffix appended to service names in generated cluster specs (TF_CONFIG)."""
+    gang_scheduler: Literal["", "volcano", "scheduler-plugins"] = ""
+    """Batch scheduler whose PodGroups gang-schedule each job's pods; empty: none."""
+    log_format: LogFormat = "json"
+    """json for log shippers, console for people."""
+    log_level: LogLevel = "info"
+    """The minimum level logged."""
+    kubeconfig: str = ""
+    """Kubeconfig file; empty: in-cluster config, else $KUBECONFIG or ~/.kube/config."""
+    context: str = ""
+    """Kubeconfig context; empty: the current context."""
+
+    @model_validator(mode="after")
+    def _lease_timings(self) -> RunSettings:
+        # client-go's rule: the lease outlives the renew deadline, which outlives 1.2 retries.
+        if self.leader_elect_lease_duration <= self.leader_elect_renew_deadline:
+            msg = (
+                "--leader-elect-lease-duration must be longer than --leader-elect-renew-deadline "
+                f"({self.leader_elect_lease_duration:g}s <= {self.leader_elect_renew_deadline:g}s)"
+            )
+            raise ValueError(msg)
+        if self.leader_elect_renew_deadline <= 1.2 * self.leader_elect_retry_period:
+            msg = (
+                "--leader-elect-renew-deadline must be longer than 1.2 x "
+                f"--leader-elect-retry-period ({self.leader_elect_renew_deadline:g}s <= "
+                f"1.2 x {self.leader_elect_retry_period:g}s)"
+            )
+            raise ValueError(msg)
+        return self
+
+
+def _choice(*allowed: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        value = text.strip().lower()
+        if value not in allowed:
+            shown = ", ".join(a or '""' for a in allowed)
+            msg = f"{text!r} is not one of {shown}"
+            raise ValueError(msg)
+        return value
+
+    return parse
+
+
+def _text(text: str) -> str:
+    return text.strip()
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """One setting of ``etctl run``: its flag, environment variable, parser and documentation.
+
+    Attributes:
+        field: the :class:`RunSettings` field it sets.
+        flag: the long flag (``--metrics-bind-address``).
+        env: the environment variable (``ETCTL_METRICS_BIND_ADDRESS``).
+        parse: turns one raw value into the field's type (raises ValueError).
+        help: what it does, for ``--help``.
+        metavar: the value's placeholder in ``--help``.
+        repeatable: the flag may be given several times (and takes comma-separated lists).
+        switch: a boolean flag that may be given without a value (``--leader-elect``).
+        compat_env: another variable read when the ``ETCTL_`` one is unset.
+        default_help: how ``--help`` describes the default (else the default value itself).
+    """
+
+    field: str
+    flag: str
+    env: str
+    parse: Callable[[str], Any]
+    help: str
+    metavar: str = ""
+    repeatable: bool = False
+    switch: bool = False
+    compat_env: str = ""
+    default_help: str = ""
+
+    def default_text(self) -> str:
+        """The default value as ``--help`` shows it."""
+        if self.default_help:
+            return self.default_help
+        default = RunSettings.model_fields[self.field].default
+        if isinstance(default, bool):
+            return str(default).lower()
+        if isinstance(default, float):
+            return f"{default:g}s"
+        if default in ("", ()):
+            return "unset"
+        return str(default)
+
+
+def _option(field: str, parse: Callable[[str], Any], help_text: str, **kwargs: Any) -> Option:
+    flag = kwargs.pop("flag", "--" + field.replace("_", "-"))
+    return Option(
+        field=field,
+        flag=flag,
+        env="ETCTL_" + flag.removeprefix("--").replace("-", "_").upper(),
+        parse=parse,
+        help=help_text,
+        **kwargs,
+    )
+
+
+OPTIONS: tuple[Option, ...] = (
+    _option(
+        "jobs",
+        _text,
+        "job plugins to enable, by name (repeatable or comma-separated)",
+        metavar="NAME",
+        default_help="every installed plugin",
+        repeatable=True,
+    ),
+    _option(
+        "namespaces",
+        parse_namespace,
+        "namespace to watch (repeatable or comma-separated)",
+        flag="--namespace",
+        default_help="all namespaces",
+        metavar="NS",
+        repeatable=True,
+    ),
+    _option(
+        "leader_elect",
+        parse_bool,
+        "elect a leader through a Lease so that only one replica reconciles",
+        metavar="BOOL",
+        switch=True,
+    ),
+    _option(
+        "leader_election_namespace",
+        parse_namespace,
+        "namespace of the leader Lease (set it when running outside a pod)",
+        metavar="NS",
+        default_help="the pod's own namespace",
+    ),
+    _option("leader_election_id", parse_object_name, "name of the leader Lease", metavar="NAME"),
+    _option(
+        "leader_elect_lease_duration",
+        parse_duration,
+        "how long a non-leader waits before taking over a lease that was not renewed",
+        metavar="DURATION",
+    ),
+    _option(
+        "leader_elect_renew_deadline",
+        parse_duration,
+        "how long the leader tries to renew before it stops leading",
+        metavar="DURATION",
+    ),
+    _option(
+        "leader_elect_retry_period",
+        parse_duration,
+        "interval between attempts to acquire or renew the lease",
+        metavar="DURATION",
+    ),
+    _option(
+        "cache_sync_timeout",
+        parse_duration,
+        "how long the informers may take to list everything at start; past it the operator "
+        "exits with the reason (a missing CRD, a forbidden list)",
+        metavar="DURATION",
+    ),
+    _option(
+        "graceful_shutdown_timeout",
+        parse_duration,
+        "how long a shutdown waits for reconciles in flight to finish",
+        metavar="DURATION",
+    ),
+    _option(
+        "metrics_bind_address",
+        parse_bind_address,
+        "address of the Prometheus /metrics endpoint; 0 disables it",
+        metavar="ADDR",
+    ),
+    _option(
+        "health_probe_bind_address",
+        parse_bind_address,
+        "address of the /healthz and /readyz probes; 0 disables them",
+        metavar="ADDR",
+    ),
+    _option(
+        "max_concurrent_reconciles",
+        parse_positive_int,
+        "jobs of one kind reconciled at the same time",
+        metavar="N",
+    ),
+    _option(
+        "cluster_domain",
+        _text,
+        "DNS suffix of service names in generated cluster specs such as TF_CONFIG (cluster.local)",
+        metavar="DOMAIN",
+        default_help="none: short names resolved through the pods' DNS search path",
+        compat_env="CUSTOM_CLUSTER_DOMAIN",
+    ),
+    _option(
+        "gang_scheduler",
+        _choice(*GANG_SCHEDULERS),
+        "gang-schedule each job's pods through this batch scheduler's PodGroups: "
+        "volcano or scheduler-plugins",
+        metavar="NAME",
+        default_help="none",
+    ),
+    _option("log_format", _choice("json", "console"), "json or console", metavar="FORMAT"),
+    _option(
+        "log_level",
+        _choice("debug", "info", "warning", "error"),
+        "debug, info, warning or error",
+        metavar="LEVEL",
+    ),
+    _option(
+        "kubeconfig",
+        _text,
+        "kubeconfig file",
+        metavar="PATH",
+        default_help="the pod's service account, else $KUBECONFIG or ~/.kube/config",
+    ),
+    _option("context", _text, "kubeconfig context", metavar="NAME", default_help="the current one"),
+)
+"""Every option of ``etctl run``, in ``--help`` order."""
+
+
+class _Parsed(argparse.Action):
+    """Run the option's parser at parse time, so a bad value is argparse's usual exit 2."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        self.option: Option = kwargs.pop("option")
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        raw = "true" if values is None else str(values)
+        try:
+            value = _parse_all(self.option, raw)
+        except ValueError as exc:
+            parser.error(f"argument {self.option.flag}: {exc}")
+        if self.option.repeatable:
+            value = [*(getattr(namespace, self.dest, None) or []), *value]
+        setattr(namespace, self.dest, value)
+
+
+def _parse_all(option: Option, raw: str) -> Any:
+    if not option.repeatable:
+        return option.parse(raw)
+    return [option.parse(item) for item in parse_list(raw)]
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare every :data:`OPTIONS` entry on ``parser``, with its variable and default in help."""
+    for option in OPTIONS:
+        env = option.env + (f" or {option.compat_env}" if option.compat_env else "")
+        help_text = f"{option.help} [env {env}; default: {option.default_text()}]"
+        parser.add_argument(
+            option.flag,
+            dest=option.field,
+            action=_Parsed,
+            option=option,
+            metavar=option.metavar or None,
+            nargs="?" if option.switch else None,
+            default=None,
+            help=help_text,
+        )
+
+
+def settings_from(args: argparse.Namespace, environ: Mapping[str, str]) -> RunSettings:
+    """Merge flags over environment over defaults and validate the result.
+
+    Raises:
+        SettingsError: a variable's value is unusable, or the combination is invalid.
+    """
+    values: dict[str, Any] = {}
+    for option in OPTIONS:
+        flagged = getattr(args, option.field, None)
+        if flagged is not None:
+            values[option.field] = tuple(flagged) if option.repeatable else flagged
+            continue
+        for name in (option.env, option.compat_env):
+            raw = environ.get(name) if name else None
+            if raw is None or not raw.strip():
+                continue
+            try:
+                parsed = _parse_all(option, raw)
+            except ValueError as exc:
+                msg = f"environment variable {name}: {exc}"
+                raise SettingsError(msg) from None
+            values[option.field] = tuple(parsed) if option.repeatable else parsed
+            break
+    try:
+        return RunSettings(**values)
+    except ValidationError as exc:
+        raise SettingsError("; ".join(_messages(exc))) from None
+
+
+def _messages(error: ValidationError) -> list[str]:
+    # A model validator's message says it all; a field error is shown with the field's flag.
+    messages = []
+    for item in error.errors(include_url=False):
+        message = str(item["msg"]).removeprefix("Value error, ")
+        if item["loc"]:
+            message = "--" + str(item["loc"][0]).replace("_", "-") + ": " + message
+        messages.append(message)
+    return messages

@@ -1,0 +1,51 @@
+"""CustomResourceDefinitions generated from the job API models.
+
+A :class:`CustomResource` describes one kind (group, names, scope, versions with their pydantic
+model, printer columns and subresources); :func:`crd_manifest` turns it into an
+``apiextensions.k8s.io/v1`` CustomResourceDefinition whose schemas come from
+:func:`etctl.common.openapi_schema`. Nothing in ``manifests/crds/`` is written by hand:
+
+    etctl crds [manifests/crds]          # write one YAML file per CRD
+    etctl crds --check [manifests/crds]  # exit 1 if the files are stale
+
+The resources come from the job plugin registry (:mod:`etctl.common._registry`, the ``etctl.jobs``
+entry-point group): every registered kind's ``custom_resources``, so a third-party job package gets
+its CRDs generated the same way.
+
+Invariants checked when a description is built or rendered, so a broken CRD never reaches a
+cluster: names are valid and lower-case, exactly one version is the storage version, printer
+columns and scale-subresource paths point at schema fields of the right type, and every schema is
+structural.
+"""
+
+from etctl.common._crd.files import (
+    check_manifests,
+    discover_resources,
+    dump_yaml,
+    render_manifests,
+    write_manifests,
+)
+from etctl.common._crd.resource import (
+    ENTRY_POINT_GROUP,
+    CRDVersion,
+    CustomResource,
+    PrinterColumn,
+    ScaleSubresource,
+    crd_manifest,
+)
+from etctl.common._openapi import openapi_schema
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "CRDVersion",
+    "CustomResource",
+    "PrinterColumn",
+    "ScaleSubresource",
+    "check_manifests",
+    "crd_manifest",
+    "discover_resources",
+    "dump_yaml",
+    "openapi_schema",
+    "render_manifests",
+    "write_manifests",
+]

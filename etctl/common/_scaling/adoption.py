@@ -1,0 +1,200 @@
+"""Scaler adoption: a ScaleIn or ScaleOut becomes its job's, or says why it cannot.
+
+One :class:`ScalerAdoption` reconciler per scaler kind and job kind, keyed by scaler:
+
+* a scaler naming an existing job in its namespace (``spec.selector.name``) gets a controller
+  ``ownerReference`` to it (so it is garbage-collected with the job, and the job's scaling
+  controller picks it up), then the condition ``Created`` (reason ``Adopted``);
+* a scaler naming a job that does not exist (or is being deleted) gets the condition ``Failed``
+  (reason ``<Kind>NotFound``, e.g. ``TrainingJobNotFound``) and a Warning Event, once; it is not
+  finished: when the job appears, the job's event maps to the scalers naming it (an index on
+  ``spec.selector.name``, :func:`selector_index`), the scaler is adopted and ``Failed`` turns
+  False (reason ``<Kind>Found``);
+* a scaler already controlled by its job (those the scaling controller creates for ``/scale``)
+  only gets its ``Created`` condition; one controlled by anything else is not ours and is left
+  alone; a finished one is left alone.
+
+The owner reference is added with a patch guarded by the scaler's ``resourceVersion``, so a scaler
+changed meanwhile is adopted from its new version. Nothing here lists scalers: the index answers
+"which scalers name this job" (et-operator listed every scaler of the cluster on each reconcile).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pydantic import ValidationError
+
+from etctl.common._api import ConditionStatus, JobConditionType
+from etctl.common._conditions import get_condition, set_condition
+from etctl.common._control import Recorder
+from etctl.common._scaling.api import ScaleIn, ScaleOut, latest_type
+from etctl.common._scaling.writes import GuardedWriter
+from etctl.errors import Conflict, NotFound
+from etctl.log import get_logger
+from etctl.runtime import CacheReader, Client, Clock, ObjectView, Request, Resource, Result, objects
+
+__all__ = ["SELECTOR_INDEX", "ScalerAdoption", "selector_index"]
+
+log = get_logger(__name__)
+
+SELECTOR_INDEX = "scaling.etctl.io/job"
+"""Index of scalers by ``<namespace>/<spec.selector.name>``, the job they name."""
+
+# A conflict means the scaler changed; its own event requeues it, this bounds the wait.
+_CONFLICT_REQUEUE = 1.0
+
+
+def selector_index(obj: ObjectView) -> list[str]:
+    """Index function of :data:`SELECTOR_INDEX`: ``<namespace>/<job name>``, if named."""
+    spec = obj.get("spec")
+    selector = spec.get("selector") if isinstance(spec, dict) else None
+    name = selector.get("name") if isinstance(selector, dict) else None
+    if not isinstance(name, str) or not name:
+        return []
+    return [f"{objects.namespace(obj)}/{name}"]
+
+
+def _parse(res: Resource, raw: ObjectView) -> ScaleOut | ScaleIn | None:
+    model = ScaleOut if res.kind == "ScaleOut" else ScaleIn
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        log.warning("scaler does not parse; left alone", scaler=objects.key_of(raw), error=str(exc))
+        return None
+
+
+class ScalerAdoption:
+    """Adopts the scalers of one kind for one job kind (see the module docstring).
+
+    Args:
+        scalers: the scaler resource (ScaleIns or ScaleOuts).
+        jobs: the job resource.
+        client: the API client.
+        cache: the informer cache of both resources, with :data:`SELECTOR_INDEX` on scalers.
+        recorder: where Events go.
+        clock: the time of conditions.
+    """
+
+    def __init__(
+        self,
+        scalers: Resource,
+        jobs: Resource,
+        *,
+        client: Client,
+        cache: CacheReader,
+        recorder: Recorder,
+        clock: Clock,
+    ) -> None:
+        self.scalers = scalers
+        self.jobs = jobs
+        self._cache = cache
+        self._writer = GuardedWriter(client, cache)
+        self._recorder = recorder
+        self._clock = clock
+
+    def requests_for_job(self, job: ObjectView) -> Iterable[Request]:
+        """The scalers naming ``job`` (maps the job's events to scaler keys)."""
+        key = f"{objects.namespace(job)}/{objects.name(job)}"
+        return [
+            Request.for_object(s) for s in self._cache.by_index(self.scalers, SELECTOR_INDEX, key)
+        ]
+
+    async def reconcile(self, request: Request) -> Result:
+        """Adopt one scaler, or report its missing job."""
+        raw = await self._writer.read(self.scalers, request.namespace, request.name)
+        if raw is None or objects.is_terminating(raw):
+            self._writer.forget(self.scalers, request.namespace, request.name)
+            return Result()
+        scaler = _parse(self.scalers, raw)
+        if scaler is None or scaler.status.finished():
+            return Result()
+        try:
+            await self._adopt(raw, scaler)
+        except Conflict:
+            return Result(requeue_after=_CONFLICT_REQUEUE)
+        return Result()
+
+    async def _adopt(self, raw: ObjectView, scaler: ScaleOut | ScaleIn) -> None:
+        owner = objects.controller_of(raw)
+        job_name = scaler.spec.selector.name
+        if owner is not None:
+            if self._is_job(owner) and not scaler.status.adopted():
+                job = self._cache.get(
+                    self.jobs, str(owner.get("name")), namespace=objects.namespace(raw)
+                )
+                await self._mark_adopted(raw, scaler, job)
+            return
+        job = self._cache.get(self.jobs, job_name, namespace=objects.namespace(raw))
+        if job is None or objects.is_terminating(job):
+            await self._mark_missing(raw, scaler)
+            return
+        refs = [dict(ref) for ref in objects.owner_references(raw)]
+        refs.append(objects.make_controller_ref(job, self.jobs))
+        try:
+            adopted = await self._writer.patch(
+                self.scalers, raw, {"metadata": {"ownerReferences": refs}}
+            )
+        except NotFound:
+            return
+        await self._mark_adopted(adopted, scaler, job)
+
+    def _is_job(self, owner: object) -> bool:
+        if not isinstance(owner, dict):
+            return False
+        group = str(owner.get("apiVersion") or "").rpartition("/")[0]
+        return owner.get("kind") == self.jobs.kind and group == self.jobs.group
+
+    async def _mark_adopted(
+        self, raw: ObjectView, scaler: ScaleOut | ScaleIn, job: ObjectView | None
+    ) -> None:
+        now = self._clock.now()
+        conditions = list(scaler.status.conditions)
+        kind = self.jobs.kind
+        job_name = objects.name(job) if job is not None else scaler.spec.selector.name
+        failed = get_condition(conditions, JobConditionType.FAILED)
+        if failed is not None and failed.status is ConditionStatus.TRUE:
+            conditions = set_condition(
+                conditions,
+                JobConditionType.FAILED,
+                ConditionStatus.FALSE,
+                reason=f"{kind}Found",
+                message=f"{kind} {job_name} exists now",
+                now=now,
+            )
+        what = f"{self.scalers.kind} {objects.name(raw)}"
+        message = f"{what} is adopted by {kind} {job_name}"
+        conditions = set_condition(
+            conditions,
+            JobConditionType.CREATED,
+            ConditionStatus.TRUE,
+            reason="Adopted",
+            message=message,
+            now=now,
+        )
+        status = {"conditions": [c.to_dict() for c in conditions], "phase": latest_type(conditions)}
+        await self._writer.patch_status(self.scalers, raw, status)
+        self._recorder.event(raw, "Normal", "Adopted", message)
+
+    async def _mark_missing(self, raw: ObjectView, scaler: ScaleOut | ScaleIn) -> None:
+        kind = self.jobs.kind
+        reason = f"{kind}NotFound"
+        failed = get_condition(scaler.status.conditions, JobConditionType.FAILED)
+        if failed is not None and failed.status is ConditionStatus.TRUE and failed.reason == reason:
+            return
+        job_name = scaler.spec.selector.name
+        message = (
+            f"{kind} {job_name} does not exist in namespace {objects.namespace(raw)}; "
+            f"{self.scalers.kind} {objects.name(raw)} runs once it does"
+        )
+        conditions = set_condition(
+            scaler.status.conditions,
+            JobConditionType.FAILED,
+            ConditionStatus.TRUE,
+            reason=reason,
+            message=message,
+            now=self._clock.now(),
+        )
+        status = {"conditions": [c.to_dict() for c in conditions], "phase": latest_type(conditions)}
+        await self._writer.patch_status(self.scalers, raw, status)
+        self._recorder.event(raw, "Warning", reason, message)

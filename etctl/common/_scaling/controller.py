@@ -1,0 +1,239 @@
+"""The scaling controller: each elastic job's scalers, one at a time, and its membership.
+
+One reconcile of a job key (one job is never reconciled twice at once; different jobs are, on
+several workers):
+
+1. **Read** the job (read-your-writes, :mod:`~etctl.common._scaling.writes`), its pods and the
+   scalers it controls (the scalers' index on ``spec.selector.name``; never a cluster-wide list).
+   A finished job fails its unfinished scalers (reason ``JobFinished``) and stops there.
+2. **Membership** (:func:`~etctl.common._scaling.machine.settle`): initial targets, replacements of
+   failed or vanished members under new names, and the hostfile around the active scaler, written
+   to the job's status (``targetWorkers``, ``currentWorkers``, ``lastWorkerIndex``) when it
+   changed. The job controller creates and deletes pods from what is written here, only.
+3. **The active scaler** (``status.currentScaler``) advances through the state machine
+   (:func:`~etctl.common._scaling.machine.advance`) until it waits; when none is active and the
+   job can scale, the oldest pending adopted scaler becomes active (FIFO). How each transition is
+   written and acted on (decision first, then targets, desired count, script, outcome) is
+   :mod:`~etctl.common._scaling.steps`.
+4. **/scale**: with no scaler in flight, the desired count is clamped into its bounds or turned
+   into a scaler (:mod:`~etctl.common._scaling.desired`).
+
+Every write is guarded by the version read; a Conflict ends the reconcile quietly and the object's
+own event brings the job back. The reconcile asks to be requeued when the active scaler's timeout
+expires, so timeouts fire without polling.
+
+Events: on the job (``ScalingStart``, ``Scaling<Dir>Succeeded``/``Failed``, ``<Kind>WorkerFailed``
+for every replacement, ``ReplicasClamped``, ``ScalerCreated``) and on the scalers (every step:
+``ScalingStart``, ``ScriptSucceeded``, ``ScriptFailed``, ``ScaleOutTimeout``, ...). Metrics:
+:mod:`~etctl.common._scaling.metrics`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from typing import Any
+
+from etctl.common._conditions import is_finished
+from etctl.common._control import Recorder
+from etctl.common._plugin import Capabilities, JobPlugin, JobSettings, ScalesElastically
+from etctl.common._scaling import metrics
+from etctl.common._scaling.adoption import SELECTOR_INDEX, selector_index
+from etctl.common._scaling.api import SCALEINS, SCALEOUTS
+from etctl.common._scaling.desired import DesiredCount
+from etctl.common._scaling.machine import advance
+from etctl.common._scaling.observe import (
+    Observation,
+    ObservedScaler,
+    parse_job,
+    parse_scaler,
+)
+from etctl.common._scaling.roster import settle
+from etctl.common._scaling.scaler import Transition
+from etctl.common._scaling.steps import ScalerSteps
+from etctl.common._scaling.writes import GuardedWriter
+from etctl.errors import ConfigError, Conflict
+from etctl.log import get_logger
+from etctl.runtime import PODS, CacheReader, Client, Clock, ObjectView, Request, Result, objects
+
+__all__ = ["ScalingController"]
+
+log = get_logger(__name__)
+
+# A conflict means the job or a scaler changed; their own events requeue the job, this bounds it.
+_CONFLICT_REQUEUE = 1.0
+# Transitions one reconcile may apply; each one waits on the API, so this only stops a bug looping.
+_MAX_STEPS = 32
+
+
+class ScalingController:
+    """Runs the scalers and keeps the membership of one elastic job kind.
+
+    Args:
+        plugin: the job kind; it must be :class:`~etctl.common.ScalesElastically`.
+        client: the API client (writes and execs).
+        cache: the informer cache of jobs, pods, ScaleIns and ScaleOuts, with
+            :data:`~etctl.common._scaling.adoption.SELECTOR_INDEX` on both scaler resources.
+        recorder: where Events go.
+        clock: the time of decisions and timeouts.
+        settings: operator-wide settings.
+
+    Raises:
+        ConfigError: the plugin is not elastic.
+    """
+
+    def __init__(
+        self,
+        plugin: JobPlugin[Any],
+        *,
+        client: Client,
+        cache: CacheReader,
+        recorder: Recorder,
+        clock: Clock,
+        settings: JobSettings | None = None,
+    ) -> None:
+        elastic = Capabilities.of(plugin).elastic
+        if elastic is None:
+            msg = f"{plugin.resource.kind} is not elastic: it does not implement elasticity()"
+            raise ConfigError(msg)
+        self._elastic: ScalesElastically[Any] = elastic
+        self._model: type[Any] = plugin.model
+        self.jobs = plugin.resource.resource()
+        self.kind = plugin.resource.kind
+        self._client = client
+        self._cache = cache
+        self._writer = GuardedWriter(client, cache)
+        self._recorder = recorder
+        self._clock = clock
+        self._settings = settings or JobSettings()
+        self._desired = DesiredCount(
+            kind=self.kind,
+            jobs=self.jobs,
+            client=client,
+            cache=cache,
+            writer=self._writer,
+            recorder=recorder,
+        )
+        self._steps = ScalerSteps(
+            kind=self.kind,
+            jobs=self.jobs,
+            client=client,
+            writer=self._writer,
+            recorder=recorder,
+            clock=clock,
+            desired=self._desired,
+            settle=self._settle,
+        )
+
+    # -- wiring
+
+    def requests_for_scaler(self, obj: ObjectView) -> Iterable[Request]:
+        """The job a scaler names (maps scaler events to job keys)."""
+        return [Request(*key.split("/", 1)) for key in selector_index(obj)]
+
+    # -- the reconcile
+
+    async def reconcile(self, request: Request) -> Result:
+        """Run one job's scalers and keep its membership (see the module docstring)."""
+        raw = await self._writer.read(self.jobs, request.namespace, request.name)
+        if raw is None:
+            self._writer.forget(self.jobs, request.namespace, request.name)
+            return Result()
+        if objects.is_terminating(raw):
+            return Result()
+        job = parse_job(self._model, raw)
+        if job is None:
+            return Result()  # the job controller reports what is wrong with it
+        seen = await self._observe(raw, job)
+        try:
+            if is_finished(seen.status.conditions):
+                await self._steps.close(seen)
+                return Result()
+            return await self._sync(seen)
+        except Conflict:
+            log.debug("a job or scaler changed meanwhile; its event requeues the job")
+            return Result(requeue_after=_CONFLICT_REQUEUE)
+
+    async def _observe(self, raw: ObjectView, job: Any) -> Observation:
+        uid = objects.uid(raw)
+        key = f"{objects.namespace(raw)}/{objects.name(raw)}"
+        scalers = []
+        for res in (SCALEOUTS, SCALEINS):
+            for obj in self._cache.by_index(res, SELECTOR_INDEX, key):
+                if objects.controller_ref(obj) != uid or objects.is_terminating(obj):
+                    continue
+                fresh = await self._writer.read(res, objects.namespace(obj), objects.name(obj))
+                parsed = parse_scaler(fresh) if fresh is not None else None
+                if parsed is not None:
+                    scalers.append(parsed)
+        return Observation(
+            self._elastic,
+            model=self._model,
+            kind=self.kind,
+            raw=raw,
+            job=job,
+            pods=self._cache.controlled_by(PODS, uid),
+            scalers=scalers,
+            now=self._clock.now(),
+            settings=self._settings,
+        )
+
+    async def _sync(self, seen: Observation) -> Result:
+        active = self._active(seen)
+        waits: list[float] = []
+        for _ in range(_MAX_STEPS):
+            await self._settle(seen, active)
+            if active is None:
+                active = await self._steps.pick(seen)
+                if active is None:
+                    break
+                continue
+            transition = advance(active.scaler, seen.view, seen.now)
+            if transition.idle:
+                if transition.wait is not None:
+                    waits.append(transition.wait)
+                break
+            active = await self._steps.apply(seen, active, transition)
+        if active is None:
+            await self._desired.sync(seen)
+        return Result(requeue_after=max(min(waits), 0.001)) if waits else Result()
+
+    # -- 2. membership
+
+    async def _settle(
+        self, seen: Observation, active: ObservedScaler | None, decided: Transition | None = None
+    ) -> None:
+        view = seen.view
+        if decided is not None and decided.targets is not None:
+            last = decided.last_index if decided.last_index is not None else view.last_index
+            view = dataclasses.replace(view, targets=decided.targets, last_index=last)
+        settled = settle(view, active.scaler if active is not None else None)
+        stored = seen.status
+        fields: dict[str, Any] = {}
+        if list(settled.targets) != stored.target_workers:
+            fields["targetWorkers"] = list(settled.targets)
+        if list(settled.current) != stored.current_workers:
+            fields["currentWorkers"] = list(settled.current)
+        if settled.last_index != stored.last_worker_index:
+            fields["lastWorkerIndex"] = settled.last_index
+        if not fields:
+            return
+        seen.refresh(await self._writer.patch_status(self.jobs, seen.raw, fields))
+        rtype = seen.elasticity.replica_type
+        for swap in settled.replaced:
+            phase = seen.worker_phase(swap.old) or "gone"
+            message = (
+                f"{rtype.lower()} {swap.old} of {self.kind} {seen.name} is {phase.lower()}; "
+                f"replaced by {swap.new}"
+            )
+            self._recorder.event(seen.raw, "Warning", f"{self.kind}{rtype}Failed", message)
+            metrics.WORKER_REPLACEMENTS.labels(kind=self.kind).inc()
+
+    # -- 3. the active scaler
+
+    def _active(self, seen: Observation) -> ObservedScaler | None:
+        named = seen.status.current_scaler
+        for observed in seen.scalers:
+            if observed.scaler.full_name == named and not observed.scaler.status.finished():
+                return observed
+        return None

@@ -1,0 +1,115 @@
+"""The desired worker count of an elastic job: what ``/scale`` reads and writes.
+
+:class:`DesiredCount` writes the count a finished scaler leaves (so a user's scaler and ``/scale``
+never fight), and, with no scaler in flight, follows what a user or an autoscaler wrote: a count
+outside ``[minReplicas, maxReplicas]`` is written back clamped (Warning ``ReplicasClamped``), and a
+count that differs from the job's size creates ``<job>-replicas-<generation>``, a ScaleOut or
+ScaleIn owned by the job, which then runs like any other. A failed one is not created again: set
+the replicas again to retry.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from etctl.common._control import Recorder
+from etctl.common._scaling.api import SCALEINS, SCALEOUTS
+from etctl.common._scaling.observe import Observation
+from etctl.common._scaling.selection import clamp
+from etctl.common._scaling.writes import GuardedWriter
+from etctl.errors import AlreadyExists
+from etctl.runtime import CacheReader, Client, KubeObject, Resource, objects
+
+__all__ = ["DesiredCount"]
+
+
+class DesiredCount:
+    """Writes and follows the desired worker count of one elastic job kind.
+
+    Args:
+        kind: the job kind.
+        jobs: the job resource.
+        client: the API client (creates scalers).
+        cache: the informer cache (scalers made for a generation already).
+        writer: guarded writes with read-your-writes.
+        recorder: where Events go.
+    """
+
+    def __init__(
+        self,
+        *,
+        kind: str,
+        jobs: Resource,
+        client: Client,
+        cache: CacheReader,
+        writer: GuardedWriter,
+        recorder: Recorder,
+    ) -> None:
+        self.kind = kind
+        self.jobs = jobs
+        self._client = client
+        self._cache = cache
+        self._writer = writer
+        self._recorder = recorder
+
+    async def write(self, seen: Observation, replicas: int) -> None:
+        """Write ``replicas`` to the job's desired worker count (guarded by the version read)."""
+        patch: Any = replicas
+        for key in reversed(seen.elasticity.replicas_path):
+            patch = {key: patch}
+        seen.refresh(await self._writer.patch(self.jobs, seen.raw, patch))
+
+    async def sync(self, seen: Observation) -> None:
+        """With no scaler in flight, clamp the desired count or create the scaler it asks for."""
+        elastic = seen.elasticity
+        if not elastic.ready or any(not o.scaler.status.finished() for o in seen.scalers):
+            return
+        desired = clamp(elastic.replicas, elastic.min_replicas, elastic.max_replicas)
+        if desired != elastic.replicas:
+            bound = (
+                f"above maxReplicas {elastic.max_replicas}"
+                if desired < elastic.replicas
+                else f"below minReplicas {elastic.min_replicas}"
+            )
+            message = (
+                f"replicas {elastic.replicas} of {self.kind} {seen.name} is {bound}; "
+                f"set to {desired}"
+            )
+            await self.write(seen, desired)
+            self._recorder.event(seen.raw, "Warning", "ReplicasClamped", message)
+            return
+        size = len(seen.view.targets)
+        if desired == size:
+            return
+        name = f"{seen.name}-replicas-{objects.generation(seen.raw)}"
+        for res in (SCALEOUTS, SCALEINS):
+            if self._cache.get(res, name, namespace=seen.namespace) is not None:
+                return  # made for this generation already (a failed one is not retried)
+        scaler = _replicas_scaler(seen, name, desired - size, self.jobs)
+        res = SCALEOUTS if desired > size else SCALEINS
+        try:
+            await self._client.create(res, scaler, namespace=seen.namespace)
+        except AlreadyExists:
+            return
+        message = (
+            f"replicas of {self.kind} {seen.name} changed from {size} to {desired}: "
+            f"created {res.kind} {name}"
+        )
+        self._recorder.event(seen.raw, "Normal", "ScalerCreated", message)
+
+
+def _replicas_scaler(seen: Observation, name: str, change: int, jobs: Resource) -> KubeObject:
+    owner = objects.make_controller_ref(seen.raw, jobs)
+    spec: dict[str, Any] = {"selector": {"name": seen.name}}
+    if change > 0:
+        kind = "ScaleOut"
+        spec["toAdd"] = {"count": change}
+    else:
+        kind = "ScaleIn"
+        spec["toDelete"] = {"count": -change}
+    return {
+        "apiVersion": SCALEOUTS.api_version,
+        "kind": kind,
+        "metadata": {"name": name, "namespace": seen.namespace, "ownerReferences": [owner]},
+        "spec": spec,
+    }

@@ -1,0 +1,147 @@
+"""An elastic job's members: names, the plan pods are created from, the hostfile, replacements.
+
+The membership lives in the job's status (:class:`~etctl.common.ElasticWorkersStatus`)
+and only the scaling controller writes it:
+
+* ``targetWorkers``: the pods the job should have. The job controller creates and deletes pods
+  from this persisted list only, so every name is decided (and written) before a pod of that name
+  exists, and an operator that crashes in between finds the decision, not a guess.
+* ``currentWorkers``: the *members*, the workers in the hostfile: targets whose pod runs, minus
+  the workers a scaler is removing (draining) or has not admitted yet (a scale-out's new workers
+  join all at once, when every one of them runs), in index order.
+* ``lastWorkerIndex``: the highest index ever used. New workers (scale-out, replacements) get the
+  next ones, so a name is never used twice: Horovod blacklists a host whose worker failed, and a
+  new pod under that name would never be used.
+
+Members are named ``<prefix><index>`` (``<job>-worker-<i>``). Everything here is pure.
+
+Replacement rule: a member whose pod failed (under the kind's restart policy), or vanished or is
+being deleted by someone else, is replaced by a worker under a new name. A target that never
+became a member (it never ran while listed) and vanished is simply created again under its name:
+no launcher ever knew it, so nothing blacklisted it. The plan the job controller creates pods from
+(:func:`planned`) therefore leaves out missing members, so it never brings one back under its old
+name while its replacement is being decided.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
+
+__all__ = [
+    "Replacement",
+    "high_water",
+    "initial_targets",
+    "member_index",
+    "member_name",
+    "members",
+    "new_names",
+    "planned",
+    "replace",
+    "sort_members",
+]
+
+_INDEX = re.compile(r"(0|[1-9][0-9]*)")
+
+
+def member_index(prefix: str, name: str) -> int | None:
+    """The index in ``<prefix><index>``, or None when ``name`` is not such a name."""
+    if not name.startswith(prefix):
+        return None
+    digits = name[len(prefix) :]
+    return int(digits) if _INDEX.fullmatch(digits) else None
+
+
+def member_name(prefix: str, index: int) -> str:
+    """``<prefix><index>``."""
+    return f"{prefix}{index}"
+
+
+def sort_members(prefix: str, names: Iterable[str]) -> list[str]:
+    """``names`` without duplicates, by index; names without one last, by name."""
+    unique = set(names)
+    indexed = sorted((i, n) for n in unique if (i := member_index(prefix, n)) is not None)
+    others = sorted(n for n in unique if member_index(prefix, n) is None)
+    return [n for _, n in indexed] + others
+
+
+def high_water(prefix: str, last_index: int | None, *groups: Iterable[str]) -> int:
+    """The highest index used so far: ``last_index`` and every index in ``groups`` (-1: none).
+
+    Taking the maximum with the names at hand keeps the mark right even when a crash left a
+    decision written in one object (a scaler's ``addPods``) and not yet in the job's status.
+    """
+    highest = last_index if last_index is not None else -1
+    for group in groups:
+        for name in group:
+            index = member_index(prefix, name)
+            if index is not None and index > highest:
+                highest = index
+    return highest
+
+
+def new_names(prefix: str, last_index: int, count: int) -> list[str]:
+    """``count`` names after ``last_index``."""
+    return [member_name(prefix, last_index + offset) for offset in range(1, count + 1)]
+
+
+def initial_targets(prefix: str, count: int) -> list[str]:
+    """The targets of a new job: indices ``0..count-1``."""
+    return [member_name(prefix, index) for index in range(max(count, 0))]
+
+
+def members(
+    prefix: str,
+    targets: Sequence[str],
+    running: Collection[str],
+    *,
+    leaving: Collection[str] = (),
+    joining: Collection[str] = (),
+) -> list[str]:
+    """The hostfile: targets whose pod runs, minus ``leaving`` and ``joining``, by index."""
+    return sort_members(
+        prefix,
+        (n for n in targets if n in running and n not in leaving and n not in joining),
+    )
+
+
+def planned(
+    targets: Sequence[str], current: Collection[str], present: Collection[str]
+) -> list[str]:
+    """The targets the job controller may create pods for: missing members are left out.
+
+    Args:
+        targets: ``status.targetWorkers``.
+        current: ``status.currentWorkers`` (the members).
+        present: names of the job's pods that exist, being deleted or not.
+    """
+    return [name for name in targets if name in present or name not in current]
+
+
+@dataclass(frozen=True, slots=True)
+class Replacement:
+    """One member replaced: the old name leaves the targets, the new one takes its place."""
+
+    old: str
+    new: str
+
+
+def replace(
+    prefix: str,
+    targets: Sequence[str],
+    last_index: int,
+    names: Iterable[str],
+) -> tuple[list[str], int, list[Replacement]]:
+    """Replace ``names`` (those among ``targets``) by new workers, in index order.
+
+    Returns:
+        The new targets (each new name where its old one was), the new high-water mark and the
+        replacements made.
+    """
+    doomed = [n for n in sort_members(prefix, names) if n in targets]
+    fresh = new_names(prefix, last_index, len(doomed))
+    swaps = [Replacement(old, new) for old, new in zip(doomed, fresh, strict=True)]
+    by_old = {swap.old: swap.new for swap in swaps}
+    new_targets = [by_old.get(name, name) for name in targets]
+    return new_targets, last_index + len(swaps), swaps

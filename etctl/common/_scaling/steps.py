@@ -1,0 +1,277 @@
+"""The active scaler of an elastic job, step by step, and the scalers of a finished job.
+
+:class:`ScalerSteps` is the part of the scaling controller that changes scalers:
+
+* **picking**: with none active, the oldest pending adopted scaler becomes active (FIFO);
+  ``currentScaler`` and the job's ``Scaling`` condition are written before it starts, and a named
+  scaler that finished (or vanished) without the job's write after it is closed first;
+* **applying** a transition of the state machine (:func:`~etctl.common._scaling.machine.advance`):
+  its decision to the scaler's status first, then its targets to the job's membership, its desired
+  count to the job's spec, its events; then its script on the launcher (``pods/exec``, hard
+  timeout), whose outcome is written over a fresh read of the scaler if it changed meanwhile (only
+  this reconcile knows the outcome); a finished scaler clears ``currentScaler`` and turns
+  ``Scaling`` False with the outcome as reason;
+* **closing**: a finished job fails its unfinished scalers (reason ``JobFinished``).
+
+Every write is guarded by the version read; a Conflict propagates to the controller, which ends
+the reconcile quietly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+from etctl.common._api import ConditionStatus, JobConditionType
+from etctl.common._conditions import get_condition, set_condition, set_job_condition
+from etctl.common._control import Recorder
+from etctl.common._scaling import metrics
+from etctl.common._scaling.api import SCALEINS, SCALEOUTS, ScaleStep, phase_of
+from etctl.common._scaling.desired import DesiredCount
+from etctl.common._scaling.machine import script_finished
+from etctl.common._scaling.observe import Observation, ObservedScaler, parse_scaler
+from etctl.common._scaling.scaler import Direction, Note, Outcome, Scaler, ScriptRun, Transition
+from etctl.common._scaling.selection import fifo
+from etctl.common._scaling.writes import GuardedWriter
+from etctl.errors import ApiError, Conflict, NotFound, TransportError
+from etctl.runtime import Client, Clock, Resource, objects
+
+__all__ = ["ScalerSteps", "Settle"]
+
+# Writes of a script's outcome when its scaler keeps changing (RetryOnConflict makes five).
+_RECORD_ATTEMPTS = 5
+
+Settle = Callable[[Observation, ObservedScaler | None, Transition | None], Awaitable[None]]
+"""Writes the job's membership around the active scaler (and a transition's new targets)."""
+
+
+class ScalerSteps:
+    """Picks, advances and closes the scalers of one elastic job kind (see the module docstring).
+
+    Args:
+        kind: the job kind.
+        jobs: the job resource.
+        client: the API client (execs and fresh reads).
+        writer: guarded writes with read-your-writes.
+        recorder: where Events go.
+        clock: the time of decisions.
+        desired: writes the job's desired worker count.
+        settle: writes the job's membership.
+    """
+
+    def __init__(
+        self,
+        *,
+        kind: str,
+        jobs: Resource,
+        client: Client,
+        writer: GuardedWriter,
+        recorder: Recorder,
+        clock: Clock,
+        desired: DesiredCount,
+        settle: Settle,
+    ) -> None:
+        self.kind = kind
+        self.jobs = jobs
+        self._client = client
+        self._writer = writer
+        self._recorder = recorder
+        self._clock = clock
+        self._desired = desired
+        self._settle = settle
+
+    async def pick(self, seen: Observation) -> ObservedScaler | None:
+        """Close a finished or vanished current scaler, then make the oldest pending one active."""
+        named = seen.status.current_scaler
+        if named:
+            found = next((o for o in seen.scalers if o.scaler.full_name == named), None)
+            if found is not None and found.scaler.status.finished():
+                # It finished, but the job's write after it did not happen (a conflict).
+                await self._announce_end(seen, found.scaler)
+            else:
+                message = f"{named} was deleted before it finished; what it did stays done"
+                await self._set_current(seen, None, "ScalerGone", message)
+        if not seen.elasticity.ready:
+            return None
+        pending = {
+            o.queued: o
+            for o in seen.scalers
+            if o.scaler.status.adopted() and not o.scaler.status.finished()
+        }
+        if not pending:
+            return None
+        chosen = pending[fifo(pending)[0]]
+        message = f"{self.kind} {seen.name} runs {chosen.scaler.full_name}"
+        await self._set_current(seen, chosen.scaler.full_name, "ScalingStart", message)
+        self._recorder.event(seen.raw, "Normal", "ScalingStart", message)
+        return chosen
+
+    async def _set_current(
+        self, seen: Observation, scaler: str | None, reason: str, message: str
+    ) -> None:
+        status = ConditionStatus.TRUE if scaler is not None else ConditionStatus.FALSE
+        conditions = set_job_condition(
+            seen.status.conditions,
+            JobConditionType.SCALING,
+            status,
+            reason=reason,
+            message=message,
+            now=seen.now,
+        )
+        fields = {
+            "currentScaler": scaler,
+            "conditions": [c.to_dict() for c in conditions],
+            "phase": phase_of(conditions),
+        }
+        seen.refresh(await self._writer.patch_status(self.jobs, seen.raw, fields))
+
+    async def apply(
+        self, seen: Observation, active: ObservedScaler, t: Transition
+    ) -> ObservedScaler | None:
+        """Apply transition ``t`` of the active scaler; the scaler after it, None once finished."""
+        res = SCALEOUTS if active.scaler.direction is Direction.OUT else SCALEINS
+        if t.status is not None:
+            written = await self._writer.patch_status(res, active.raw, t.status.to_dict())
+            active = seen.scaler_written(active, written)
+        if t.targets is not None:
+            await self._settle(seen, active, t)
+        if t.replicas is not None:
+            await self._desired.write(seen, t.replicas)
+        self._notes(seen, active, t.notes)
+        if t.script is not None:
+            code, detail = await self._run(seen, t.script)
+            return await self._script_ran(seen, active, code, detail)
+        if t.outcome is not None:
+            await self._finished(seen, active, t.outcome)
+            return None
+        return active
+
+    async def _script_ran(
+        self, seen: Observation, active: ObservedScaler, code: int | None, detail: str
+    ) -> ObservedScaler | None:
+        """Record the outcome of a script that ran, even when its scaler changed meanwhile.
+
+        The outcome is known only here: given up to a Conflict, the next reconcile would find the
+        Script step without an outcome and fail the scaler as interrupted. So a scaler still
+        waiting for this outcome is read again and the outcome applied to it.
+        """
+        attempts = _RECORD_ATTEMPTS
+        while True:
+            after = script_finished(
+                active.scaler, seen.view, self._clock.now(), exit_code=code, detail=detail
+            )
+            try:
+                return await self.apply(seen, active, after)
+            except Conflict:
+                attempts -= 1
+                fresh = await self._reread(active) if attempts else None
+                if fresh is None or not _awaits_outcome(fresh.scaler):
+                    raise  # the outcome was written and a later write met the change, or gave up
+                active = seen.scaler_written(active, fresh.raw)
+
+    async def _reread(self, observed: ObservedScaler) -> ObservedScaler | None:
+        """The scaler as the API server has it now (None: gone, or another object by now)."""
+        res = SCALEOUTS if observed.scaler.direction is Direction.OUT else SCALEINS
+        try:
+            raw = await self._client.get(
+                res, objects.name(observed.raw), namespace=objects.namespace(observed.raw)
+            )
+        except NotFound:
+            return None
+        if objects.uid(raw) != objects.uid(observed.raw):
+            return None
+        return parse_scaler(raw)
+
+    def _notes(self, seen: Observation, active: ObservedScaler, notes: Iterable[Note]) -> None:
+        for note in notes:
+            target = active.raw if note.on == "scaler" else seen.raw
+            self._recorder.event(target, note.type, note.reason, note.message)
+
+    async def _run(self, seen: Observation, run: ScriptRun) -> tuple[int | None, str]:
+        executor = seen.elasticity.executor
+        if executor is None:
+            return None, "no launcher to run it on"
+        started = self._clock.monotonic()
+        try:
+            result = await self._client.exec(
+                seen.namespace,
+                executor.pod,
+                run.command,
+                container=executor.container,
+                timeout=run.timeout,
+            )
+        except (ApiError, TransportError) as exc:
+            return None, str(exc)
+        finally:
+            elapsed = self._clock.monotonic() - started
+            metrics.EXEC_DURATION.labels(kind=self.kind, purpose="script").observe(elapsed)
+        stderr = result.stderr.decode(errors="replace").strip()
+        return result.exit_code, stderr[-512:]
+
+    async def _finished(self, seen: Observation, active: ObservedScaler, outcome: Outcome) -> None:
+        scaler = active.scaler
+        direction = "out" if scaler.direction is Direction.OUT else "in"
+        metrics.SCALE_OPERATIONS.labels(kind=self.kind, direction=direction, result=outcome).inc()
+        await self._announce_end(seen, scaler)
+
+    async def _announce_end(self, seen: Observation, scaler: Scaler) -> None:
+        """Clear ``currentScaler``; ``Scaling`` turns False with the finished scaler's outcome."""
+        verb = "Out" if scaler.direction is Direction.OUT else "In"
+        conditions = scaler.status.conditions
+        succeeded = get_condition(conditions, JobConditionType.SCALE_SUCCEEDED)
+        failed = get_condition(conditions, JobConditionType.SCALE_FAILED)
+        if succeeded is not None and succeeded.status is ConditionStatus.TRUE:
+            reason = f"Scaling{verb}Succeeded"
+            message = f"{scaler.full_name} succeeded: {succeeded.message}"
+            await self._set_current(seen, None, reason, message)
+            self._recorder.event(seen.raw, "Normal", reason, message)
+            return
+        detail = failed.message if failed is not None else "it did not complete"
+        reason = f"Scaling{verb}Failed"
+        message = f"{scaler.full_name} failed: {detail}"
+        await self._set_current(seen, None, reason, message)
+        self._recorder.event(seen.raw, "Warning", reason, message)
+
+    async def close(self, seen: Observation) -> None:
+        """A finished job: fail its unfinished adopted scalers and clear ``currentScaler``."""
+        for observed in seen.scalers:
+            status = observed.scaler.status
+            if status.finished() or not status.adopted():
+                continue
+            message = (
+                f"{self.kind} {seen.name} finished before {observed.scaler.full_name} completed"
+            )
+            finished = _failed_status(observed, seen, message)
+            res = SCALEOUTS if observed.scaler.direction is Direction.OUT else SCALEINS
+            await self._writer.patch_status(res, observed.raw, finished)
+            self._recorder.event(observed.raw, "Warning", "JobFinished", message)
+            direction = "out" if observed.scaler.direction is Direction.OUT else "in"
+            metrics.SCALE_OPERATIONS.labels(
+                kind=self.kind, direction=direction, result=Outcome.FAILED
+            ).inc()
+        if seen.status.current_scaler:
+            await self._writer.patch_status(self.jobs, seen.raw, {"currentScaler": None})
+
+
+def _awaits_outcome(scaler: Scaler) -> bool:
+    """In the Script step with no outcome recorded yet."""
+    status = scaler.status
+    executed = get_condition(status.conditions, JobConditionType.SCRIPT_EXECUTED)
+    return status.step is ScaleStep.SCRIPT and executed is None
+
+
+def _failed_status(observed: ObservedScaler, seen: Observation, message: str) -> dict[str, Any]:
+    status = observed.scaler.status
+    conditions = set_condition(
+        status.conditions,
+        JobConditionType.SCALE_FAILED,
+        ConditionStatus.TRUE,
+        reason="JobFinished",
+        message=message,
+        now=seen.now,
+    )
+    return {
+        "conditions": [c.to_dict() for c in conditions],
+        "phase": conditions[-1].type,
+        "step": ScaleStep.DONE.value,
+    }

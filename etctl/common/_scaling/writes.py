@@ -1,0 +1,80 @@
+"""Reading jobs and scalers, and writing them only over the version that was read.
+
+The scaling machinery decides from what it reads and writes every decision before acting on it,
+so a write must never apply to a version it did not read: each one is a merge patch carrying the
+``resourceVersion`` that was read (the API server answers Conflict otherwise, and the decision is
+taken again from fresh data). A Conflict is therefore expected, not an error.
+
+Reads come from the informer cache, except right after this process wrote an object whose new
+version the cache does not show yet: acting on the older version would only produce Conflicts, so
+:class:`GuardedWriter` reads through :class:`~etctl.common._recent_writes.RecentWrites`, from the
+API server until the cache holds the version a write returned (or something newer).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from etctl.common._recent_writes import RecentWrites
+from etctl.runtime import CacheReader, Client, KubeObject, ObjectView, Resource, objects
+
+__all__ = ["GuardedWriter"]
+
+
+def _guarded(obj: ObjectView, patch: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(patch)
+    metadata = dict(out.get("metadata") or {})
+    metadata["resourceVersion"] = objects.resource_version(obj)
+    out["metadata"] = metadata
+    return out
+
+
+class GuardedWriter:
+    """Reads through the cache with read-your-writes, writes guarded merge patches.
+
+    Args:
+        client: the API client.
+        reader: the informer cache.
+    """
+
+    def __init__(self, client: Client, reader: CacheReader) -> None:
+        self._client = client
+        self._recent = RecentWrites(client, reader)
+
+    async def read(self, res: Resource, namespace: str, name: str) -> ObjectView | None:
+        """The object, from the cache unless the cache is behind this writer's last write."""
+        return await self._recent.read(res, namespace, name)
+
+    def _remember(self, res: Resource, written: KubeObject) -> KubeObject:
+        self._recent.remember(res, written)
+        return written
+
+    async def patch_status(
+        self, res: Resource, obj: ObjectView, status: Mapping[str, Any]
+    ) -> KubeObject:
+        """Merge ``status`` into ``obj``'s status, only over the version of ``obj``.
+
+        Raises:
+            Conflict: ``obj`` changed since it was read.
+        """
+        patch = _guarded(obj, {"status": dict(status)})
+        written = await self._client.patch_status(
+            res, objects.name(obj), patch, namespace=objects.namespace(obj)
+        )
+        return self._remember(res, written)
+
+    async def patch(self, res: Resource, obj: ObjectView, patch: Mapping[str, Any]) -> KubeObject:
+        """Merge ``patch`` into ``obj``, only over the version of ``obj``.
+
+        Raises:
+            Conflict: ``obj`` changed since it was read.
+        """
+        written = await self._client.patch(
+            res, objects.name(obj), _guarded(obj, patch), namespace=objects.namespace(obj)
+        )
+        return self._remember(res, written)
+
+    def forget(self, res: Resource, namespace: str, name: str) -> None:
+        """Drop what was remembered of one object (it is gone)."""
+        self._recent.forget(res, namespace, name)

@@ -1,0 +1,185 @@
+"""Reading a job and writing its status: read-your-writes, one guarded patch, transitions.
+
+**Reading.** The job is read from the informer cache. Right after the controller wrote a job's
+status, the cache may still hold the version before that write; acting on it would repeat
+decisions the write recorded (a restart counted twice, a condition set twice). So
+:class:`JobWriter` reads through :class:`~etctl.common._recent_writes.RecentWrites`: while the
+cached job is not the version a status write returned, the job is read from the API server.
+
+**Writing.** The status is written as one merge patch to the ``/status`` subresource carrying the
+``resourceVersion`` the reconcile read, so it applies only to the version that was judged. A
+Conflict (the job changed meanwhile) is not an error: nothing is logged above debug, and the key
+is requeued shortly (the change's own watch event usually gets there first).
+
+**Recording what was done.** A reconcile that acted before its status write (deleted a failed pod
+for a restart, deleted every pod to enforce a limit) cannot leave the record of it to the next
+reconcile: the deleted pods no longer show it. On a Conflict, :meth:`JobWriter.record` re-reads
+the job and applies the reconcile's :class:`~etctl.common._status.StatusDelta` to the status as it
+is now, guarded by the version just read, a few times over if the job keeps changing. So a
+restart is counted exactly once whatever else writes the job. The one window left is a process
+that dies between the act and the write: that restart is not counted (the pod it replaced is gone
+with its history), which errs on the side of one more restart, never of a lost job.
+
+**Transitions.** After a successful write, every condition that became True (or a Suspended that
+became False: a resume) is announced once: an Event with the condition's reason and message
+(Warning for Failed), and the job counters of :mod:`etctl.common._jobmetrics`. Restarting is
+announced where the restart happens, pod by pod.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from etctl.common import _jobmetrics as jobmetrics
+from etctl.common._api import ConditionStatus, JobCondition, JobConditionType
+from etctl.common._control import ChildReader, Recorder
+from etctl.common._recent_writes import RecentWrites
+from etctl.common._status import StatusDelta, parse_status, status_patch, stored_status
+from etctl.errors import Conflict, NotFound
+from etctl.log import get_logger
+from etctl.runtime import Client, EventType, KubeObject, ObjectView, Request, Resource, objects
+
+__all__ = ["JobWriter"]
+
+log = get_logger(__name__)
+
+# Reads and writes one record may take when the job keeps changing (client-go's RetryOnConflict
+# makes five attempts too).
+_RECORD_ATTEMPTS = 5
+
+_COUNTERS = {
+    JobConditionType.CREATED.value: jobmetrics.JOBS_CREATED,
+    JobConditionType.SUCCEEDED.value: jobmetrics.JOBS_SUCCESSFUL,
+    JobConditionType.FAILED.value: jobmetrics.JOBS_FAILED,
+}
+
+
+class JobWriter:
+    """Reads jobs of one kind and writes their status (see the module docstring).
+
+    Args:
+        resource: the job resource.
+        client: the API client.
+        reader: the cache.
+        recorder: where transition events go.
+    """
+
+    def __init__(
+        self, resource: Resource, client: Client, reader: ChildReader, recorder: Recorder
+    ) -> None:
+        self._resource = resource
+        self._client = client
+        self._recorder = recorder
+        self._recent = RecentWrites(client, reader)
+
+    async def read(self, request: Request) -> ObjectView | None:
+        """The job, from the cache unless the cache is behind this controller's last write."""
+        return await self._recent.read(self._resource, request.namespace, request.name)
+
+    def forget(self, request: Request) -> None:
+        """Drop what is remembered about a job that is gone."""
+        self._recent.forget(self._resource, request.namespace, request.name)
+
+    async def fresh(self, job: ObjectView) -> ObjectView | None:
+        """The job as the API server has it now (None when gone or replaced by another uid)."""
+        try:
+            found = await self._client.get(
+                self._resource, objects.name(job), namespace=objects.namespace(job)
+            )
+        except NotFound:
+            return None
+        return found if objects.uid(found) == objects.uid(job) else None
+
+    async def write_status(self, job: ObjectView, patch: Mapping[str, Any]) -> KubeObject | None:
+        """Apply a status merge patch guarded by the job's resourceVersion; None on a conflict."""
+        body = {
+            "metadata": {"resourceVersion": objects.resource_version(job)},
+            "status": dict(patch),
+        }
+        name, namespace = objects.name(job), objects.namespace(job)
+        try:
+            stored = await self._client.patch_status(
+                self._resource, name, body, namespace=namespace
+            )
+        except Conflict:
+            log.debug("job changed while it was reconciled; trying again", name=name)
+            return None
+        except NotFound:
+            return None
+        self._recent.remember(self._resource, stored)
+        return stored
+
+    async def record(
+        self, job: ObjectView, delta: StatusDelta, *, now: datetime, restarts: int = 0
+    ) -> bool:
+        """Apply ``delta`` to the job's status as the server has it now, after a Conflict.
+
+        Each attempt reads the job, applies the delta to its status and writes the result guarded
+        by the version read; the transitions it makes are announced as :meth:`announce` does.
+
+        Args:
+            job: the job as the reconcile read it (its uid identifies the job).
+            delta: what the reconcile did.
+            now: the reconcile's time (condition timestamps).
+            restarts: the restarts the reconcile performed (the restart counter).
+
+        Returns:
+            True when the status carries the delta, False when the job is gone or kept changing.
+        """
+        for _ in range(_RECORD_ATTEMPTS):
+            current = await self.fresh(job)
+            if current is None:
+                return False
+            before = parse_status(current)
+            after = delta.apply(before, now=now)
+            patch = status_patch(stored_status(current), after, {})
+            if patch is None:
+                return True
+            if await self.write_status(current, patch) is not None:
+                self.announce(current, before.conditions, after.conditions, restarts=restarts)
+                return True
+        log.error(
+            "the job kept changing: what this reconcile did is not recorded in its status",
+            name=objects.name(job),
+            restarts=delta.restarts,
+        )
+        return False
+
+    def announce(
+        self,
+        job: ObjectView,
+        before: Sequence[JobCondition],
+        after: Sequence[JobCondition],
+        *,
+        restarts: int = 0,
+    ) -> None:
+        """Events and counters for the transitions between two written condition lists."""
+        kind = str(job.get("kind") or self._resource.kind)
+        namespace = objects.namespace(job)
+        previous = {condition.type: condition for condition in before}
+        for condition in after:
+            old = previous.get(condition.type)
+            if (
+                old is not None
+                and old.status is condition.status
+                and old.reason == condition.reason
+            ):
+                continue
+            if condition.type == JobConditionType.RESTARTING:
+                continue
+            resumed = (
+                condition.type == JobConditionType.SUSPENDED
+                and old is not None
+                and old.status is ConditionStatus.TRUE
+            )
+            if condition.status is ConditionStatus.TRUE or resumed:
+                failed = condition.type == JobConditionType.FAILED
+                event_type: EventType = "Warning" if failed else "Normal"
+                self._recorder.event(job, event_type, condition.reason, condition.message)
+            counter = _COUNTERS.get(condition.type)
+            if counter is not None and condition.status is ConditionStatus.TRUE:
+                counter.labels(namespace=namespace, kind=kind).inc()
+        if restarts:
+            jobmetrics.JOBS_RESTARTED.labels(namespace=namespace, kind=kind).inc(restarts)

@@ -1,5 +1,0 @@
-"""Elastic scaling shared by every elastic job kind: ScaleIn/ScaleOut and the scaling machinery.
-
-* :mod:`~etctl.common.scaling.api`: the ScaleIn and ScaleOut models and CRDs, and the status of an
-  elastic job's worker membership.
-"""

@@ -1,0 +1,337 @@
+"""The TrainingJob plugin: et-operator's TrainingJob on the generic job controller.
+
+The generic :class:`~etctl.common.JobController` runs the reconcile; this plugin
+says what is particular to a TrainingJob, each hook delegating to a module of its own:
+
+=====================  ==========================================================================
+required core          the CRDs (TrainingJob, ScaleIn, ScaleOut), the model, validation, pods
+                       (:mod:`.launcher`, :mod:`.workers`), the verdict (:mod:`.lifecycle`)
+BuildsServices         a headless service per worker (:func:`.workers.worker_service`)
+BuildsExtraObjects     the ssh Secret (:mod:`.ssh`), then, once the workers run, the launcher's
+                       ServiceAccount, Role and RoleBinding (:mod:`.rbac`) and the ConfigMap
+                       (:mod:`.hostfile`), kept in line with the membership
+GatesCreation          the launcher waits for its workers (:func:`.lifecycle.launcher_gate`)
+PlansReplicas          workers from ``status.targetWorkers``; the launcher is ``<job>-launcher``
+ExtendsStatus          phase, replicas, workerSelector (:func:`.lifecycle.extra_status`)
+RestartsWholeJob       ``spec.restartPolicy: OnFailure`` restarts every pod, up to backoffLimit
+DeclaresRBAC           what the operator needs for the above (:func:`.rbac.operator_rules`)
+ScalesElastically      the workers are an elastic membership (:mod:`.scaling`)
+RunsControllers        the hostfile pusher (:mod:`.membership`, :mod:`.setup`)
+=====================  ==========================================================================
+
+Every hook is pure: it reads the job and the state it is given and returns what it wants.
+
+Options (keyword-only): ``workers_ready_timeout`` (seconds the launcher waits for its workers
+before the job fails; 600), ``kubectl_image`` (an image with ``sh`` and ``kubectl`` whose
+kubectl the launcher gets in kubexec mode; none by default, see :mod:`.launcher`),
+``exec_timeout`` (seconds one exec of the hostfile pusher may take; 30) and ``size_limits`` (the
+cluster's object size limits, a real cluster's by default: a job whose ConfigMap or status would
+not fit fails as invalid, a scale-out that would cross them fails at its start; see
+:mod:`.sizes`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from itertools import accumulate
+from typing import Any
+
+from etctl.common import (
+    SCALEIN,
+    SCALEOUT,
+    CustomResource,
+    DesiredObject,
+    Elasticity,
+    Gate,
+    JobConditionType,
+    JobSettings,
+    JobState,
+    PolicyRule,
+    ReplicaRef,
+    ReplicaSpec,
+    SizeLimits,
+    SyncPolicy,
+    Verdict,
+    first_container_name,
+    get_condition,
+)
+from etctl.jobs.trainingjob import _lifecycle as lifecycle
+from etctl.jobs.trainingjob import _rbac as rbac
+from etctl.jobs.trainingjob._api import (
+    TRAININGJOB,
+    JobRestartPolicy,
+    LauncherAttachMode,
+    TrainingJob,
+    TrainingJobReplicaType,
+    validate_trainingjob,
+)
+from etctl.jobs.trainingjob._hostfile import config_data
+from etctl.jobs.trainingjob._launcher import decorate_launcher
+from etctl.jobs.trainingjob._membership import DEFAULT_EXEC_TIMEOUT
+from etctl.jobs.trainingjob._names import (
+    SSH_SECRET_ANNOTATION,
+    config_name,
+    launcher_name,
+    ssh_secret_name,
+    worker_prefix,
+)
+from etctl.jobs.trainingjob._scaling import job_slots, read_elasticity
+from etctl.jobs.trainingjob._setup import setup_hostfile_pusher
+from etctl.jobs.trainingjob._sizes import Names, membership_problem
+from etctl.jobs.trainingjob._ssh import ssh_secret
+from etctl.jobs.trainingjob._workers import decorate_worker, worker_plan, worker_service
+from etctl.runtime import (
+    CONFIGMAPS,
+    ROLEBINDINGS,
+    ROLES,
+    SECRETS,
+    SERVICEACCOUNTS,
+    KubeObject,
+    Manager,
+    Resource,
+    objects,
+    pod_phase,
+)
+
+__all__ = ["TrainingJobPlugin"]
+
+WORKER = TrainingJobReplicaType.WORKER
+LAUNCHER = TrainingJobReplicaType.LAUNCHER
+_LAUNCHER_SIDE = (SERVICEACCOUNTS, ROLES, ROLEBINDINGS, CONFIGMAPS)
+
+
+class TrainingJobPlugin:
+    """The TrainingJob job kind (see the module docstring).
+
+    Args:
+        workers_ready_timeout: seconds the launcher waits for every worker to run.
+        kubectl_image: an image whose ``kubectl`` is delivered to launchers in kubexec mode.
+        exec_timeout: seconds one exec of the hostfile pusher may take.
+        size_limits: the cluster's object size limits (a real cluster's by default).
+    """
+
+    owned_resources: Sequence[Resource] = (SECRETS, *_LAUNCHER_SIDE)
+
+    def __init__(
+        self,
+        *,
+        workers_ready_timeout: float = lifecycle.DEFAULT_WORKERS_READY_TIMEOUT,
+        kubectl_image: str | None = None,
+        exec_timeout: float = DEFAULT_EXEC_TIMEOUT,
+        size_limits: SizeLimits | None = None,
+    ) -> None:
+        for option, value in (
+            ("workers_ready_timeout", workers_ready_timeout),
+            ("exec_timeout", exec_timeout),
+        ):
+            if value <= 0:
+                msg = f"{option} must be positive, got {value}"
+                raise ValueError(msg)
+        self.workers_ready_timeout = workers_ready_timeout
+        self.kubectl_image = kubectl_image
+        self.exec_timeout = exec_timeout
+        self.size_limits = size_limits or SizeLimits()
+
+    # -- the required core
+
+    @property
+    def resource(self) -> CustomResource:
+        """The TrainingJob CRD."""
+        return TRAININGJOB
+
+    @property
+    def custom_resources(self) -> Sequence[CustomResource]:
+        """TrainingJob, ScaleIn and ScaleOut."""
+        return (TRAININGJOB, SCALEIN, SCALEOUT)
+
+    @property
+    def model(self) -> type[TrainingJob]:
+        """The TrainingJob model."""
+        return TrainingJob
+
+    def validate(self, job: TrainingJob) -> list[str]:
+        """Problems the CRD schema cannot express, and a first membership too large to hold.
+
+        A job that ran keeps the membership its scale-outs let it have (each is measured before
+        it grows the job). Until then the first membership is measured on every reconcile: the
+        targets once the scaling controller wrote them (it may do so before this controller's
+        first look at the job), else the initial ``replicas``.
+        """
+        problems = validate_trainingjob(job)
+        worker = job.spec.et_replica_specs.worker
+        ran = get_condition(job.status.conditions, JobConditionType.RUNNING) is not None
+        if problems or worker is None or ran:
+            return problems
+        targets = job.status.target_workers
+        names = (
+            Names.of(targets)
+            if targets
+            else Names.sequential(worker_prefix(job.metadata.name), worker.replicas)
+        )
+        too_large = membership_problem(
+            job,
+            names,
+            slots=job_slots(job),
+            container=_first_container(worker),
+            limits=self.size_limits,
+        )
+        if too_large is not None:
+            problems.append(f"spec.etReplicaSpecs.worker.replicas: {too_large}")
+        return problems
+
+    def decorate_pod(
+        self, job: TrainingJob, pod: KubeObject, ref: ReplicaRef, state: JobState[TrainingJob]
+    ) -> None:
+        """Make a pod built from a template a worker or the launcher."""
+        name = job.metadata.name
+        secret = self._ssh_secret(job)
+        if ref.replica_type == WORKER:
+            decorate_worker(pod, job=name, index=ref.index, ssh_secret=secret)
+            return
+        decorate_launcher(
+            pod,
+            job=name,
+            service_account=launcher_name(name),
+            config_map=config_name(name),
+            init_image=state.settings.init_container_image,
+            kubexec=job.spec.launcher_attach_mode is LauncherAttachMode.KUBEXEC,
+            kubectl_image=self.kubectl_image,
+            ssh_secret=secret,
+        )
+
+    def verdict(self, job: TrainingJob, state: JobState[TrainingJob]) -> Verdict | None:
+        """The launcher decides."""
+        return lifecycle.verdict(job, state)
+
+    # -- capabilities
+
+    def build_service(
+        self, job: TrainingJob, ref: ReplicaRef, state: JobState[Any]
+    ) -> KubeObject | None:
+        """A headless service per worker; none for the launcher."""
+        return worker_service() if ref.replica_type == WORKER else None
+
+    def extra_objects(self, job: TrainingJob, state: JobState[Any]) -> Sequence[DesiredObject]:
+        """The ssh Secret; the launcher's RBAC and ConfigMap once it may start (or exists)."""
+        name = job.metadata.name
+        wanted: list[DesiredObject] = []
+        if self._generates_key(job):
+            comment = f"etctl:{job.metadata.namespace}/{name}"
+            wanted.append(
+                DesiredObject(
+                    SECRETS,
+                    name,
+                    lambda: ssh_secret(name, comment=comment),
+                    policy=SyncPolicy.CREATE,
+                )
+            )
+        started = any(state.children.get(res) for res in _LAUNCHER_SIDE)
+        if not (started or self.gate(job, LAUNCHER, state).open):
+            return wanted
+        account = launcher_name(name)
+        kubexec = job.spec.launcher_attach_mode is LauncherAttachMode.KUBEXEC
+        workers = tuple(job.status.target_workers)
+        wanted += [
+            DesiredObject(SERVICEACCOUNTS, account, lambda: rbac.launcher_service_account(account)),
+            DesiredObject(
+                ROLES,
+                account,
+                lambda: rbac.launcher_role(
+                    account,
+                    workers=workers,
+                    config_map=config_name(name),
+                    exec_into_workers=kubexec,
+                ),
+            ),
+            DesiredObject(ROLEBINDINGS, account, lambda: rbac.launcher_role_binding(account)),
+            DesiredObject(CONFIGMAPS, config_name(name), lambda: self._config_map(job)),
+        ]
+        return wanted
+
+    def gate(self, job: TrainingJob, replica_type: str, state: JobState[Any]) -> Gate:
+        """The launcher waits for its workers; workers never wait."""
+        if replica_type != LAUNCHER:
+            return Gate.opened()
+        return lifecycle.launcher_gate(job, state, timeout=self.workers_ready_timeout)
+
+    def plan(
+        self, job: TrainingJob, replica_type: str, state: JobState[Any]
+    ) -> Sequence[ReplicaRef]:
+        """Workers from the persisted membership; the launcher under et-operator's name."""
+        name = job.metadata.name
+        if replica_type == LAUNCHER:
+            return [ReplicaRef(LAUNCHER, 0, launcher_name(name))]
+        present = {objects.name(pod) for pod in state.pods_of(WORKER)}
+        return worker_plan(
+            worker_prefix(name),
+            job.status.target_workers,
+            job.status.current_workers,
+            present,
+            launcher_running=any(pod_phase(p) == "Running" for p in state.pods_of(LAUNCHER)),
+        )
+
+    def extend_status(self, job: TrainingJob, state: JobState[Any]) -> dict[str, Any]:
+        """Phase, replicas and workerSelector."""
+        return lifecycle.extra_status(job, state)
+
+    def restarts_on_failure(self, job: TrainingJob) -> bool:
+        """``spec.restartPolicy: OnFailure`` restarts the whole job."""
+        return job.spec.restart_policy is JobRestartPolicy.ON_FAILURE
+
+    def rbac_rules(self) -> Sequence[PolicyRule]:
+        """What the operator needs for TrainingJobs."""
+        return rbac.operator_rules()
+
+    def elasticity(self, job: TrainingJob, state: JobState[Any]) -> Elasticity:
+        """The scaling machinery's view of the job, with its size check."""
+        return dataclasses.replace(
+            read_elasticity(job, state), membership_problem=self._membership_check(job)
+        )
+
+    def setup_controllers(self, manager: Manager, settings: JobSettings) -> None:
+        """Register the hostfile pusher."""
+        setup_hostfile_pusher(manager, exec_timeout=self.exec_timeout)
+
+    # -- helpers
+
+    def _generates_key(self, job: TrainingJob) -> bool:
+        ssh = job.spec.launcher_attach_mode is LauncherAttachMode.SSH
+        return ssh and not job.metadata.annotations.get(SSH_SECRET_ANNOTATION, "").strip()
+
+    def _ssh_secret(self, job: TrainingJob) -> str | None:
+        if job.spec.launcher_attach_mode is not LauncherAttachMode.SSH:
+            return None
+        return ssh_secret_name(job.metadata.name, job.metadata.annotations)
+
+    def _membership_check(self, job: TrainingJob) -> Callable[[Sequence[str]], str | None]:
+        slots = job_slots(job)
+        container = _first_container(job.spec.et_replica_specs.worker)
+
+        def check(names: Sequence[str]) -> str | None:
+            sums = [0, *accumulate(len(n.encode()) for n in names)]
+            return membership_problem(
+                job,
+                Names(len(names), sums[-1]),
+                slots=slots,
+                container=container,
+                limits=self.size_limits,
+                grow=lambda n: Names(n, sums[n]),
+            )
+
+        return check
+
+    def _config_map(self, job: TrainingJob) -> KubeObject:
+        worker = job.spec.et_replica_specs.worker
+        container = _first_container(worker)
+        data = config_data(job.status.current_workers, job_slots(job), container)
+        return {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": config_name(job.metadata.name)},
+            "data": data,
+        }
+
+
+def _first_container(spec: ReplicaSpec | None) -> str:
+    return first_container_name(spec.template) if spec else ""

@@ -1,0 +1,404 @@
+"""The cache reconcilers read: shared informers, requested explicitly, and reads across them.
+
+A :class:`Cache` owns every informer of one operator. Controllers ask it for event sources with
+:meth:`Cache.informer` (get-or-create: one informer per resource, namespace and selectors, shared by
+every controller that asks), reconcilers read objects with :meth:`Cache.get`, :meth:`Cache.list`,
+:meth:`Cache.by_index` and :meth:`Cache.controlled_by`, and the manager runs it with
+:meth:`Cache.run` and waits for :meth:`Cache.wait_for_sync`.
+
+Rules:
+
+* **Nothing is cached implicitly.** Reading a resource that no informer was requested for raises
+  :class:`NotCachedError`; the cache never starts a cluster-wide informer behind a read (a known
+  way to run an operator out of memory on a large cluster). Request the informer at setup.
+* **Namespaces.** ``Cache(namespaces=[...])`` caches namespaced resources in those namespaces only,
+  one informer per namespace behind one composite event source; reading another namespace raises
+  :class:`NotCachedError`. Cluster-scoped resources ignore the list.
+* **Several informers of one resource** (different selectors) are read together: ``get`` returns
+  the first hit, preferring an informer without selectors; ``list`` and ``by_index`` merge them,
+  each key once.
+* Objects read are the cached ones, shared with every other reader: read-only, deep-copy before
+  changing one. Reads never ``await`` and never touch the network.
+* :meth:`Cache.run` runs every informer as a named task of one task group, including informers
+  requested while it runs; it returns only by cancellation (or if an informer crashes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Protocol
+
+from etctl.errors import CacheSyncError, ConfigError
+from etctl.runtime._clock import Clock
+from etctl.runtime._informer import Informer
+from etctl.runtime._objects import ObjectView, key_of, labels
+from etctl.runtime._reflector import ListerWatcher
+from etctl.runtime._resources import Resource
+from etctl.runtime._selectors import FieldSelector, LabelSelector
+from etctl.runtime._source import EventSource, HandlerRegistration, ResourceEventHandler
+from etctl.runtime._store import BY_CONTROLLER, BY_NAMESPACE, IndexFunc
+from etctl.runtime._transforms import Transform, strip_managed_fields
+
+__all__ = ["Cache", "CacheReader", "NotCachedError"]
+
+_Key = tuple[Resource, str, str]
+
+
+class CacheReader(Protocol):
+    """The reads a reconciler makes from the cache; :class:`Cache` is one, a test fake another.
+
+    Every read is answered from memory, never from the API server, and returns the cache's own
+    objects: treat them as read-only.
+    """
+
+    def get(self, res: Resource, name: str, *, namespace: str | None = None) -> ObjectView | None:
+        """One cached object, or None."""
+        ...
+
+    def list(
+        self,
+        res: Resource,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+    ) -> builtins.list[ObjectView]:
+        """The cached objects of ``res`` (in one namespace, matching a label selector)."""
+        ...
+
+    def by_index(self, res: Resource, index: str, value: str) -> builtins.list[ObjectView]:
+        """The cached objects of ``res`` with ``value`` in index ``index``."""
+        ...
+
+    def controlled_by(self, res: Resource, owner_uid: str) -> builtins.list[ObjectView]:
+        """The cached objects of ``res`` whose controller owner has uid ``owner_uid``."""
+        ...
+
+
+class NotCachedError(ConfigError, LookupError):
+    """A read of a resource (or namespace) the cache holds no informer for: request one first."""
+
+
+class _CompositeRegistration:
+    """A handler registered on every per-namespace informer of a composite source."""
+
+    __slots__ = ("_parts",)
+
+    def __init__(self, parts: Sequence[HandlerRegistration]) -> None:
+        self._parts = tuple(parts)
+
+    def has_synced(self) -> bool:
+        return all(part.has_synced() for part in self._parts)
+
+
+class _NamespacedSource:
+    """One event source over the per-namespace informers of one resource and selectors."""
+
+    def __init__(self, resource: Resource, informers: Sequence[Informer], clock: Clock) -> None:
+        self._resource = resource
+        self._informers = tuple(informers)
+        self._clock = clock
+
+    @property
+    def resource(self) -> Resource:
+        return self._resource
+
+    def add_handler(self, handler: ResourceEventHandler) -> HandlerRegistration:
+        return _CompositeRegistration([inf.add_handler(handler) for inf in self._informers])
+
+    def has_synced(self) -> bool:
+        return all(inf.has_synced() for inf in self._informers)
+
+    async def wait_for_sync(self, timeout: float) -> None:
+        await _wait_all(self._informers, self._clock, timeout)
+
+
+async def _wait_all(informers: Iterable[Informer], clock: Clock, timeout: float) -> None:
+    deadline = clock.monotonic() + timeout
+    for informer in informers:
+        if not informer.has_synced():
+            await informer.wait_for_sync(max(deadline - clock.monotonic(), 0.0))
+
+
+def _canonical(label_selector: str | None, field_selector: str | None) -> tuple[str, str]:
+    """Selectors in canonical form, so equivalent spellings share one informer.
+
+    Raises:
+        SelectorError: a selector does not parse.
+    """
+    labels_text = str(LabelSelector.parse(label_selector)) if label_selector else ""
+    fields_text = str(FieldSelector.parse(field_selector)) if field_selector else ""
+    return labels_text, fields_text
+
+
+class Cache:
+    """Shared informers and the reads across them (see the module docstring).
+
+    Args:
+        client: the client every informer lists and watches through.
+        clock: every wait runs on it.
+        namespaces: cache namespaced resources in these namespaces only (``None``: all).
+        transform: applied to every object before it is cached (``None``: none); by default
+            ``managedFields`` are dropped.
+        compact: share equal strings and subtrees between cached objects.
+        resync_period: seconds between local resyncs of every informer (``None``: never).
+        idle_timeout: seconds a watch may stay silent before its watchdog restarts it.
+        rng: randomness for watch timeouts and jitter (seed it in tests).
+
+    Raises:
+        ValueError: ``namespaces`` is empty.
+    """
+
+    def __init__(
+        self,
+        client: ListerWatcher,
+        *,
+        clock: Clock,
+        namespaces: Sequence[str] | None = None,
+        transform: Transform | None = strip_managed_fields,
+        compact: bool = True,
+        resync_period: float | None = None,
+        idle_timeout: float = 90.0,
+        rng: random.Random | None = None,
+    ) -> None:
+        if namespaces is not None and not namespaces:
+            msg = "namespaces must name at least one namespace (None caches all of them)"
+            raise ValueError(msg)
+        self._client = client
+        self._clock = clock
+        self._namespaces = tuple(dict.fromkeys(namespaces)) if namespaces is not None else None
+        self._transform = transform
+        self._compact = compact
+        self._resync = resync_period
+        self._idle = idle_timeout
+        self._rng = rng or random.Random()  # noqa: S311 - jitter, not cryptography
+        self._sources: dict[_Key, EventSource] = {}
+        self._informers: list[Informer] = []
+        self._by_resource: dict[Resource, list[Informer]] = {}
+        self._indexers: dict[Resource, dict[str, IndexFunc]] = {}
+        self._group: asyncio.TaskGroup | None = None
+
+    @property
+    def namespaces(self) -> tuple[str, ...] | None:
+        """The namespaces namespaced resources are cached in (``None``: all)."""
+        return self._namespaces
+
+    # -- informers
+
+    def informer(
+        self,
+        res: Resource,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> EventSource:
+        """The shared event source of ``res`` with these selectors, created on first request.
+
+        Created while the cache runs, it starts at once.
+
+        Raises:
+            SelectorError: a selector does not parse.
+        """
+        labels_text, fields_text = _canonical(label_selector, field_selector)
+        key = (res, labels_text, fields_text)
+        source = self._sources.get(key)
+        if source is not None:
+            return source
+        scopes: Sequence[str | None] = (
+            self._namespaces if res.namespaced and self._namespaces is not None else (None,)
+        )
+        created = [self._new_informer(res, ns, labels_text, fields_text) for ns in scopes]
+        source = created[0] if len(created) == 1 else _NamespacedSource(res, created, self._clock)
+        self._sources[key] = source
+        return source
+
+    def _new_informer(
+        self, res: Resource, namespace: str | None, labels_text: str, fields_text: str
+    ) -> Informer:
+        informer = Informer(
+            self._client,
+            res,
+            clock=self._clock,
+            namespace=namespace,
+            label_selector=labels_text or None,
+            field_selector=fields_text or None,
+            transform=self._transform,
+            compact=self._compact,
+            indexers=self._indexers.get(res),
+            resync_period=self._resync,
+            idle_timeout=self._idle,
+            rng=random.Random(self._rng.random()),  # noqa: S311 - jitter, not cryptography
+        )
+        self._informers.append(informer)
+        siblings = self._by_resource.setdefault(res, [])
+        siblings.append(informer)
+        # Unfiltered informers first: a get finds everything there, and list merges stay cheap.
+        siblings.sort(key=lambda inf: bool(inf.label_selector or inf.field_selector))
+        if self._group is not None:
+            self._start(self._group, informer)
+        return informer
+
+    def add_indexers(self, res: Resource, indexers: Mapping[str, IndexFunc]) -> None:
+        """Add store indexes to every informer of ``res``, now and requested later.
+
+        Raises:
+            ValueError: an index of that name exists already for ``res``.
+        """
+        known = self._indexers.setdefault(res, {})
+        clash = sorted(set(indexers) & (set(known) | {BY_NAMESPACE, BY_CONTROLLER}))
+        if clash:
+            msg = f"indexes already exist on {res}: {', '.join(clash)}"
+            raise ValueError(msg)
+        for informer in self._by_resource.get(res, ()):
+            informer.add_indexers(indexers)
+        known.update(indexers)
+
+    # -- running
+
+    async def run(self) -> None:
+        """Run every informer, and each one requested later, until cancelled.
+
+        Raises:
+            RuntimeError: the cache is already running.
+        """
+        if self._group is not None:
+            msg = "the cache is already running"
+            raise RuntimeError(msg)
+        try:
+            async with asyncio.TaskGroup() as group:
+                self._group = group
+                for informer in self._informers:
+                    self._start(group, informer)
+                await asyncio.get_running_loop().create_future()  # until cancelled
+        finally:
+            self._group = None
+
+    @staticmethod
+    def _start(group: asyncio.TaskGroup, informer: Informer) -> None:
+        group.create_task(informer.run(), name=f"cache:{informer.describe()}")
+
+    def has_synced(self) -> bool:
+        """True when every informer requested so far has synced."""
+        return all(informer.has_synced() for informer in self._informers)
+
+    async def wait_for_sync(self, timeout: float) -> None:
+        """Wait until every informer requested so far has synced.
+
+        Raises:
+            CacheSyncError: one did not sync within ``timeout`` seconds; the message names it and
+                its last list error.
+        """
+        try:
+            await _wait_all(list(self._informers), self._clock, timeout)
+        except CacheSyncError as err:
+            pending = [inf.describe() for inf in self._informers if not inf.has_synced()]
+            msg = f"{err} (not synced: {', '.join(pending)})" if len(pending) > 1 else str(err)
+            raise CacheSyncError(msg) from err
+
+    # -- reads
+
+    def _informers_of(self, res: Resource, namespace: str | None) -> list[Informer]:
+        informers = self._by_resource.get(res)
+        if not informers:
+            msg = (
+                f"{res} is not cached: request its informer (cache.informer(...)) when the "
+                "controller is set up; reads never start one"
+            )
+            raise NotCachedError(msg)
+        if namespace and res.namespaced and self._namespaces is not None:
+            if namespace not in self._namespaces:
+                msg = (
+                    f"namespace {namespace!r} is not cached for {res} "
+                    f"(the cache holds {', '.join(self._namespaces)})"
+                )
+                raise NotCachedError(msg)
+            return [inf for inf in informers if inf.namespace == namespace]
+        return informers
+
+    def backing_off(self, res: Resource, namespace: str | None = None) -> bool:
+        """Whether an informer of ``res`` (for ``namespace``) waits out a backoff on the clock.
+
+        Raises:
+            NotCachedError: no informer of ``res`` (in that namespace).
+        """
+        namespace = namespace if res.namespaced else None
+        return any(inf.backing_off for inf in self._informers_of(res, namespace))
+
+    def get(self, res: Resource, name: str, *, namespace: str | None = None) -> ObjectView | None:
+        """The cached object, or ``None``.
+
+        Raises:
+            NotCachedError: no informer of ``res`` (in that namespace).
+            ValueError: ``res`` is namespaced and no namespace was given.
+        """
+        if res.namespaced and not namespace:
+            msg = f"{res} is namespaced: get needs a namespace"
+            raise ValueError(msg)
+        key = f"{namespace}/{name}" if res.namespaced else name
+        for informer in self._informers_of(res, namespace):
+            found = informer.store.get(key)
+            if found is not None:
+                return found
+        return None
+
+    def list(
+        self,
+        res: Resource,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+    ) -> builtins.list[ObjectView]:
+        """The cached objects of ``res`` (in one namespace, matching a label selector).
+
+        Raises:
+            NotCachedError: no informer of ``res`` (in that namespace).
+            SelectorError: the label selector does not parse.
+        """
+        selector = LabelSelector.parse(label_selector) if label_selector else None
+        namespace = namespace if res.namespaced else None
+        informers = self._informers_of(res, namespace)
+        batches = [
+            inf.store.by_index(BY_NAMESPACE, namespace)
+            if namespace and inf.namespace is None
+            else inf.store.list()
+            for inf in informers
+        ]
+        found = _merged(batches)
+        if selector is None:
+            return found
+        return [obj for obj in found if selector.matches(labels(obj))]
+
+    def by_index(self, res: Resource, index: str, value: str) -> builtins.list[ObjectView]:
+        """The cached objects of ``res`` that have ``value`` in index ``index``.
+
+        Raises:
+            NotCachedError: no informer of ``res``.
+            KeyError: no such index.
+        """
+        informers = self._informers_of(res, None)
+        return _merged([inf.store.by_index(index, value) for inf in informers])
+
+    def controlled_by(self, res: Resource, owner_uid: str) -> builtins.list[ObjectView]:
+        """The cached objects of ``res`` whose controller owner has uid ``owner_uid``.
+
+        Raises:
+            NotCachedError: no informer of ``res``.
+        """
+        return self.by_index(res, BY_CONTROLLER, owner_uid)
+
+
+def _merged(batches: builtins.list[builtins.list[ObjectView]]) -> builtins.list[ObjectView]:
+    """Concatenate per-informer results, each key once (the first informer's object wins)."""
+    if len(batches) == 1:
+        return batches[0]
+    seen: set[str] = set()
+    out: builtins.list[ObjectView] = []
+    for batch in batches:
+        for obj in batch:
+            key = key_of(obj)
+            if key not in seen:
+                seen.add(key)
+                out.append(obj)
+    return out

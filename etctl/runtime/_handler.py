@@ -1,0 +1,227 @@
+"""Event handlers: which reconcile requests an event about an object causes.
+
+An :class:`EventHandler` maps one event to the requests it causes, and nothing else: it is pure, so
+it is trivial to test and to compose. :class:`EnqueueingHandler` is the
+:class:`~etctl.runtime._source.ResourceEventHandler` a controller registers on a source: it
+turns the source's calls into events (unwrapping tombstones), runs the controller's predicates and
+adds the mapped requests to the workqueue, in that order (controller-runtime's internal source
+handler).
+
+The handlers, as controller-runtime's:
+
+* :class:`EnqueueRequestForObject`: the object itself (the new object on update).
+* :class:`EnqueueRequestForOwner`: the owners of the object of one group and kind, by default only
+  its controller. On update it enqueues the owners of *both* the old and the new object, so an
+  object that changes owner wakes up both of them.
+* :class:`EnqueueRequestsFromMapFunc`: whatever a function of the object returns; on update the
+  results for old and new, deduplicated.
+
+Every handler yields each request at most once per event and skips objects without a name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Protocol, runtime_checkable
+
+from etctl.runtime._event import CreateEvent, DeleteEvent, UpdateEvent
+from etctl.runtime._objects import ObjectView, Tombstone, name, namespace, owner_references
+from etctl.runtime._predicate import Predicate
+from etctl.runtime._reconcile import Request
+
+__all__ = [
+    "EnqueueRequestForObject",
+    "EnqueueRequestForOwner",
+    "EnqueueRequestsFromMapFunc",
+    "Enqueuer",
+    "EnqueueingHandler",
+    "EventHandler",
+    "MapFunc",
+]
+
+MapFunc = Callable[[ObjectView], Iterable[Request]]
+"""Maps an object to the requests it should cause."""
+
+
+@runtime_checkable
+class EventHandler(Protocol):
+    """Maps events to the reconcile requests they cause."""
+
+    def create(self, event: CreateEvent) -> Iterable[Request]:
+        """The requests a create causes."""
+        ...
+
+    def update(self, event: UpdateEvent) -> Iterable[Request]:
+        """The requests an update causes."""
+        ...
+
+    def delete(self, event: DeleteEvent) -> Iterable[Request]:
+        """The requests a delete causes."""
+        ...
+
+
+class Enqueuer(Protocol):
+    """Where an :class:`EnqueueingHandler` puts requests (a workqueue)."""
+
+    def add(self, item: Request) -> None:
+        """Queue ``item``."""
+        ...
+
+
+def _unique(requests: Iterable[Request]) -> list[Request]:
+    return list(dict.fromkeys(requests))
+
+
+class EnqueueRequestForObject:
+    """Enqueues the object the event is about."""
+
+    __slots__ = ()
+
+    def create(self, event: CreateEvent) -> Iterable[Request]:
+        """The created object."""
+        return _for_object(event.obj)
+
+    def update(self, event: UpdateEvent) -> Iterable[Request]:
+        """The updated object (its key cannot change between old and new)."""
+        return _for_object(event.new)
+
+    def delete(self, event: DeleteEvent) -> Iterable[Request]:
+        """The deleted object."""
+        return _for_object(event.obj)
+
+
+def _for_object(obj: ObjectView) -> list[Request]:
+    object_name = name(obj)
+    return [Request(namespace(obj), object_name)] if object_name else []
+
+
+class EnqueueRequestForOwner:
+    """Enqueues the owners of one group and kind named in the object's ``ownerReferences``.
+
+    Args:
+        owner_group: the API group of the owner (``""`` for the core group); versions are ignored.
+        owner_kind: the kind of the owner.
+        only_controller: only the reference marked ``controller: true`` counts (the default).
+        owner_namespaced: False when the owner kind is cluster-scoped: its requests then carry no
+            namespace. Otherwise an owner lives in its dependent's namespace.
+    """
+
+    __slots__ = ("_group", "_kind", "_namespaced", "_only_controller")
+
+    def __init__(
+        self,
+        owner_group: str,
+        owner_kind: str,
+        *,
+        only_controller: bool = True,
+        owner_namespaced: bool = True,
+    ) -> None:
+        self._group = owner_group
+        self._kind = owner_kind
+        self._only_controller = only_controller
+        self._namespaced = owner_namespaced
+
+    def create(self, event: CreateEvent) -> Iterable[Request]:
+        """The owners of the created object."""
+        return self._owners(event.obj)
+
+    def update(self, event: UpdateEvent) -> Iterable[Request]:
+        """The owners of the old and of the new object."""
+        return _unique([*self._owners(event.old), *self._owners(event.new)])
+
+    def delete(self, event: DeleteEvent) -> Iterable[Request]:
+        """The owners of the deleted object."""
+        return self._owners(event.obj)
+
+    def _owners(self, obj: ObjectView) -> list[Request]:
+        owner_namespace = namespace(obj) if self._namespaced else ""
+        found: list[Request] = []
+        for ref in owner_references(obj):
+            if self._only_controller and ref.get("controller") is not True:
+                continue
+            if ref.get("kind") != self._kind:
+                continue
+            group, _, _version = str(ref.get("apiVersion") or "").rpartition("/")
+            owner_name = ref.get("name")
+            if group == self._group and isinstance(owner_name, str) and owner_name:
+                found.append(Request(owner_namespace, owner_name))
+        return _unique(found)
+
+    def __repr__(self) -> str:
+        return (
+            f"EnqueueRequestForOwner({self._group!r}, {self._kind!r}, "
+            f"only_controller={self._only_controller})"
+        )
+
+
+class EnqueueRequestsFromMapFunc:
+    """Enqueues what a function of the object returns.
+
+    Args:
+        fn: maps an object to requests (for example a pod to the job named in one of its labels).
+    """
+
+    __slots__ = ("_fn",)
+
+    def __init__(self, fn: MapFunc) -> None:
+        self._fn = fn
+
+    def create(self, event: CreateEvent) -> Iterable[Request]:
+        """What the function returns for the created object."""
+        return _unique(self._fn(event.obj))
+
+    def update(self, event: UpdateEvent) -> Iterable[Request]:
+        """What the function returns for the old and the new object, deduplicated."""
+        return _unique([*self._fn(event.old), *self._fn(event.new)])
+
+    def delete(self, event: DeleteEvent) -> Iterable[Request]:
+        """What the function returns for the deleted object."""
+        return _unique(self._fn(event.obj))
+
+
+class EnqueueingHandler:
+    """The source-facing handler: event -> predicates -> handler -> workqueue.
+
+    It implements :class:`~etctl.runtime._source.ResourceEventHandler`, so it runs on the source's
+    delivery path and never blocks: it only filters, maps and adds keys.
+
+    Args:
+        handler: maps events to requests.
+        queue: receives the requests.
+        predicates: every one must pass an event for it to be enqueued.
+    """
+
+    __slots__ = ("_handler", "_predicates", "_queue")
+
+    def __init__(
+        self, handler: EventHandler, queue: Enqueuer, predicates: Sequence[Predicate] = ()
+    ) -> None:
+        self._handler = handler
+        self._queue = queue
+        self._predicates = tuple(predicates)
+
+    def on_add(self, obj: ObjectView, *, is_in_initial_list: bool) -> None:
+        """Enqueue what the create maps to, if every predicate passes it."""
+        event = CreateEvent(obj, is_in_initial_list)
+        if all(p.create(event) for p in self._predicates):
+            self._enqueue(self._handler.create(event))
+
+    def on_update(self, old: ObjectView, new: ObjectView) -> None:
+        """Enqueue what the update (or resync) maps to, if every predicate passes it."""
+        event = UpdateEvent(old, new)
+        if all(p.update(event) for p in self._predicates):
+            self._enqueue(self._handler.update(event))
+
+    def on_delete(self, obj: ObjectView | Tombstone) -> None:
+        """Enqueue what the delete maps to, if every predicate passes it; tombstones unwrap."""
+        if isinstance(obj, Tombstone):
+            event = DeleteEvent(obj.obj, state_unknown=True)
+        else:
+            event = DeleteEvent(obj)
+        if all(p.delete(event) for p in self._predicates):
+            self._enqueue(self._handler.delete(event))
+
+    def _enqueue(self, requests: Iterable[Request]) -> None:
+        add = self._queue.add
+        for request in requests:
+            add(request)

@@ -1,0 +1,291 @@
+"""Health checks and the manager's HTTP server: ``/metrics``, ``/healthz`` and ``/readyz``.
+
+A :class:`Checks` set holds named checks: callables that return ``None`` when healthy and the reason
+otherwise (an exception counts as a failure, its text as the reason). It is served the way
+controller-runtime serves its probes:
+
+* ``GET <path>`` runs every check but those named by ``?exclude=<name>`` (repeatable). All passing:
+  200 and ``ok``; any failing: 500 and a line per check, sorted by name (``[+]name ok``,
+  ``[+]name excluded: ok``, ``[-]name failed: reason withheld``), a warning for unknown excludes and
+  ``healthz check failed``. ``?verbose`` asks for the lines on success too, ending in ``healthz
+  check passed``. The aggregate never shows a reason: it is public.
+* ``GET <path>/<name>`` runs one check: 200 ``ok``, or 500 ``internal server error: <reason>``; 404
+  for an unknown name. A set without checks serves ``ping``, which always passes.
+
+:class:`HttpServer` binds these and ``/metrics`` (the Prometheus exposition of
+:data:`etctl.runtime.REGISTRY`, OpenMetrics when asked for) on the manager's event loop.
+Bind addresses are ``host:port`` (``:8080`` for every interface, ``127.0.0.1:0`` for a free
+loopback port); ``0`` disables an endpoint. Metrics and probes on the same fixed address share
+one listener. Checks must be quick and must not block: they read state that other tasks maintain.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Collection, Mapping
+from dataclasses import dataclass
+
+from aiohttp import web
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import choose_encoder
+
+from etctl.errors import ConfigError
+from etctl.log import get_logger
+from etctl.runtime import _metrics as metrics
+
+__all__ = ["Checker", "Checks", "HttpServer", "parse_bind_address", "ping"]
+
+log = get_logger(__name__)
+
+Checker = Callable[[], str | None]
+"""A check: ``None`` when healthy, else why not. Must return at once."""
+
+_Handler = Callable[[web.Request], Awaitable[web.Response]]
+
+
+def ping() -> str | None:
+    """The check that always passes: the process answers HTTP."""
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Status:
+    name: str
+    healthy: bool
+    excluded: bool = False
+
+
+class Checks:
+    """An ordered set of uniquely named checks, served at one path.
+
+    Args:
+        path: where the set is served (``/healthz``, ``/readyz``).
+    """
+
+    def __init__(self, path: str) -> None:
+        if not path.startswith("/") or path.endswith("/"):
+            msg = f"a check path starts with '/' and does not end with one, got {path!r}"
+            raise ValueError(msg)
+        self.path = path
+        self._checks: dict[str, Checker] = {}
+
+    def add(self, name: str, check: Checker) -> None:
+        """Add a check.
+
+        Raises:
+            ValueError: the name is empty, contains ``/`` or is taken.
+        """
+        if not name or "/" in name:
+            msg = f"a check name is non-empty and has no '/', got {name!r}"
+            raise ValueError(msg)
+        if name in self._checks:
+            msg = f"a check named {name!r} is already served at {self.path}"
+            raise ValueError(msg)
+        self._checks[name] = check
+
+    @property
+    def names(self) -> list[str]:
+        """The check names, in the order they were added."""
+        return list(self._checks)
+
+    def _effective(self) -> Mapping[str, Checker]:
+        return self._checks or {"ping": ping}
+
+    def run(self, name: str) -> str | None:
+        """Run one check: ``None`` when it passes, else the reason.
+
+        Raises:
+            KeyError: no check of that name.
+        """
+        check = self._effective()[name]
+        try:
+            return check()
+        except Exception as err:  # noqa: BLE001 - a raising check is a failing check
+            return f"{type(err).__name__}: {err}"
+
+    def failing(self) -> dict[str, str]:
+        """Every failing check and its reason (for logs and tests)."""
+        reasons = {name: self.run(name) for name in self._effective()}
+        return {name: reason for name, reason in reasons.items() if reason is not None}
+
+    def aggregate(self, *, exclude: Collection[str] = (), verbose: bool = False) -> tuple[int, str]:
+        """The HTTP status and body of the aggregated endpoint (see the module docs)."""
+        unknown = set(exclude) - set(self._effective())
+        statuses: list[_Status] = []
+        for name in sorted(self._effective()):
+            if name in exclude:
+                statuses.append(_Status(name, healthy=True, excluded=True))
+                continue
+            reason = self.run(name)
+            if reason is not None:
+                log.debug("check failed", path=self.path, check=name, reason=reason)
+            statuses.append(_Status(name, healthy=reason is None))
+        failed = not all(status.healthy for status in statuses)
+        if not failed and not verbose:
+            return 200, "ok"
+        lines = []
+        for status in statuses:
+            if status.excluded:
+                lines.append(f"[+]{status.name} excluded: ok")
+            elif status.healthy:
+                lines.append(f"[+]{status.name} ok")
+            else:
+                lines.append(f"[-]{status.name} failed: reason withheld")
+        if unknown:
+            quoted = ",".join(f'"{name}"' for name in sorted(unknown))
+            lines.append(f"warn: some health checks cannot be excluded: no matches for {quoted}")
+        lines.append("healthz check failed" if failed else "healthz check passed")
+        return (500 if failed else 200), "\n".join(lines) + "\n"
+
+    def single(self, name: str) -> tuple[int, str]:
+        """The HTTP status and body of ``<path>/<name>``."""
+        if name not in self._effective():
+            return 404, "404 page not found\n"
+        reason = self.run(name)
+        if reason is None:
+            return 200, "ok"
+        return 500, f"internal server error: {reason}\n"
+
+    def __repr__(self) -> str:
+        return f"Checks({self.path!r}, {self.names})"
+
+
+def parse_bind_address(address: str) -> tuple[str | None, int] | None:
+    """Parse ``host:port``; ``None`` for ``0`` (disabled) or an empty address.
+
+    ``:8080`` binds every interface (host ``None``), ``[::1]:8080`` an IPv6 address.
+
+    Raises:
+        ConfigError: not ``host:port`` with a port in 0-65535.
+    """
+    address = address.strip()
+    if address in ("", "0"):
+        return None
+    host, sep, port_text = address.rpartition(":")
+    if not sep or not port_text.isdigit() or int(port_text) > 65535:
+        msg = f"a bind address is host:port, ':port' or '0' (disabled), got {address!r}"
+        raise ConfigError(msg)
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return (host or None), int(port_text)
+
+
+class HttpServer:
+    """Serves ``/metrics`` and the probes of one manager.
+
+    Args:
+        metrics_bind_address: where ``/metrics`` listens (``0`` disables it).
+        health_probe_bind_address: where ``/healthz`` and ``/readyz`` listen (``0`` disables them).
+        healthz: the liveness checks.
+        readyz: the readiness checks.
+        registry: the metrics served.
+    """
+
+    def __init__(
+        self,
+        *,
+        metrics_bind_address: str,
+        health_probe_bind_address: str,
+        healthz: Checks,
+        readyz: Checks,
+        registry: CollectorRegistry = metrics.REGISTRY,
+    ) -> None:
+        self._metrics_at = parse_bind_address(metrics_bind_address)
+        self._probes_at = parse_bind_address(health_probe_bind_address)
+        self.healthz = healthz
+        self.readyz = readyz
+        self._registry = registry
+        self._runners: list[tuple[str, web.AppRunner]] = []
+        self.metrics_address: tuple[str, int] | None = None
+        """The bound ``(host, port)`` of ``/metrics`` once started."""
+        self.probe_address: tuple[str, int] | None = None
+        """The bound ``(host, port)`` of the probes once started."""
+
+    async def start(self) -> None:
+        """Bind every enabled endpoint.
+
+        Raises:
+            OSError: an address is in use or cannot be bound (nothing stays bound then).
+        """
+        # One fixed address serves both; ``:0`` twice means two free ports.
+        shared = (
+            self._metrics_at is not None
+            and self._metrics_at == self._probes_at
+            and self._metrics_at[1] != 0
+        )
+        try:
+            if self._metrics_at is not None:
+                app = web.Application()
+                self._add_metrics(app)
+                if shared:
+                    self._add_probes(app)
+                self.metrics_address = await self._serve("metrics", app, self._metrics_at)
+                if shared:
+                    self.probe_address = self.metrics_address
+            if self._probes_at is not None and not shared:
+                app = web.Application()
+                self._add_probes(app)
+                self.probe_address = await self._serve("probes", app, self._probes_at)
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def stop(self) -> None:
+        """Close every listener (idempotent)."""
+        runners, self._runners = self._runners, []
+        for _, runner in reversed(runners):
+            await runner.cleanup()
+
+    async def _serve(
+        self, what: str, app: web.Application, address: tuple[str | None, int]
+    ) -> tuple[str, int]:
+        runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
+        await runner.setup()
+        self._runners.append((what, runner))
+        host, port = address
+        await web.TCPSite(runner, host, port).start()
+        bound = runner.addresses[0]
+        result = (str(bound[0]), int(bound[1]))
+        log.info("serving", endpoint=what, address=f"{result[0]}:{result[1]}")
+        return result
+
+    def _add_metrics(self, app: web.Application) -> None:
+        app.router.add_get("/metrics", self._metrics)
+
+    def _add_probes(self, app: web.Application) -> None:
+        for checks in (self.healthz, self.readyz):
+            app.router.add_get(checks.path, self._aggregated(checks))
+            app.router.add_get(checks.path + "/", self._aggregated(checks))
+            app.router.add_get(checks.path + "/{name}", self._single(checks))
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
+        return web.Response(body=encoder(self._registry), headers={"Content-Type": content_type})
+
+    @staticmethod
+    def _aggregated(checks: Checks) -> _Handler:
+        async def handle(request: web.Request) -> web.Response:
+            status, body = checks.aggregate(
+                exclude=request.query.getall("exclude", []),
+                verbose="verbose" in request.query,
+            )
+            return _text(status, body)
+
+        return handle
+
+    @staticmethod
+    def _single(checks: Checks) -> _Handler:
+        async def handle(request: web.Request) -> web.Response:
+            status, body = checks.single(request.match_info["name"])
+            return _text(status, body)
+
+        return handle
+
+
+def _text(status: int, body: str) -> web.Response:
+    return web.Response(
+        status=status,
+        text=body,
+        content_type="text/plain",
+        charset="utf-8",
+        headers={"X-Content-Type-Options": "nosniff"},
+    )

@@ -1,0 +1,318 @@
+"""Where the client's connection to a cluster comes from, and how its credentials stay fresh.
+
+A :class:`ClusterConfig` is a resolved connection: the server URL, TLS material and a credential,
+loaded by kubernetes_asyncio's configuration loaders from one of
+
+* a kubeconfig file (an explicit path, else ``$KUBECONFIG`` with its ``:``-separated merge list,
+  else ``~/.kube/config``) and one of its contexts;
+* the in-cluster service account (``KUBERNETES_SERVICE_HOST``/``PORT`` plus the mounted token and
+  CA bundle).
+
+Credentials that expire are refreshed without the caller noticing:
+
+* an exec plugin's token is re-obtained when its ``expirationTimestamp`` is within five minutes
+  (the same skew kubernetes_asyncio uses), and a plugin that gives no expiry is re-run only when the
+  server answers 401;
+* token files (the service-account token, a kubeconfig ``tokenFile``) are re-read every minute, as
+  client-go does, because the kubelet rotates projected tokens in place;
+* any credential is reloaded once when the server answers 401 (:meth:`ClusterConfig.refresh` with
+  ``force=True``; the client does that before giving up).
+
+Refreshes are serialised by a lock, so a burst of requests with an expired token runs the plugin
+once. Client certificates (from the file or from an exec plugin) are read when the connection pool
+is created and are not rotated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes_asyncio.client import Configuration
+from kubernetes_asyncio.config import ConfigException, load_kube_config
+from kubernetes_asyncio.config.incluster_config import (
+    SERVICE_CERT_FILENAME,
+    SERVICE_HOST_ENV_NAME,
+    SERVICE_PORT_ENV_NAME,
+    SERVICE_TOKEN_FILENAME,
+    InClusterConfigLoader,
+)
+
+from etctl.errors import ConfigError
+from etctl.log import get_logger
+from etctl.runtime._clock import Clock, RealClock
+
+__all__ = [
+    "ClusterConfig",
+    "default_kubeconfig_path",
+    "in_cluster_available",
+    "load_in_cluster",
+    "load_kubeconfig",
+]
+
+log = get_logger(__name__)
+
+_TOKEN_FILE_PERIOD = 60.0
+"""Seconds between re-reads of a token file (client-go's cached token source uses one minute)."""
+
+_EXPIRY_SKEW = timedelta(minutes=5)
+"""Refresh an expiring token this long before it expires."""
+
+_REFRESH_TIMEOUT = 60.0
+"""Seconds a credential refresh (an exec plugin run) may take before it counts as failed."""
+
+_BEARER = "BearerToken"
+_LOAD_ERRORS = (ConfigException, OSError, ValueError, KeyError, TypeError, yaml.YAMLError)
+
+
+class ClusterConfig:
+    """A resolved connection to one cluster, with credentials that refresh themselves.
+
+    Built by :func:`load_kubeconfig` or :func:`load_in_cluster`; the client reads
+    :attr:`configuration` (a kubernetes_asyncio ``Configuration``) once to create its connection
+    pools, and kubernetes_asyncio calls the refresh hook installed here before every request.
+
+    Attributes:
+        configuration: the kubernetes_asyncio ``Configuration`` the transport is built from.
+        source: where the settings came from (``kubeconfig <path> context <name>``, ``in-cluster``).
+    """
+
+    def __init__(self, configuration: Any, *, source: str, clock: Clock | None = None) -> None:
+        self.configuration = configuration
+        self.source = source
+        self._clock = clock or RealClock()
+        self._lock = asyncio.Lock()
+
+    @property
+    def host(self) -> str:
+        """The server URL (``https://host:port``)."""
+        return str(self.configuration.host)
+
+    @property
+    def refreshable(self) -> bool:
+        """True when :meth:`refresh` can obtain a different credential."""
+        return False
+
+    def _due(self) -> bool:
+        """True when the credential should be refreshed before the next request."""
+        return False
+
+    async def _reload(self) -> None:
+        """Obtain a fresh credential and store it in :attr:`configuration`."""
+
+    async def refresh(self, *, force: bool = False) -> None:
+        """Refresh the credential if it is due, or unconditionally with ``force``.
+
+        Raises:
+            ConfigError: the credential source failed (the exec plugin exited non-zero, the token
+                file vanished).
+        """
+        if not self.refreshable:
+            return
+        due_before = force or self._due()
+        if not due_before:
+            return
+        async with self._lock:
+            # Another request may have refreshed while this one waited for the lock.
+            if not force and not self._due():
+                return
+            try:
+                async with asyncio.timeout(_REFRESH_TIMEOUT):
+                    await self._reload()
+            except TimeoutError as exc:
+                msg = f"refreshing credentials from {self.source} took over {_REFRESH_TIMEOUT} s"
+                raise ConfigError(msg) from exc
+            except _LOAD_ERRORS as exc:
+                msg = f"refreshing credentials from {self.source} failed: {exc}"
+                raise ConfigError(msg) from exc
+            log.debug("credentials refreshed", source=self.source, forced=force)
+
+    async def _hook(self, _configuration: Any) -> None:
+        # kubernetes_asyncio awaits this before reading the token for every request: keep it cheap.
+        if self._due():
+            await self.refresh()
+
+
+class _KubeconfigCluster(ClusterConfig):
+    """A cluster from a kubeconfig: refreshes exec-plugin tokens, token files and auth providers."""
+
+    def __init__(
+        self, configuration: Any, loader: Any, *, source: str, user: Mapping[str, Any], clock: Clock
+    ) -> None:
+        super().__init__(configuration, source=source, clock=clock)
+        self._loader = loader
+        self._exec = "exec" in user
+        self._token_file = "tokenFile" in user and "token" not in user
+        self._provider = bool(getattr(loader, "provider", None))
+        self._loaded_at = self._clock.monotonic()
+        if self.refreshable:
+            configuration.refresh_api_key_hook = self._hook
+
+    @property
+    def refreshable(self) -> bool:
+        return self._exec or self._token_file or self._provider
+
+    def _expiry(self) -> datetime | None:
+        value = self._loader.__dict__.get("exec_plugin_expiry")
+        return value if isinstance(value, datetime) else None
+
+    def _due(self) -> bool:
+        if self._exec:
+            expiry = self._expiry()
+            return expiry is not None and self._clock.now() >= expiry - _EXPIRY_SKEW
+        if self._token_file:
+            return self._clock.monotonic() - self._loaded_at >= _TOKEN_FILE_PERIOD
+        return False
+
+    async def _reload(self) -> None:
+        # The loader skips the exec plugin while it believes the last token is still valid; the
+        # decision to refresh is ours (on this clock), so forget its expiry first.
+        self._loader.__dict__.pop("exec_plugin_expiry", None)
+        await self._loader.load_and_set(self.configuration)
+        self._loaded_at = self._clock.monotonic()
+
+
+class _InClusterConfig(ClusterConfig):
+    """The pod's service account: the projected token file is re-read every minute."""
+
+    def __init__(self, configuration: Any, *, token_path: Path, clock: Clock) -> None:
+        super().__init__(configuration, source="in-cluster", clock=clock)
+        self._token_path = token_path
+        self._loaded_at = self._clock.monotonic()
+        configuration.refresh_api_key_hook = self._hook
+
+    @property
+    def refreshable(self) -> bool:
+        return True
+
+    def _due(self) -> bool:
+        return self._clock.monotonic() - self._loaded_at >= _TOKEN_FILE_PERIOD
+
+    async def _reload(self) -> None:
+        token = self._token_path.read_text().strip()
+        if not token:
+            msg = f"service account token file {self._token_path} is empty"
+            raise ConfigException(msg)
+        self.configuration.api_key[_BEARER] = f"Bearer {token}"
+        self._loaded_at = self._clock.monotonic()
+
+
+def default_kubeconfig_path(environ: Mapping[str, str] | None = None) -> str:
+    """``$KUBECONFIG`` (possibly a ``:``-separated list) or ``~/.kube/config``."""
+    env = os.environ if environ is None else environ
+    return env.get("KUBECONFIG") or str(Path("~/.kube/config").expanduser())
+
+
+def in_cluster_available(environ: Mapping[str, str] | None = None) -> bool:
+    """True when the service-account environment of a pod is present."""
+    env = os.environ if environ is None else environ
+    return bool(env.get(SERVICE_HOST_ENV_NAME)) and bool(env.get(SERVICE_PORT_ENV_NAME))
+
+
+def _read_user(path_list: str, context: str | None) -> Mapping[str, Any]:
+    """The ``user`` entry the chosen context refers to (first file that defines it wins)."""
+    merged: dict[str, Any] = {"contexts": [], "users": []}
+    current: str | None = None
+    for raw in path_list.split(os.pathsep):
+        path = Path(raw).expanduser()
+        if not raw or not path.exists():
+            continue
+        data = yaml.safe_load(path.read_text()) or {}
+        if not isinstance(data, dict):
+            msg = f"kubeconfig {path} is not a mapping"
+            raise ConfigError(msg)
+        merged["contexts"].extend(data.get("contexts") or [])
+        merged["users"].extend(data.get("users") or [])
+        current = current or data.get("current-context")
+    wanted = context or current
+    ctx = next((c for c in merged["contexts"] if c.get("name") == wanted), None)
+    user_name = ((ctx or {}).get("context") or {}).get("user")
+    user = next((u for u in merged["users"] if u.get("name") == user_name), None)
+    value = (user or {}).get("user") or {}
+    return value if isinstance(value, Mapping) else {}
+
+
+def _existing(paths: str) -> list[str]:
+    """The entries of a ``:``-separated kubeconfig list that exist."""
+    return [p for p in paths.split(os.pathsep) if p and Path(p).expanduser().exists()]
+
+
+async def load_kubeconfig(
+    path: str | os.PathLike[str] | None = None,
+    context: str | None = None,
+    *,
+    clock: Clock | None = None,
+) -> ClusterConfig:
+    """Load a cluster connection from a kubeconfig file.
+
+    Args:
+        path: the file, or a ``:``-separated list merged like kubectl does; ``None`` means
+            ``$KUBECONFIG`` or ``~/.kube/config``.
+        context: the context to use; ``None`` means the file's ``current-context``.
+        clock: the clock that times credential refreshes.
+
+    Raises:
+        ConfigError: no such file or context, or the file is unusable.
+    """
+    paths = os.fspath(path) if path is not None else default_kubeconfig_path()
+    if not _existing(paths):
+        msg = f"no kubeconfig found at {paths}"
+        raise ConfigError(msg)
+    configuration = Configuration()
+    try:
+        loader = await load_kube_config(
+            config_file=paths,
+            context=context,
+            client_configuration=configuration,
+            persist_config=False,
+        )
+        user = _read_user(paths, context)
+    except _LOAD_ERRORS as exc:
+        msg = f"kubeconfig {paths} (context {context or 'current'}) is unusable: {exc}"
+        raise ConfigError(msg) from exc
+    name = context or (loader.current_context or {}).get("name", "")
+    return _KubeconfigCluster(
+        configuration,
+        loader,
+        source=f"kubeconfig {paths} context {name}",
+        user=user,
+        clock=clock or RealClock(),
+    )
+
+
+def load_in_cluster(
+    *,
+    token_path: str | os.PathLike[str] = SERVICE_TOKEN_FILENAME,
+    ca_path: str | os.PathLike[str] = SERVICE_CERT_FILENAME,
+    environ: Mapping[str, str] | None = None,
+    clock: Clock | None = None,
+) -> ClusterConfig:
+    """Load the in-cluster connection of a pod's service account.
+
+    Args:
+        token_path: the projected service-account token (re-read every minute).
+        ca_path: the cluster CA bundle.
+        environ: the environment to read ``KUBERNETES_SERVICE_HOST``/``PORT`` from.
+        clock: the clock that times token re-reads.
+
+    Raises:
+        ConfigError: not running in a pod, or the token or CA file is missing or empty.
+    """
+    configuration = Configuration()
+    loader = InClusterConfigLoader(
+        token_filename=os.fspath(token_path),
+        cert_filename=os.fspath(ca_path),
+        try_refresh_token=False,
+        environ=dict(os.environ if environ is None else environ),
+    )
+    try:
+        loader.load_and_set(configuration)
+    except _LOAD_ERRORS as exc:
+        msg = f"in-cluster configuration is unusable: {exc}"
+        raise ConfigError(msg) from exc
+    return _InClusterConfig(configuration, token_path=Path(token_path), clock=clock or RealClock())

@@ -1,0 +1,107 @@
+"""Custom resources: the behaviour a CRD version's schema gives its objects.
+
+On every write the object goes through the version's ``openAPIV3Schema`` as the apiextensions
+server does it: unknown fields are pruned (and reported, so the request can warn or, with
+``fieldValidation=Strict``, fail), defaults are applied, then the object is validated.
+``apiVersion``, ``kind`` and ``metadata`` are the server's business and never pruned by the
+schema. Field selectors accept ``metadata.name``, ``metadata.namespace`` (namespaced resources
+only) and the version's ``selectableFields``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from etctl.runtime import KubeObject, ObjectView
+from etctl.testing._apiserver.registry import VersionInfo
+from etctl.testing._apiserver.schema import apply_defaults, prune, validate
+from etctl.testing._apiserver.status import Cause
+from etctl.testing._apiserver.strategy import Strategy, WriteContext
+
+__all__ = ["CustomResourceStrategy", "removed_fields"]
+
+
+def removed_fields(before: Any, after: Any, path: str = "") -> list[str]:
+    """Dotted paths present in ``before`` and missing from ``after`` (what pruning dropped)."""
+    out: list[str] = []
+    if isinstance(before, Mapping) and isinstance(after, Mapping):
+        for key, value in before.items():
+            child = f"{path}.{key}" if path else str(key)
+            if key not in after:
+                out.append(child)
+            else:
+                out.extend(removed_fields(value, after[key], child))
+    elif isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
+        for index, (old, new) in enumerate(zip(before, after, strict=True)):
+            out.extend(removed_fields(old, new, f"{path}[{index}]"))
+    return out
+
+
+def _lookup(obj: ObjectView, dotted: str) -> Any:
+    node: Any = obj
+    for part in dotted.split("."):
+        if not isinstance(node, Mapping):
+            return None
+        node = node.get(part)
+    return node
+
+
+def _field_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+class CustomResourceStrategy(Strategy):
+    """Behaviour of the objects of one CRD.
+
+    Args:
+        namespaced: whether the CRD is namespaced (``metadata.namespace`` is selectable).
+        versions: the CRD's versions, with their schemas and selectable fields.
+    """
+
+    default_field_error = False
+
+    def __init__(self, *, namespaced: bool, versions: tuple[VersionInfo, ...]) -> None:
+        self._versions = {v.name: v for v in versions}
+        selectable = {f for v in versions for f in v.selectable_fields}
+        base = {"metadata.name", "metadata.namespace"} if namespaced else {"metadata.name"}
+        self.field_labels = frozenset(base | selectable)
+        self._selectable = sorted(selectable)
+
+    def fields(self, obj: ObjectView) -> dict[str, str]:
+        """Name, namespace and the selectable fields' values."""
+        out = super().fields(obj)
+        for path in self._selectable:
+            out[path] = _field_text(_lookup(obj, path))
+        return out
+
+    def _schema(self, version: str) -> Mapping[str, Any] | None:
+        info = self._versions.get(version)
+        return info.schema if info and info.schema else None
+
+    def apply_schema(self, obj: KubeObject, version: str) -> list[str]:
+        """Prune unknown fields and apply defaults in place; return the pruned paths."""
+        schema = self._schema(version)
+        if schema is None:
+            return []
+        pruned = prune(obj, schema)
+        removed = removed_fields(obj, pruned)
+        defaulted = apply_defaults(pruned, schema)
+        obj.clear()
+        obj.update(defaulted)
+        return removed
+
+    def validate_create(self, obj: ObjectView, ctx: WriteContext) -> list[Cause]:
+        """The object against its version's schema."""
+        schema = self._schema(ctx.version)
+        if schema is None:
+            return []
+        return [Cause.of(error) for error in validate(dict(obj), schema)]
+
+    def validate_update(self, new: ObjectView, old: ObjectView, ctx: WriteContext) -> list[Cause]:
+        """The new object against the schema."""
+        return self.validate_create(new, ctx)

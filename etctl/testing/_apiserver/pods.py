@@ -1,0 +1,280 @@
+"""Pods: the defaults, validation, status and graceful deletion the real server gives them.
+
+What is modelled: the defaults a pod gains on its way into a cluster (from defaulting and the
+default admission plugins: restart policy, grace period, scheduler, DNS policy, service account,
+priority, the two not-ready/unreachable tolerations, per-container pull policy and termination
+message settings), the status a new pod starts with (``Pending`` and a QoS class), the minimal
+validation (containers with names and images, supported policies), the immutability of the spec
+on update (only images, ``activeDeadlineSeconds``, tolerations and the grace period may change),
+the pod field selectors, and graceful deletion (immediate when the pod was never scheduled or has
+finished).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from etctl.runtime import KubeObject, ObjectView
+from etctl.testing._apiserver.status import Cause
+from etctl.testing._apiserver.strategy import Strategy, WriteContext, field_path, mapping
+from etctl.testing._apiserver.validation import (
+    NameRule,
+    go_value,
+    name_errors,
+    required_cause,
+    unsupported_cause,
+)
+
+__all__ = ["PodStrategy", "qos_class"]
+
+_RESTART_POLICIES = ("Always", "OnFailure", "Never")
+_PULL_POLICIES = ("Always", "IfNotPresent", "Never")
+_DNS_POLICIES = ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")
+_DEFAULT_TOLERATIONS = (
+    {
+        "key": "node.kubernetes.io/not-ready",
+        "operator": "Exists",
+        "effect": "NoExecute",
+        "tolerationSeconds": 300,
+    },
+    {
+        "key": "node.kubernetes.io/unreachable",
+        "operator": "Exists",
+        "effect": "NoExecute",
+        "tolerationSeconds": 300,
+    },
+)
+_UPDATE_FORBIDDEN = (
+    "pod updates may not change fields other than `spec.containers[*].image`,"
+    "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only "
+    "additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be "
+    "set to 1 if it was previously negative)"
+)
+
+
+def _containers(spec: Mapping[str, Any], key: str = "containers") -> list[dict[str, Any]]:
+    value = spec.get(key)
+    return [c for c in value if isinstance(c, dict)] if isinstance(value, list) else []
+
+
+def _pull_policy(image: str) -> str:
+    """``Always`` for ``:latest`` or untagged images, ``IfNotPresent`` otherwise."""
+    if "@" in image:
+        return "IfNotPresent"
+    last = image.rsplit("/", 1)[-1]
+    tag = last.partition(":")[2]
+    return "Always" if tag in ("", "latest") else "IfNotPresent"
+
+
+def _default_container(container: dict[str, Any]) -> None:
+    container.setdefault("terminationMessagePath", "/dev/termination-log")
+    container.setdefault("terminationMessagePolicy", "File")
+    container.setdefault("resources", {})
+    if "image" in container and "imagePullPolicy" not in container:
+        container["imagePullPolicy"] = _pull_policy(str(container["image"]))
+    for port in container.get("ports") or []:
+        if isinstance(port, dict):
+            port.setdefault("protocol", "TCP")
+    resources = container["resources"]
+    if isinstance(resources, dict) and isinstance(resources.get("limits"), dict):
+        requests = resources.setdefault("requests", {})
+        if isinstance(requests, dict):
+            for name, amount in resources["limits"].items():
+                requests.setdefault(name, amount)
+
+
+def qos_class(spec: Mapping[str, Any]) -> str:
+    """The QoS class of a pod spec: Guaranteed, Burstable or BestEffort."""
+    containers = _containers(spec) + _containers(spec, "initContainers")
+    any_set = False
+    guaranteed = bool(containers)
+    for container in containers:
+        resources = mapping(container.get("resources"))
+        requests = mapping(resources.get("requests"))
+        limits = mapping(resources.get("limits"))
+        if requests or limits:
+            any_set = True
+        for name in ("cpu", "memory"):
+            if name not in limits or requests.get(name, limits.get(name)) != limits[name]:
+                guaranteed = False
+    if not any_set:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"
+
+
+def _validate_containers(spec: Mapping[str, Any], key: str) -> list[Cause]:
+    causes: list[Cause] = []
+    seen: set[str] = set()
+    for index, container in enumerate(_containers(spec, key)):
+        name = str(container.get("name") or "")
+        name_path = field_path("spec", key, index, "name")
+        if not name:
+            causes.append(required_cause(name_path))
+        else:
+            causes.extend(
+                Cause("FieldValueInvalid", name_path, f"Invalid value: {go_value(name)}: {m}")
+                for m in name_errors(NameRule.LABEL, name)
+            )
+            if name in seen:
+                causes.append(
+                    Cause("FieldValueDuplicate", name_path, f"Duplicate value: {go_value(name)}")
+                )
+            seen.add(name)
+        if not str(container.get("image") or "").strip():
+            causes.append(required_cause(field_path("spec", key, index, "image")))
+        policy = container.get("imagePullPolicy")
+        if policy is not None and policy not in _PULL_POLICIES:
+            causes.append(
+                unsupported_cause(
+                    field_path("spec", key, index, "imagePullPolicy"), policy, _PULL_POLICIES
+                )
+            )
+    return causes
+
+
+class PodStrategy(Strategy):
+    """Behaviour of ``pods``."""
+
+    field_labels = frozenset(
+        {
+            "metadata.name",
+            "metadata.namespace",
+            "spec.nodeName",
+            "spec.restartPolicy",
+            "spec.schedulerName",
+            "spec.serviceAccountName",
+            "spec.hostNetwork",
+            "status.phase",
+            "status.podIP",
+            "status.podIPs",
+            "status.nominatedNodeName",
+        }
+    )
+    default_field_error = False
+
+    def fields(self, obj: ObjectView) -> dict[str, str]:
+        """Name, namespace and the pod's selectable spec and status fields."""
+        spec = mapping(obj.get("spec"))
+        status = mapping(obj.get("status"))
+        pod_ips = status.get("podIPs") or []
+        first_ip = ""
+        if isinstance(pod_ips, list) and pod_ips and isinstance(pod_ips[0], Mapping):
+            first_ip = str(pod_ips[0].get("ip") or "")
+        out = super().fields(obj)
+        out.update(
+            {
+                "spec.nodeName": str(spec.get("nodeName") or ""),
+                "spec.restartPolicy": str(spec.get("restartPolicy") or ""),
+                "spec.schedulerName": str(spec.get("schedulerName") or ""),
+                "spec.serviceAccountName": str(spec.get("serviceAccountName") or ""),
+                "spec.hostNetwork": "true" if spec.get("hostNetwork") else "false",
+                "status.phase": str(status.get("phase") or ""),
+                "status.podIP": str(status.get("podIP") or ""),
+                "status.podIPs": first_ip,
+                "status.nominatedNodeName": str(status.get("nominatedNodeName") or ""),
+            }
+        )
+        return out
+
+    def defaults(self, obj: KubeObject) -> None:
+        """The defaulting every pod gets (kube-apiserver's SetDefaults_Pod and friends)."""
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            return
+        spec.setdefault("restartPolicy", "Always")
+        spec.setdefault("terminationGracePeriodSeconds", 30)
+        spec.setdefault("dnsPolicy", "ClusterFirst")
+        spec.setdefault("securityContext", {})
+        spec.setdefault("schedulerName", "default-scheduler")
+        spec.setdefault("enableServiceLinks", True)
+        for key in ("containers", "initContainers"):
+            for container in _containers(spec, key):
+                _default_container(container)
+
+    def prepare_create(self, obj: KubeObject, ctx: WriteContext) -> None:
+        """What admission adds on create: service account, priority and default tolerations."""
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            return
+        account = spec.get("serviceAccountName") or spec.get("serviceAccount") or "default"
+        spec["serviceAccountName"] = account
+        spec["serviceAccount"] = account
+        spec.setdefault("priority", 0)
+        spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+        tolerations = spec.setdefault("tolerations", [])
+        if isinstance(tolerations, list):
+            keys = {t.get("key") for t in tolerations if isinstance(t, Mapping)}
+            for toleration in _DEFAULT_TOLERATIONS:
+                if toleration["key"] not in keys:
+                    tolerations.append(dict(toleration))
+
+    def reset_status(self, obj: KubeObject, ctx: WriteContext) -> None:
+        """A new pod is Pending, with the QoS class its resources give it."""
+        obj["status"] = {"phase": "Pending", "qosClass": qos_class(mapping(obj.get("spec")))}
+
+    def validate_create(self, obj: ObjectView, ctx: WriteContext) -> list[Cause]:
+        """Containers with names and images, and supported policies."""
+        spec = mapping(obj.get("spec"))
+        causes: list[Cause] = []
+        if not _containers(spec):
+            causes.append(required_cause("spec.containers"))
+        causes += _validate_containers(spec, "containers")
+        causes += _validate_containers(spec, "initContainers")
+        restart = spec.get("restartPolicy")
+        if restart not in _RESTART_POLICIES:
+            causes.append(unsupported_cause("spec.restartPolicy", restart, _RESTART_POLICIES))
+        dns = spec.get("dnsPolicy")
+        if dns not in _DNS_POLICIES:
+            causes.append(unsupported_cause("spec.dnsPolicy", dns, _DNS_POLICIES))
+        grace = spec.get("terminationGracePeriodSeconds")
+        if isinstance(grace, int) and grace < 0:
+            causes.append(
+                Cause(
+                    "FieldValueInvalid",
+                    "spec.terminationGracePeriodSeconds",
+                    f"Invalid value: {grace}: must be greater than or equal to 0",
+                )
+            )
+        return causes
+
+    def validate_update(self, new: ObjectView, old: ObjectView, ctx: WriteContext) -> list[Cause]:
+        """The spec is immutable except images, deadline, added tolerations and grace period."""
+        causes = self.validate_create(new, ctx)
+        new_spec = copy.deepcopy(dict(mapping(new.get("spec"))))
+        old_spec = mapping(old.get("spec"))
+        for key in ("containers", "initContainers"):
+            old_containers = _containers(old_spec, key)
+            for index, container in enumerate(_containers(new_spec, key)):
+                if index < len(old_containers) and "image" in old_containers[index]:
+                    container["image"] = old_containers[index]["image"]
+        for key in ("activeDeadlineSeconds", "terminationGracePeriodSeconds"):
+            if key in old_spec:
+                new_spec[key] = old_spec[key]
+            else:
+                new_spec.pop(key, None)
+        old_tolerations = old_spec.get("tolerations") or []
+        new_tolerations = new_spec.get("tolerations") or []
+        if isinstance(new_tolerations, list) and all(t in new_tolerations for t in old_tolerations):
+            new_spec["tolerations"] = old_spec.get("tolerations")
+            if "tolerations" not in old_spec:
+                new_spec.pop("tolerations", None)
+        if new_spec != dict(old_spec):
+            changed = sorted(
+                k for k in set(new_spec) | set(old_spec) if new_spec.get(k) != old_spec.get(k)
+            )
+            detail = _UPDATE_FORBIDDEN + "\n  changed: " + ", ".join(f"spec.{k}" for k in changed)
+            causes.append(Cause("FieldValueForbidden", "spec", f"Forbidden: {detail}"))
+        return causes
+
+    def grace_period(self, obj: ObjectView, requested: int | None) -> int | None:
+        """Graceful unless never scheduled or finished; the request, else the pod's own period."""
+        spec = mapping(obj.get("spec"))
+        phase = mapping(obj.get("status")).get("phase")
+        if not spec.get("nodeName") or phase in ("Succeeded", "Failed"):
+            return 0
+        if requested is not None:
+            return requested
+        own = spec.get("terminationGracePeriodSeconds")
+        return own if isinstance(own, int) else 30

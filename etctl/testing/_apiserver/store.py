@@ -1,0 +1,409 @@
+"""The versioned object store: committed objects, one global resourceVersion, event history.
+
+The store is the server's etcd plus watch cache. Objects are kept per group-resource under their
+key (``namespace/name``, or ``name`` for cluster-scoped objects); every commit takes the next
+value of one global, monotonically increasing resourceVersion and produces an :class:`Event`.
+
+Invariants:
+
+* everything here is synchronous and runs on the event loop thread, so commits are linearisable
+  without locks, and registering a watcher together with its replay or initial snapshot is atomic
+  (no event is missed or seen twice between the two);
+* committed objects are never mutated again (copy on write), so events, snapshots, list results
+  and watch buffers share them freely; an event encodes its JSON once per ``apiVersion``;
+* each group-resource keeps its last ``history_size`` events; an event evicted from it raises
+  that resource's *compacted* resourceVersion, and reads or watches from an older
+  resourceVersion fail with 410 Expired;
+* watch sinks receive each event during the commit, in commit order; change listeners are called
+  after it, in commit order even when a listener itself writes (nested commits are queued);
+* like etcd, the store refuses to put an object larger than its ``max_object_bytes`` (its compact
+  JSON plus its key), before anything changes: no resourceVersion is taken, no event is emitted.
+"""
+
+from __future__ import annotations
+
+import json
+from bisect import bisect_left
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from etctl.log import get_logger
+from etctl.runtime import KubeObject
+from etctl.testing._apiserver.limits import MAX_OBJECT_BYTES, storage_request_too_large
+from etctl.testing._apiserver.status import bad_request
+
+__all__ = [
+    "CRDS",
+    "NAMESPACES",
+    "Event",
+    "EventType",
+    "GroupResource",
+    "Store",
+    "WatchSink",
+    "dumps",
+    "metadata",
+    "object_key",
+    "parse_resource_version",
+]
+
+EventType = Literal["ADDED", "MODIFIED", "DELETED"]
+GroupResource = tuple[str, str]
+"""``(group, plural)``: the key objects of one resource are stored under."""
+
+NAMESPACES: GroupResource = ("", "namespaces")
+CRDS: GroupResource = ("apiextensions.k8s.io", "customresourcedefinitions")
+
+log = get_logger(__name__)
+
+_encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, check_circular=False)
+
+
+def dumps(value: Any) -> bytes:
+    """Compact JSON, as the API server writes it."""
+    return _encoder.encode(value).encode()
+
+
+def metadata(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``metadata`` of an object being written, to edit in place.
+
+    An object without a metadata object gets a detached empty dict: reading it finds nothing and
+    edits to it are dropped (the write path's decode gives every object a metadata dict first).
+    """
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, dict) else {}
+
+
+def parse_resource_version(text: str) -> int:
+    """A resourceVersion query value as a number.
+
+    Raises:
+        etctl.errors.BadRequest: not a non-negative integer.
+    """
+    try:
+        value = int(text)
+    except ValueError as exc:
+        raise bad_request(f'invalid resource version "{text}"') from exc
+    if value < 0:
+        raise bad_request(f'invalid resource version "{text}"')
+    return value
+
+
+def object_key(namespace: str, name: str) -> str:
+    """The storage key: ``namespace/name`` or ``name``; keys sort like etcd's."""
+    return f"{namespace}/{name}" if namespace else name
+
+
+@dataclass(slots=True, eq=False)
+class Event:
+    """One committed change.
+
+    Attributes:
+        type: ADDED, MODIFIED or DELETED.
+        resource: the group-resource changed.
+        key: the object's storage key.
+        object: the new object; for DELETED, the last state stamped with the delete's
+            resourceVersion.
+        previous: the object before the change (None for ADDED).
+        rv: the resourceVersion of the change.
+    """
+
+    type: EventType
+    resource: GroupResource
+    key: str
+    object: KubeObject
+    previous: KubeObject | None
+    rv: int
+    _lines: dict[str, bytes] = field(default_factory=dict)
+
+    def line(self, api_version: str) -> bytes:
+        """The watch line of this event for readers of ``api_version`` (cached)."""
+        cached = self._lines.get(api_version)
+        if cached is None:
+            obj = self.object
+            if obj.get("apiVersion") != api_version:
+                obj = {**obj, "apiVersion": api_version}
+            cached = b'{"type":"' + self.type.encode() + b'","object":' + dumps(obj) + b"}\n"
+            self._lines[api_version] = cached
+        return cached
+
+
+class WatchSink(Protocol):
+    """Receives the events of one resource, synchronously, during each commit."""
+
+    def deliver(self, event: Event) -> None:
+        """Take one event; must not block or write to the store."""
+        ...
+
+    def close(self, reason: str = "stopped") -> None:
+        """Stop: the resource went away or the server is shutting down."""
+        ...
+
+    @property
+    def pending(self) -> int:
+        """Event lines taken and not yet sent to the client."""
+        ...
+
+
+class _Table:
+    """The objects of one group-resource, with a lazily sorted key list."""
+
+    __slots__ = ("compacted", "history", "objects", "sinks", "sorted_keys")
+
+    def __init__(self, history_size: int) -> None:
+        self.objects: dict[str, KubeObject] = {}
+        self.sorted_keys: list[str] | None = []
+        self.history: deque[Event] = deque(maxlen=history_size)
+        self.compacted = 0
+        self.sinks: set[WatchSink] = set()
+
+    def keys(self) -> list[str]:
+        if self.sorted_keys is None:
+            self.sorted_keys = sorted(self.objects)
+        return self.sorted_keys
+
+
+class Store:
+    """Objects, the global resourceVersion, per-resource history, watch sinks and listeners.
+
+    Args:
+        history_size: events kept per group-resource for watch replay and paged snapshots.
+        initial_rv: the resourceVersion before the first commit.
+        max_object_bytes: the largest object a commit may store (etcd's ``--max-request-bytes``).
+    """
+
+    def __init__(
+        self,
+        *,
+        history_size: int = 10_000,
+        initial_rv: int = 1,
+        max_object_bytes: int = MAX_OBJECT_BYTES,
+    ) -> None:
+        if history_size < 1:
+            msg = "history_size must be at least 1"
+            raise ValueError(msg)
+        self._history_size = history_size
+        self.max_object_bytes = max_object_bytes
+        self._tables: dict[GroupResource, _Table] = {}
+        self._rv = initial_rv
+        self._listeners: list[Callable[[Event], None]] = []
+        self._pending: deque[Event] = deque()
+        self._dispatching = False
+
+    @property
+    def rv(self) -> int:
+        """The resourceVersion of the latest commit."""
+        return self._rv
+
+    def _table(self, resource: GroupResource) -> _Table:
+        table = self._tables.get(resource)
+        if table is None:
+            table = self._tables[resource] = _Table(self._history_size)
+        return table
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    def get(self, resource: GroupResource, key: str) -> KubeObject | None:
+        """The committed object under ``key``, or None."""
+        table = self._tables.get(resource)
+        return table.objects.get(key) if table else None
+
+    def count(self, resource: GroupResource) -> int:
+        """How many objects the resource holds."""
+        table = self._tables.get(resource)
+        return len(table.objects) if table else 0
+
+    def items(
+        self, resource: GroupResource, namespace: str = "", *, start: str = ""
+    ) -> list[tuple[str, KubeObject]]:
+        """``(key, object)`` pairs in key order, within ``namespace`` when one is given.
+
+        Args:
+            resource: the group-resource.
+            namespace: only keys in this namespace (``""``: every key).
+            start: only keys from this one on (found by bisection in the sorted keys).
+        """
+        table = self._tables.get(resource)
+        if table is None:
+            return []
+        keys = table.keys()
+        objects = table.objects
+        if not namespace:
+            return [(k, objects[k]) for k in keys[bisect_left(keys, start) :]]
+        prefix = namespace + "/"
+        return list(_prefixed(keys, objects, bisect_left(keys, max(prefix, start)), prefix))
+
+    def compacted(self, resource: GroupResource) -> int:
+        """The highest resourceVersion evicted from the resource's history (0 if none)."""
+        table = self._tables.get(resource)
+        return table.compacted if table else 0
+
+    def snapshot(self, resource: GroupResource, rv: int) -> dict[str, KubeObject] | None:
+        """The resource's objects as they were at ``rv``, or None if history no longer reaches.
+
+        Built by undoing, newest first, every retained event after ``rv``.
+        """
+        table = self._tables.get(resource)
+        if table is None:
+            return {}
+        if rv < table.compacted:
+            return None
+        state = dict(table.objects)
+        for event in reversed(table.history):
+            if event.rv <= rv:
+                break
+            if event.type == "ADDED":
+                state.pop(event.key, None)
+            elif event.previous is not None:
+                state[event.key] = event.previous
+        return state
+
+    def history_after(self, resource: GroupResource, rv: int) -> list[Event] | None:
+        """Retained events after ``rv`` in order, or None when ``rv`` is older than the history."""
+        table = self._tables.get(resource)
+        if table is None:
+            return []
+        if rv < table.compacted:
+            return None
+        out: list[Event] = []
+        for event in reversed(table.history):
+            if event.rv <= rv:
+                break
+            out.append(event)
+        out.reverse()
+        return out
+
+    # -- writes ---------------------------------------------------------------------------------
+
+    def commit(self, resource: GroupResource, key: str, obj: KubeObject | None) -> Event | None:
+        """Store ``obj`` under ``key`` (or delete the key when ``obj`` is None).
+
+        ``obj`` becomes the committed object: the caller hands it over and never touches it
+        again. Its ``metadata.resourceVersion`` is set here.
+
+        Returns:
+            The event, or None when deleting a key that does not exist.
+
+        Raises:
+            etctl.errors.ServerError: ``obj`` is larger than ``max_object_bytes`` (etcd's
+                ``request is too large``); nothing is stored.
+        """
+        if obj is not None:
+            self._check_size(resource, key, obj)
+        table = self._table(resource)
+        previous = table.objects.get(key)
+        if obj is None and previous is None:
+            return None
+        self._rv += 1
+        rv_text = str(self._rv)
+        if obj is None:
+            assert previous is not None
+            stamped = {**previous, "metadata": {**previous["metadata"], "resourceVersion": rv_text}}
+            del table.objects[key]
+            table.sorted_keys = None
+            event = Event("DELETED", resource, key, stamped, previous, self._rv)
+        else:
+            obj["metadata"]["resourceVersion"] = rv_text
+            table.objects[key] = obj
+            if previous is None:
+                table.sorted_keys = None
+                event = Event("ADDED", resource, key, obj, None, self._rv)
+            else:
+                event = Event("MODIFIED", resource, key, obj, previous, self._rv)
+        history = table.history
+        if len(history) == history.maxlen:
+            table.compacted = history[0].rv
+        history.append(event)
+        for sink in list(table.sinks):
+            sink.deliver(event)
+        self._pending.append(event)
+        self._dispatch()
+        return event
+
+    def _check_size(self, resource: GroupResource, key: str, obj: KubeObject) -> None:
+        group, plural = resource
+        # The etcd key a real server would use: /registry/<group>/<plural>/<namespace>/<name>.
+        key_bytes = len(f"/registry/{group}/{plural}/{key}".encode())
+        if len(dumps(obj)) + key_bytes > self.max_object_bytes:
+            raise storage_request_too_large()
+
+    def compact(self, resource: GroupResource | None = None) -> None:
+        """Drop the retained history (of one resource, or all): older reads and watches get 410."""
+        tables = [self._table(resource)] if resource else list(self._tables.values())
+        for table in tables:
+            table.history.clear()
+            table.compacted = self._rv
+
+    # -- watchers and listeners -----------------------------------------------------------------
+
+    def add_sink(self, resource: GroupResource, sink: WatchSink) -> None:
+        """Deliver every later event of ``resource`` to ``sink``."""
+        self._table(resource).sinks.add(sink)
+
+    def remove_sink(self, resource: GroupResource, sink: WatchSink) -> None:
+        """Stop delivering to ``sink`` (idempotent)."""
+        table = self._tables.get(resource)
+        if table is not None:
+            table.sinks.discard(sink)
+
+    def close_sinks(self, resource: GroupResource | None = None, reason: str = "stopped") -> None:
+        """Close every sink of one resource (or of all), as when the resource stops being served."""
+        tables = [self._tables[resource]] if resource in self._tables else []
+        if resource is None:
+            tables = list(self._tables.values())
+        for table in tables:
+            for sink in list(table.sinks):
+                sink.close(reason)
+            table.sinks.clear()
+
+    def unsent(self) -> int:
+        """Event lines every watch sink holds and has not sent to its client yet."""
+        return sum(sink.pending for table in self._tables.values() for sink in table.sinks)
+
+    def sinks(self, resource: GroupResource) -> int:
+        """How many watch sinks the resource has."""
+        table = self._tables.get(resource)
+        return len(table.sinks) if table else 0
+
+    def subscribe(self, listener: Callable[[Event], None]) -> Callable[[], None]:
+        """Call ``listener`` with every committed event; returns a function that unsubscribes.
+
+        Listeners run synchronously right after the commit that produced the event. A listener
+        may write to the store: its commits are delivered to every listener after the current
+        event, so all listeners see all events in commit order.
+        """
+        self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return unsubscribe
+
+    def _dispatch(self) -> None:
+        if self._dispatching:
+            return
+        self._dispatching = True
+        try:
+            while self._pending:
+                event = self._pending.popleft()
+                for listener in list(self._listeners):
+                    try:
+                        listener(event)
+                    except Exception:
+                        # The write is committed whatever a listener does; a failing listener
+                        # must not turn it into an error for the writer.
+                        log.exception("store listener failed", resource=event.resource)
+        finally:
+            self._dispatching = False
+
+
+def _prefixed(
+    keys: list[str], objects: dict[str, KubeObject], start: int, prefix: str
+) -> Iterator[tuple[str, KubeObject]]:
+    for index in range(start, len(keys)):
+        key = keys[index]
+        if not key.startswith(prefix):
+            return
+        yield key, objects[key]

@@ -1,0 +1,425 @@
+"""Writes: create, update and the update tail shared with patch, as the real registry runs them.
+
+Each function takes the :class:`~etctl.testing.Storage` it works for. A body is
+first *decoded* (copied, its ``apiVersion``/``kind`` checked, and, for custom resources, pruned
+and defaulted by the version's schema), then admitted (the namespace must exist, and must not be
+terminating for a create), shaped (a ``status`` write takes only the status; a main-resource
+write keeps the stored status), defaulted and prepared by the kind's strategy, validated, and
+committed. An update that changes nothing commits nothing; an update that removes the last
+finalizer of an object being deleted removes the object.
+"""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from etctl.runtime import KubeObject
+from etctl.testing._apiserver import admission
+from etctl.testing._apiserver import status as st
+from etctl.testing._apiserver.apply import record_update
+from etctl.testing._apiserver.registry import ResourceInfo, with_api_version
+from etctl.testing._apiserver.scale import from_scale, to_scale
+from etctl.testing._apiserver.store import metadata, parse_resource_version
+from etctl.testing._apiserver.strategy import WriteContext, spec_equal
+from etctl.testing._apiserver.validation import validate_object_meta, validate_object_meta_update
+
+if TYPE_CHECKING:
+    from etctl.testing._apiserver.storage import Storage
+
+__all__ = [
+    "WriteOptions",
+    "create_object",
+    "get_scale",
+    "update_existing",
+    "update_object",
+    "write_patched",
+]
+
+
+@dataclass(slots=True)
+class WriteOptions:
+    """Options of a create, update or patch.
+
+    Attributes:
+        dry_run: run everything, commit nothing (``dryRun=All``).
+        field_manager: the ``fieldManager`` of the request.
+        field_validation: ``Strict``, ``Warn`` (the default), or ``Ignore`` for unknown fields.
+        user_agent: the client's ``User-Agent`` (names the manager of non-apply writes).
+        applying: set by server-side apply, whose result already records its manager.
+        warnings: filled with the warnings the request produced (``Warning`` headers).
+    """
+
+    dry_run: bool = False
+    field_manager: str = ""
+    field_validation: str = ""
+    user_agent: str = ""
+    applying: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def manager(self) -> str:
+        """Who the write's fields belong to: ``fieldManager``, else the user agent's product."""
+        return self.field_manager or self.user_agent.split("/", 1)[0] or "unknown"
+
+
+_NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+_GENERATE_ATTEMPTS = 8
+
+
+def _empties_finalizers(new: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
+    """An update that removes the last finalizer of an object being deleted deletes it."""
+    new_meta, old_meta = metadata(new), metadata(old)
+    if new_meta.get("finalizers") or not old_meta.get("finalizers"):
+        return False
+    return (
+        bool(new_meta.get("deletionTimestamp")) and new_meta.get("deletionGracePeriodSeconds") == 0
+    )
+
+
+def create_object(
+    storage: Storage,
+    info: ResourceInfo,
+    version: str,
+    body: Mapping[str, Any],
+    *,
+    namespace: str = "",
+    options: WriteOptions | None = None,
+) -> KubeObject:
+    """:meth:`create` for an already resolved resource."""
+    opts = options or WriteOptions()
+    obj = admission.decode(storage, info, version, body, opts)
+    meta = metadata(obj)
+    if info.namespaced and not namespace:
+        namespace = str(meta.get("namespace") or "")
+    admission.ensure_namespace(meta, namespace if info.namespaced else "")
+    admission.admit_namespace(storage, info, namespace, str(meta.get("name") or ""), creating=True)
+    admission.admit_custom_create(storage, info)
+    if meta.get("resourceVersion"):
+        raise st.internal_error("resourceVersion should not be set on objects to be created")
+    ctx = WriteContext(now=storage.now(), version=version, dry_run=opts.dry_run)
+    for key in ("deletionTimestamp", "deletionGracePeriodSeconds"):
+        meta.pop(key, None)
+    strategy = info.strategy
+    strategy.defaults(obj)
+    if not opts.applying:
+        obj = _record_manager(info, version, {}, obj, options=opts, now=ctx.now)
+        meta = metadata(obj)
+    strategy.prepare_create(obj, ctx)
+    if info.has_status(version):
+        strategy.reset_status(obj, ctx)
+    meta["uid"] = str(uuid.UUID(int=storage._random.getrandbits(128), version=4))
+    meta["creationTimestamp"] = ctx.now
+    if info.has_generation:
+        meta["generation"] = 1
+    else:
+        meta.pop("generation", None)
+    generate = not meta.get("name") and bool(meta.get("generateName"))
+    if generate:
+        meta["name"] = _generate_name(storage, str(meta["generateName"]))
+    causes = validate_object_meta(meta, namespaced=info.namespaced, rule=info.name_rule)
+    causes += strategy.validate_create(obj, ctx)
+    if causes:
+        raise st.invalid(info.group, info.kind, str(meta.get("name") or ""), causes)
+    key = storage._key(info, namespace, str(meta["name"]))
+    if storage.store.get(info.key, key) is not None:
+        if not generate:
+            raise st.already_exists(info.group, info.plural, str(meta["name"]))
+        key = _retry_generated(storage, info, namespace, meta)
+    obj["apiVersion"] = info.api_version(info.storage_version.name)
+    obj["kind"] = info.kind
+    if opts.dry_run:
+        return with_api_version(obj, info.api_version(version))
+    event = storage.store.commit(info.key, key, obj)
+    assert event is not None
+    return with_api_version(event.object, info.api_version(version))
+
+
+def _generate_name(storage: Storage, base: str) -> str:
+    suffix = "".join(storage._random.choice(_NAME_CHARS) for _ in range(5))
+    return base[:58] + suffix
+
+
+def _retry_generated(
+    storage: Storage, info: ResourceInfo, namespace: str, meta: dict[str, Any]
+) -> str:
+    base = str(meta["generateName"])
+    for _ in range(_GENERATE_ATTEMPTS):
+        meta["name"] = _generate_name(storage, base)
+        key = storage._key(info, namespace, meta["name"])
+        if storage.store.get(info.key, key) is None:
+            return key
+    raise st.generate_name_conflict(info.group, info.plural, str(meta["name"]))
+
+
+def update_object(
+    storage: Storage,
+    info: ResourceInfo,
+    version: str,
+    name: str,
+    body: Mapping[str, Any],
+    *,
+    namespace: str = "",
+    subresource: str = "",
+    options: WriteOptions | None = None,
+) -> KubeObject:
+    """:meth:`update` for an already resolved resource and the name from the URL."""
+    opts = options or WriteOptions()
+    _check_subresource(info, version, subresource)
+    if subresource == "scale":
+        existing = storage._load(info, namespace, name)
+        body = copy.deepcopy(dict(body))
+        admission.check_name(body, name, namespace)
+        return write_patched(
+            storage,
+            info,
+            version,
+            name,
+            existing=existing,
+            patched=body,
+            namespace=namespace,
+            subresource=subresource,
+            options=opts,
+        )
+    obj = _admit_update(storage, info, version, name, body, namespace=namespace, options=opts)
+    existing = storage._load(info, namespace, name)
+    return update_existing(
+        storage, info, version, existing, obj, subresource=subresource, options=opts
+    )
+
+
+def write_patched(
+    storage: Storage,
+    info: ResourceInfo,
+    version: str,
+    name: str,
+    *,
+    existing: KubeObject,
+    patched: Mapping[str, Any],
+    namespace: str = "",
+    subresource: str = "",
+    options: WriteOptions,
+) -> KubeObject:
+    """Write the result of a patch of ``existing`` (the update path, after the patch).
+
+    On ``scale`` the result is a Scale: a ``resourceVersion`` in it must be the object's (409
+    otherwise), its replicas are written onto the object and the Scale is read back.
+    """
+    _check_subresource(info, version, subresource)
+    if subresource == "scale":
+        spec = _scale_spec(info, version)
+        scale_rv = str(metadata(patched).get("resourceVersion") or "")
+        if scale_rv and scale_rv != str(metadata(existing).get("resourceVersion")):
+            raise st.stale_conflict(info.group, info.plural, name)
+        new = from_scale(with_api_version(existing, info.api_version(version)), patched, spec)
+        update_existing(storage, info, version, existing, new, subresource="", options=options)
+        return get_scale(storage, info, version, name, namespace=namespace)
+    obj = _admit_update(storage, info, version, name, patched, namespace=namespace, options=options)
+    return update_existing(
+        storage, info, version, existing, obj, subresource=subresource, options=options
+    )
+
+
+def _admit_update(
+    storage: Storage,
+    info: ResourceInfo,
+    version: str,
+    name: str,
+    body: Mapping[str, Any],
+    *,
+    namespace: str,
+    options: WriteOptions,
+) -> KubeObject:
+    """The new state of an update, decoded and admitted (name and namespace checked)."""
+    obj = admission.decode(storage, info, version, body, options)
+    admission.check_name(obj, name, namespace if info.namespaced else "")
+    admission.admit_namespace(storage, info, namespace, name, creating=False)
+    return obj
+
+
+def _check_subresource(info: ResourceInfo, version: str, subresource: str) -> None:
+    """Only the subresources a resource has can be written (404 otherwise)."""
+    if subresource and "update" not in info.subresource_verbs(version, subresource):
+        raise st.resource_not_found()
+
+
+def update_existing(
+    storage: Storage,
+    info: ResourceInfo,
+    version: str,
+    existing: KubeObject,
+    new: KubeObject,
+    *,
+    subresource: str,
+    options: WriteOptions,
+) -> KubeObject:
+    """The common tail of update and patch: shape, default, validate, commit."""
+    old_meta = metadata(existing)
+    name = str(old_meta.get("name"))
+    rv = str(metadata(new).get("resourceVersion") or "")
+    if not rv and not info.allow_unconditional_update:
+        raise st.invalid(
+            info.group,
+            info.plural,
+            name,
+            [
+                st.Cause(
+                    "FieldValueInvalid",
+                    "metadata.resourceVersion",
+                    "Invalid value: 0x0: must be specified for an update",
+                )
+            ],
+        )
+    if rv and rv != old_meta.get("resourceVersion"):
+        parse_resource_version(rv)
+        raise st.stale_conflict(info.group, info.plural, name)
+    new = _shape(info, version, existing, new, subresource)
+    meta = metadata(new)
+    ctx = WriteContext(
+        now=storage.now(), version=version, dry_run=options.dry_run, subresource=subresource
+    )
+    strategy = info.strategy
+    strategy.defaults(new)
+    _keep_server_fields(meta, old_meta)
+    if not options.applying:
+        new = _record_manager(info, version, existing, new, options=options, now=ctx.now)
+        meta = metadata(new)
+    strategy.prepare_update(new, existing, ctx)
+    if info.has_generation and not spec_equal(
+        new, existing, ignore_status=info.has_status(version)
+    ):
+        meta["generation"] = int(old_meta.get("generation") or 0) + 1
+    causes = validate_object_meta_update(meta, old_meta) + strategy.validate_update(
+        new, existing, ctx
+    )
+    if causes:
+        raise st.invalid(info.group, info.kind, name, causes)
+    meta["resourceVersion"] = old_meta.get("resourceVersion")
+    new["apiVersion"] = existing.get("apiVersion")
+    new["kind"] = info.kind
+    api_version = info.api_version(version)
+    if new == existing:
+        return with_api_version(existing, api_version)
+    key = storage._key(info, str(old_meta.get("namespace") or ""), name)
+    if _empties_finalizers(new, existing):
+        if not options.dry_run:
+            storage.store.commit(info.key, key, None)
+        return with_api_version(existing, api_version)
+    if options.dry_run:
+        return with_api_version(new, api_version)
+    event = storage.store.commit(info.key, key, new)
+    assert event is not None
+    return with_api_version(event.object, api_version)
+
+
+def _record_manager(
+    info: ResourceInfo,
+    version: str,
+    existing: Mapping[str, Any],
+    new: KubeObject,
+    *,
+    options: WriteOptions,
+    now: str,
+) -> KubeObject:
+    """Credit the fields a non-apply write sets or changes to its manager (``managedFields``).
+
+    The entries start from the stored object's, unless the request sets ``managedFields``
+    itself (clients may rewrite or reset them). Status is left out of main-resource writes of
+    kinds with a status subresource, whose status those writes cannot change.
+    """
+    served = info.version(version)
+    schema = served.schema if served is not None and served.schema else None
+    api_version = info.api_version(version)
+    old_meta, new_meta = metadata(existing), metadata(new)
+    base_fields = old_meta.get("managedFields")
+    if "managedFields" in new_meta and new_meta["managedFields"] != base_fields:
+        base_fields = new_meta["managedFields"]
+    ignore_status = info.has_status(version)
+
+    def view(obj: Mapping[str, Any], fields: Any) -> dict[str, Any]:
+        out = {k: v for k, v in obj.items() if not (ignore_status and k == "status")}
+        out["apiVersion"] = api_version
+        meta = {k: v for k, v in metadata(obj).items() if k != "managedFields"}
+        if fields:
+            meta["managedFields"] = fields
+        out["metadata"] = meta
+        return out
+
+    recorded = record_update(
+        view(existing, base_fields) if existing else view({}, base_fields),
+        view(new, None),
+        manager=options.manager,
+        now=now,
+        schema=schema,
+    )
+    fields = metadata(recorded).get("managedFields")
+    result = dict(new)
+    result["metadata"] = dict(new_meta)
+    if fields:
+        result["metadata"]["managedFields"] = fields
+    else:
+        result["metadata"].pop("managedFields", None)
+    return result
+
+
+def _keep_server_fields(meta: dict[str, Any], old_meta: Mapping[str, Any]) -> None:
+    """What an update cannot change, or keeps when it leaves it out (``BeforeUpdate``)."""
+    for key in ("creationTimestamp", "deletionTimestamp", "generation"):
+        if key in old_meta:
+            meta[key] = old_meta[key]
+        else:
+            meta.pop(key, None)
+    if not meta.get("uid"):
+        meta["uid"] = old_meta.get("uid")
+    for key in ("deletionGracePeriodSeconds", "managedFields"):
+        if key not in meta and key in old_meta:
+            meta[key] = old_meta[key]
+
+
+def _shape(
+    info: ResourceInfo,
+    version: str,
+    existing: KubeObject,
+    new: KubeObject,
+    subresource: str,
+) -> KubeObject:
+    """Keep only what the written (sub)resource may change."""
+    if subresource == "status":
+        shaped = copy.deepcopy(existing)
+        if "status" in new:
+            shaped["status"] = new["status"]
+        else:
+            shaped.pop("status", None)
+        if "managedFields" in metadata(new):
+            shaped["metadata"]["managedFields"] = metadata(new)["managedFields"]
+        shaped["metadata"]["resourceVersion"] = metadata(new).get("resourceVersion")
+        return shaped
+    if subresource == "finalize":
+        shaped = copy.deepcopy(existing)
+        finalizers = (new.get("spec") or {}).get("finalizers") or []
+        shaped.setdefault("spec", {})["finalizers"] = list(finalizers)
+        return shaped
+    if info.has_status(version):
+        if "status" in existing:
+            new["status"] = copy.deepcopy(existing["status"])
+        else:
+            new.pop("status", None)
+    return new
+
+
+def _scale_spec(info: ResourceInfo, version: str) -> Any:
+    served = info.version(version)
+    if served is None or served.scale is None:
+        raise st.resource_not_found()
+    return served.scale
+
+
+def get_scale(
+    storage: Storage, info: ResourceInfo, version: str, name: str, *, namespace: str = ""
+) -> KubeObject:
+    """The ``autoscaling/v1`` Scale of a custom resource with a scale subresource."""
+    spec = _scale_spec(info, version)
+    return to_scale(storage._load(info, namespace, name), spec)

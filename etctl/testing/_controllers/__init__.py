@@ -1,0 +1,18 @@
+"""The controllers a cluster runs beside its API server: garbage collection and namespaces.
+
+:class:`GarbageCollector` deletes dependents whose owners are gone (background, foreground and
+orphan propagation, dangling references); :class:`NamespaceController` empties terminating
+namespaces and removes them. ``ApiServer`` runs both unless built with ``controllers=False``.
+"""
+
+from etctl.testing._controllers.garbagecollector import GarbageCollector
+from etctl.testing._controllers.host import ControllerHost, QueueController, WorkQueue
+from etctl.testing._controllers.namespaces import NamespaceController
+
+__all__ = [
+    "ControllerHost",
+    "GarbageCollector",
+    "NamespaceController",
+    "QueueController",
+    "WorkQueue",
+]

@@ -1,0 +1,139 @@
+"""Waiting until an operator under test is idle, so that moving a FakeClock is deterministic.
+
+A test that drives an operator on a :class:`~etctl.runtime.FakeClock` must not advance the
+clock while the operator is still working on the last change: a reconcile in flight would set its
+timer (a ``requeue_after``, a deadline) only after the advance, so the timer fires late or never,
+depending on how the event loop happened to interleave. :func:`wait_idle` waits, in bounded real
+time, until nothing is left that could happen without the clock moving:
+
+* **the operators**: every manager runs with its cache synced; every controller it runs now (the
+  leader-only ones only while it leads) has started its workers, and its workqueue holds nothing
+  queued, nothing processing and no delayed item already due;
+* **their caches**: for every resource a controller watches, the cache holds exactly the objects
+  the API server holds, at the same resourceVersion (in each namespace the cache is limited to),
+  so no watch event is still on its way to a handler; a cache whose reflector waits out a backoff
+  (after a failed list, or a watch that ended at once) is a timer, like a delayed queue item;
+* **the server**: no watch stream holds events it has not sent, the built-in controllers have no
+  work queued, and the simulated kubelet has no pod to sync, no scheduling pass to make and no
+  timer due.
+
+Everything is read in one synchronous pass (the server, the operators and the test share one
+event loop), and the answer must hold on two passes in a row, a poll apart, so that bytes already
+in a socket are read in between.
+
+Limits: the server must run on the test's own event loop (an :class:`ApiServer`, not the shared
+background server); informers created with label or field selectors are compared with everything
+the server holds, so they never look caught up (the controllers etctl builds use none); the work
+of plain runnables (``Manager.add_runnable``) and of event recorders is not seen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from etctl.errors import ApiError, ConfigError
+from etctl.runtime import Resource, objects
+
+if TYPE_CHECKING:
+    from etctl.runtime import Manager
+    from etctl.testing._apiserver.server import ApiServer
+
+__all__ = ["wait_idle"]
+
+_POLL_SECONDS = 0.005
+
+
+async def wait_idle(server: ApiServer, *managers: Manager, timeout: float = 10.0) -> None:
+    """Wait until the server and every manager are idle (see the module docstring).
+
+    Call it before each ``await clock.advance(...)`` under a running operator, and before
+    asserting on what the operator does with no further event.
+
+    Args:
+        server: the embedded API server the managers talk to, on this event loop.
+        managers: the running operators (none: only the server must be idle).
+        timeout: real seconds to wait at most.
+
+    Raises:
+        TimeoutError: still busy after ``timeout`` seconds; the message says with what.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    calm = 0
+    busy: list[str] = []
+    while calm < 2:
+        busy = [*_server_busy(server), *(b for m in managers for b in _manager_busy(server, m))]
+        calm = 0 if busy else calm + 1
+        if busy and loop.time() >= deadline:
+            msg = f"not idle after {timeout:g} s: " + "; ".join(busy)
+            raise TimeoutError(msg)
+        if calm < 2:
+            await asyncio.sleep(_POLL_SECONDS)
+
+
+def _server_busy(server: ApiServer) -> list[str]:
+    busy = []
+    unsent = server.store.unsent()
+    if unsent:
+        busy.append(f"the server has {unsent} watch event(s) to send")
+    busy.extend(
+        f"the server's {type(controller).__name__} has work queued"
+        for controller in server.controllers
+        if controller.pending
+    )
+    kubelet = server.kubelet
+    if kubelet is not None and not kubelet.idle:
+        busy.append("the kubelet has pods to sync or a timer due")
+    return busy
+
+
+def _manager_busy(server: ApiServer, manager: Manager) -> list[str]:
+    if not manager.running:
+        return [f"{manager!r} is not running"]
+    if not manager.cache.has_synced():
+        return [f"the cache of {manager!r} has not synced"]
+    busy = []
+    watched: dict[Resource, None] = {}
+    for controller in manager.controllers:
+        if controller.needs_leader_election and not manager.is_leader:
+            continue  # a standby runs no leader-only controller: nothing to wait for
+        if not controller.working:
+            busy.append(f"controller {controller.name} has not started its workers")
+        elif not controller.queue.idle:
+            queue = controller.queue
+            busy.append(
+                f"controller {controller.name} has {queue.depth} queued and "
+                f"{queue.processing} in flight"
+            )
+        watched.update(dict.fromkeys(source.resource for source in controller.sources))
+    for res in watched:
+        busy.extend(_cache_behind(server, manager, res))
+    return busy
+
+
+def _cache_behind(server: ApiServer, manager: Manager, res: Resource) -> list[str]:
+    scopes: Iterable[str | None] = (None,)
+    if res.namespaced and manager.cache.namespaces is not None:
+        scopes = manager.cache.namespaces
+    behind = []
+    for namespace in scopes:
+        try:
+            info, _ = server.storage.target(res)
+            scope = (namespace or "") if info.namespaced else ""
+            stored = [obj for _, obj in server.storage.store.items(info.key, scope)]
+            cached = manager.cache.list(res, namespace=namespace)
+        except (ApiError, ConfigError) as exc:
+            behind.append(f"{res} cannot be compared: {exc}")
+            continue
+        if _versions(stored) != _versions(cached) and not manager.cache.backing_off(res, namespace):
+            where = f" in namespace {namespace}" if namespace else ""
+            behind.append(f"the cache of {res}{where} is behind the server")
+    return behind
+
+
+def _versions(found: Iterable[objects.ObjectView]) -> dict[tuple[str, str], str]:
+    return {
+        (objects.namespace(obj), objects.name(obj)): objects.resource_version(obj) for obj in found
+    }

@@ -1,0 +1,97 @@
+"""The pod view: the facts every controller reads from a pod, from any shape of pod."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from etctl.runtime import (
+    objects,
+    pod_condition,
+    pod_exit_code,
+    pod_phase,
+    pod_ready,
+    pod_restarts,
+    pod_running_and_ready,
+)
+
+
+def _pod(
+    phase: str | None = "Running",
+    *,
+    ready: str | None = "True",
+    containers: list[dict[str, Any]] | None = None,
+    init: list[dict[str, Any]] | None = None,
+    spec: list[str] | None = None,
+    init_spec: list[str] | None = None,
+    deleting: bool = False,
+) -> dict[str, Any]:
+    status: dict[str, Any] = {}
+    if phase is not None:
+        status["phase"] = phase
+    if ready is not None:
+        status["conditions"] = [{"type": "Ready", "status": ready}]
+    if containers is not None:
+        status["containerStatuses"] = containers
+    if init is not None:
+        status["initContainerStatuses"] = init
+    meta: dict[str, Any] = {"name": "p", "namespace": "ns"}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    return {
+        "metadata": meta,
+        "spec": {
+            "containers": [{"name": n} for n in spec or []],
+            "initContainers": [{"name": n} for n in init_spec or []],
+        },
+        "status": status,
+    }
+
+
+def _ended(name: str, code: int, restarts: int = 0) -> dict[str, Any]:
+    return {"name": name, "restartCount": restarts, "state": {"terminated": {"exitCode": code}}}
+
+
+def test_a_pod_without_status_has_no_facts() -> None:
+    bare: dict[str, Any] = {"metadata": {"name": "p"}}
+    assert pod_phase(bare) == ""
+    assert pod_condition(bare, "Ready") == ""
+    assert not pod_ready(bare)
+    assert pod_exit_code(bare) is None
+    assert pod_restarts(bare) == 0
+    assert not objects.is_terminating(bare)
+
+
+def test_malformed_fields_are_ignored() -> None:
+    odd = {"status": {"phase": 3, "conditions": "x", "containerStatuses": [1, {"state": 2}]}}
+    assert pod_phase(odd) == ""
+    assert not pod_ready(odd)
+    assert pod_exit_code(odd) is None
+    true_code = {"status": {"containerStatuses": [{"state": {"terminated": {"exitCode": True}}}]}}
+    assert pod_exit_code(true_code) is None
+
+
+def test_running_and_ready_needs_all_three() -> None:
+    assert pod_running_and_ready(_pod())
+    assert not pod_running_and_ready(_pod(ready="False"))
+    assert not pod_running_and_ready(_pod("Pending"))
+    assert not pod_running_and_ready(_pod(deleting=True))
+
+
+def test_exit_code_reads_init_containers_first_in_spec_order() -> None:
+    pod = _pod(
+        "Failed",
+        containers=[_ended("b", 2), _ended("a", 1)],
+        init=[_ended("setup", 0), _ended("fetch", 3)],
+        spec=["a", "b"],
+        init_spec=["fetch", "setup"],
+    )
+    assert pod_exit_code(pod) == 3
+    without_init = _pod("Failed", containers=[_ended("b", 2), _ended("a", 1)], spec=["a", "b"])
+    assert pod_exit_code(without_init) == 1
+    assert pod_exit_code(_pod("Failed", containers=[_ended("a", 137)], spec=["a"])) == 137
+    assert pod_exit_code(_pod("Succeeded", containers=[_ended("a", 0)], spec=["a"])) is None
+
+
+def test_restarts_sum_init_and_main_containers() -> None:
+    pod = _pod(containers=[_ended("a", 1, restarts=2)], init=[_ended("i", 1, restarts=1)])
+    assert pod_restarts(pod) == 3
