@@ -13,6 +13,14 @@ call. Standard-library loggers (aiohttp, kubernetes_asyncio) are routed through 
 
 Secrets never reach the logs: :func:`redact` replaces values of keys that look like credentials, and
 it runs as a processor on every event.
+
+etctl is also a library, so its loggers never depend on how (or whether) the program configured
+structlog: every etctl logger writes through the standard library's ``logging`` under its module
+name (``etctl.runtime._controller``...). Until :func:`configure` is called (``etctl run`` and
+``etctl sandbox`` call it; a program embedding etctl may, or may configure ``logging`` its own way),
+lines are rendered as plain text and go wherever the program's ``logging`` sends them: with no
+configuration at all, that is Python's last-resort handler, warnings and above on standard error.
+Nothing is ever written to standard output.
 """
 
 from __future__ import annotations
@@ -28,6 +36,9 @@ import structlog
 __all__ = ["LogFormat", "bind_context", "configure", "get_logger", "redact"]
 
 LogFormat = Literal["json", "console", "auto"]
+
+_configured = False
+"""True once :func:`configure` installed etctl's formatter on the root logger."""
 
 _SECRET_KEYS = (
     "token",
@@ -58,6 +69,16 @@ def _shared_processors() -> list[Any]:
         redact,
         structlog.processors.StackInfoRenderer(),
     ]
+
+
+_PLAIN = structlog.dev.ConsoleRenderer(colors=False)
+
+
+def _hand_over(logger: Any, method: str, event: MutableMapping[str, Any]) -> Any:
+    """The last processor: to etctl's formatter once configured, else plain text for ``logging``."""
+    if _configured:
+        return structlog.stdlib.ProcessorFormatter.wrap_for_formatter(logger, method, event)
+    return _PLAIN(logger, method, event)
 
 
 def configure(
@@ -110,11 +131,22 @@ def configure(
     # Third-party chatter stays at warning unless the user asked for debug.
     for noisy in ("aiohttp.access", "kubernetes_asyncio"):
         logging.getLogger(noisy).setLevel(max(numeric, logging.WARNING))  # noqa: TID251
+    global _configured  # noqa: PLW0603 - one process-wide switch, set once at start-up
+    _configured = True
 
 
 def get_logger(name: str) -> structlog.stdlib.BoundLogger:
-    """Return the structlog logger for an etctl module (use ``__name__``)."""
-    logger: structlog.stdlib.BoundLogger = structlog.stdlib.get_logger(name)
+    """Return the structlog logger for an etctl module (use ``__name__``).
+
+    It writes through ``logging.getLogger(name)`` whatever the program's structlog configuration
+    is; events below that logger's level are dropped before any rendering.
+    """
+    logger: structlog.stdlib.BoundLogger = structlog.wrap_logger(
+        logging.getLogger(name),  # noqa: TID251 - etctl's loggers are stdlib-backed by design
+        processors=[structlog.stdlib.filter_by_level, *_shared_processors(), _hand_over],
+        wrapper_class=structlog.stdlib.BoundLogger,
+        cache_logger_on_first_use=True,
+    )
     return logger
 
 

@@ -32,7 +32,14 @@ from etctl.cli._settings import RunSettings, SettingsError, add_run_arguments, s
 from etctl.common import JobSettings, Registered, discover, setup_job_controller
 from etctl.errors import CacheSyncError, ConfigError, EtctlError, LeaderElectionLost
 from etctl.log import configure, get_logger
-from etctl.runtime import SERVICE_ACCOUNT_NAMESPACE, Client, Clock, Manager, ManagerOptions
+from etctl.runtime import (
+    SERVICE_ACCOUNT_NAMESPACE,
+    CacheOptions,
+    Client,
+    Clock,
+    Manager,
+    ManagerOptions,
+)
 
 __all__ = [
     "add_parser",
@@ -96,7 +103,7 @@ def manager_options(settings: RunSettings) -> ManagerOptions:
         retry_period=settings.leader_elect_retry_period,
         graceful_shutdown_timeout=settings.graceful_shutdown_timeout,
         cache_sync_timeout=settings.cache_sync_timeout,
-        namespaces=list(settings.namespaces) or None,
+        cache=CacheOptions(namespaces=list(settings.namespaces) or None),
     )
 
 

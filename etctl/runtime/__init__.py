@@ -51,6 +51,7 @@ from etctl.errors import (
 from etctl.runtime import _objects as objects
 from etctl.runtime._builder import ControllerBuilder, ReconcilerLike
 from etctl.runtime._cache import Cache, CacheReader, NotCachedError
+from etctl.runtime._cache_options import CacheOptions
 from etctl.runtime._client import (
     Client,
     ClientOptions,
@@ -145,6 +146,7 @@ __all__ = [
     "ApiError",
     "BadRequest",
     "Cache",
+    "CacheOptions",
     "CacheReader",
     "CacheSyncError",
     "Client",

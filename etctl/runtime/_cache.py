@@ -11,9 +11,9 @@ Rules:
 * **Nothing is cached implicitly.** Reading a resource that no informer was requested for raises
   :class:`NotCachedError`; the cache never starts a cluster-wide informer behind a read (a known
   way to run an operator out of memory on a large cluster). Request the informer at setup.
-* **Namespaces.** ``Cache(namespaces=[...])`` caches namespaced resources in those namespaces only,
-  one informer per namespace behind one composite event source; reading another namespace raises
-  :class:`NotCachedError`. Cluster-scoped resources ignore the list.
+* **Namespaces.** ``CacheOptions(namespaces=[...])`` caches namespaced resources in those
+  namespaces only, one informer per namespace behind one composite event source; reading another
+  namespace raises :class:`NotCachedError`. Cluster-scoped resources ignore the list.
 * **Several informers of one resource** (different selectors) are read together: ``get`` returns
   the first hit, preferring an informer without selectors; ``list`` and ``by_index`` merge them,
   each key once.
@@ -32,6 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
 from etctl.errors import CacheSyncError, ConfigError
+from etctl.runtime._cache_options import CacheOptions
 from etctl.runtime._clock import Clock
 from etctl.runtime._informer import Informer
 from etctl.runtime._objects import ObjectView, key_of, labels
@@ -40,7 +41,6 @@ from etctl.runtime._resources import Resource
 from etctl.runtime._selectors import FieldSelector, LabelSelector
 from etctl.runtime._source import EventSource, HandlerRegistration, ResourceEventHandler
 from etctl.runtime._store import BY_CONTROLLER, BY_NAMESPACE, IndexFunc
-from etctl.runtime._transforms import Transform, strip_managed_fields
 
 __all__ = ["Cache", "CacheReader", "NotCachedError"]
 
@@ -139,16 +139,9 @@ class Cache:
     Args:
         client: the client every informer lists and watches through.
         clock: every wait runs on it.
-        namespaces: cache namespaced resources in these namespaces only (``None``: all).
-        transform: applied to every object before it is cached (``None``: none); by default
-            ``managedFields`` are dropped.
-        compact: share equal strings and subtrees between cached objects.
-        resync_period: seconds between local resyncs of every informer (``None``: never).
-        idle_timeout: seconds a watch may stay silent before its watchdog restarts it.
+        options: scope, transforms, memory and pacing of every informer (see
+            :class:`~etctl.runtime.CacheOptions`).
         rng: randomness for watch timeouts and jitter (seed it in tests).
-
-    Raises:
-        ValueError: ``namespaces`` is empty.
     """
 
     def __init__(
@@ -156,23 +149,14 @@ class Cache:
         client: ListerWatcher,
         *,
         clock: Clock,
-        namespaces: Sequence[str] | None = None,
-        transform: Transform | None = strip_managed_fields,
-        compact: bool = True,
-        resync_period: float | None = None,
-        idle_timeout: float = 90.0,
+        options: CacheOptions | None = None,
         rng: random.Random | None = None,
     ) -> None:
-        if namespaces is not None and not namespaces:
-            msg = "namespaces must name at least one namespace (None caches all of them)"
-            raise ValueError(msg)
         self._client = client
         self._clock = clock
+        self.options = options or CacheOptions()
+        namespaces = self.options.namespaces
         self._namespaces = tuple(dict.fromkeys(namespaces)) if namespaces is not None else None
-        self._transform = transform
-        self._compact = compact
-        self._resync = resync_period
-        self._idle = idle_timeout
         self._rng = rng or random.Random()  # noqa: S311 - jitter, not cryptography
         self._sources: dict[_Key, EventSource] = {}
         self._informers: list[Informer] = []
@@ -224,11 +208,12 @@ class Cache:
             namespace=namespace,
             label_selector=labels_text or None,
             field_selector=fields_text or None,
-            transform=self._transform,
-            compact=self._compact,
+            transform=self.options.transform,
+            compact=self.options.compact,
             indexers=self._indexers.get(res),
-            resync_period=self._resync,
-            idle_timeout=self._idle,
+            resync_period=self.options.resync_period,
+            idle_timeout=self.options.idle_timeout,
+            page_size=self.options.page_size,
             rng=random.Random(self._rng.random()),  # noqa: S311 - jitter, not cryptography
         )
         self._informers.append(informer)

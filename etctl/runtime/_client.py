@@ -38,6 +38,7 @@ is gone, which is what was asked.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -85,8 +86,9 @@ __all__ = [
 class Client(WriteVerbs, PodVerbs):
     """An asynchronous client of one Kubernetes API server.
 
-    Build it with :meth:`from_kubeconfig`, :meth:`in_cluster` or :meth:`auto` (inside a running
-    event loop) and close it with ``async with client:`` or :meth:`close`.
+    Open one with ``async with Client.connect() as client:`` (it closes on exit), or build it with
+    :meth:`from_kubeconfig`, :meth:`in_cluster` or :meth:`auto` (inside a running event loop) and
+    close it with :meth:`close`.
 
     Args:
         cluster: the resolved connection.
@@ -151,6 +153,31 @@ class Client(WriteVerbs, PodVerbs):
         if in_cluster_available() and context is None:
             return await cls.in_cluster(options=options)
         return await cls.from_kubeconfig(None, context, options=options)
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def connect(
+        cls,
+        kubeconfig: str | os.PathLike[str] | None = None,
+        *,
+        context: str | None = None,
+        options: ClientOptions | None = None,
+    ) -> AsyncIterator[Client]:
+        """Connect for the duration of an ``async with`` block.
+
+        With a ``kubeconfig`` path, that file's context (``context``, or its current one);
+        without, wherever this runs (:meth:`auto`: in-cluster in a pod, else ``$KUBECONFIG`` or
+        ``~/.kube/config``).
+
+        Raises:
+            ConfigError: no usable configuration.
+        """
+        if kubeconfig is not None:
+            client = await cls.from_kubeconfig(kubeconfig, context, options=options)
+        else:
+            client = await cls.auto(context=context, options=options)
+        async with client:
+            yield client
 
     async def __aenter__(self) -> Client:
         return self

@@ -129,6 +129,7 @@ class Informer:
         indexers: extra store indexes by name.
         resync_period: seconds between local resyncs (jittered by 10%); ``None``: never.
         idle_timeout: seconds a watch may stay silent before the watchdog restarts it.
+        page_size: objects per page of the initial list.
         rng: randomness for watch timeouts, backoff and resync jitter (seed it in tests).
     """
 
@@ -146,6 +147,7 @@ class Informer:
         indexers: Mapping[str, IndexFunc] | None = None,
         resync_period: float | None = None,
         idle_timeout: float = 90.0,
+        page_size: int = 500,
         rng: random.Random | None = None,
     ) -> None:
         if resync_period is not None and resync_period <= 0:
@@ -173,6 +175,7 @@ class Informer:
             field_selector=field_selector,
             transform=transform,
             idle_timeout=idle_timeout,
+            page_size=page_size,
             rng=self._rng,
         )
         self._log = log.bind(informer=self.describe())

@@ -104,11 +104,14 @@ class Manager:
         self.cache = cache or Cache(
             client,
             clock=self.clock,
-            namespaces=self.options.namespaces,
+            options=self.options.cache,
             rng=random.Random(rng.random()),  # noqa: S311 - jitter, not cryptography
         )
         self._group: asyncio.TaskGroup | None = None
         self._started = False
+        self._ready = asyncio.Event()  # caches synced and the work that needs no lease started
+        self._settled = asyncio.Event()  # ready, or run() is over
+        self._start_error: Exception | None = None  # why run() ended before it was ready
         self._wake = asyncio.Event()  # stop requested, a task failed, or leadership was lost
         self._hurry = asyncio.Event()  # skip what is left of the grace period
         self._stopping = False
@@ -214,6 +217,25 @@ class Manager:
         """True from the start of :meth:`run` until its shutdown begins."""
         return self._started and not self._stopping
 
+    async def wait_started(self) -> None:
+        """Return once :meth:`run` has synced the caches and started its work.
+
+        Controllers and runnables that need no lease are running then; leader-only work starts
+        when the lease is won (see :attr:`is_leader`). Safe to call before :meth:`run`.
+
+        Raises:
+            Exception: the error :meth:`run` failed with before it started (a cache that could not
+                sync, an unusable bind address).
+            RuntimeError: the manager stopped before it started.
+        """
+        await self._settled.wait()
+        if self._ready.is_set():
+            return
+        if self._start_error is not None:
+            raise self._start_error
+        msg = "the manager stopped before it started"
+        raise RuntimeError(msg)
+
     @property
     def is_leader(self) -> bool:
         """True while leader-only work may run: leading, or not electing and running."""
@@ -284,12 +306,17 @@ class Manager:
             finally:
                 self._group = None
                 await self._server.stop()
+            if self._failure is not None:
+                raise self._failure
+        except Exception as exc:
+            if not self._ready.is_set():
+                self._start_error = exc
+            raise
         finally:
             if handle_signals:
                 for sig in (signal.SIGTERM, signal.SIGINT):
                     loop.remove_signal_handler(sig)
-        if self._failure is not None:
-            raise self._failure
+            self._settled.set()
         log.info("manager stopped")
 
     def _on_signal(self, sig: signal.Signals) -> None:
@@ -315,6 +342,8 @@ class Manager:
             self._start_leader_work(group)
         else:
             self._election_task = self._spawn(group, "leader-election", self._elect)
+        self._ready.set()
+        self._settled.set()
 
     async def _sync(self) -> None:
         await self.cache.wait_for_sync(self.options.cache_sync_timeout)

@@ -1,19 +1,20 @@
 """The manager's options: what a :class:`~etctl.runtime.Manager` serves, elects, waits for.
 
-Defaults are controller-runtime's: metrics on ``:8080``, probes on ``:8081``, leader election off,
-lease 15 s / renew deadline 10 s / retry 2 s, 30 s of graceful shutdown, 2 min for the caches to
-sync. Options are checked when built, so a bad bind address or a missing lease name fails at
-start-up rather than mid-run. The lease namespace defaults to the pod's own (its service account's
-namespace file), as controller-runtime's does.
+Defaults are controller-runtime's where they make sense for a library: metrics and probes off (a
+manager embedded in another program claims no port), leader election off, lease 15 s / renew
+deadline 10 s / retry 2 s, 30 s of graceful shutdown, 2 min for the caches to sync. Options are
+checked when built, so a bad bind address or a missing lease name fails at start-up rather than
+mid-run. The lease namespace defaults to the pod's own (its service account's namespace file), as
+controller-runtime's does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from etctl.errors import ConfigError
+from etctl.runtime._cache_options import CacheOptions
 from etctl.runtime._health import parse_bind_address
 from etctl.runtime._lease import LeaderElectionConfig, default_identity
 
@@ -27,9 +28,15 @@ SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/
 class ManagerOptions:
     """How a :class:`Manager` serves, elects, starts and stops.
 
+    The HTTP endpoints are off unless asked for: a library's manager must not claim a port (two
+    operators on one host would collide); ``etctl run`` serves ``:8080`` and ``:8081`` by flag
+    default, as a Deployment's probes expect.
+
     Attributes:
-        metrics_bind_address: where ``/metrics`` listens (``host:port``; ``0`` disables it).
-        health_probe_bind_address: where ``/healthz`` and ``/readyz`` listen (``0`` disables them).
+        metrics_bind_address: where ``/metrics`` listens (``host:port``, ``:port`` for every
+            interface; ``0``, the default, disables it).
+        health_probe_bind_address: where ``/healthz`` and ``/readyz`` listen (``0``, the default,
+            disables them).
         leader_election: run leader-only work only while holding the lease.
         leader_election_id: the name of the Lease (required with ``leader_election``).
         leader_election_namespace: the Lease's namespace; by default the pod's own namespace.
@@ -40,11 +47,12 @@ class ManagerOptions:
         retry_period: the pause between election attempts.
         graceful_shutdown_timeout: how long a graceful shutdown may take in all.
         cache_sync_timeout: how long the cache may take to sync before :meth:`Manager.run` fails.
-        namespaces: cache namespaced resources in these namespaces only (``None``: all).
+        cache: the options of the manager's cache (namespaces, transforms, compaction, resync,
+            page size).
     """
 
-    metrics_bind_address: str = ":8080"
-    health_probe_bind_address: str = ":8081"
+    metrics_bind_address: str = "0"
+    health_probe_bind_address: str = "0"
     leader_election: bool = False
     leader_election_id: str = ""
     leader_election_namespace: str | None = None
@@ -54,7 +62,7 @@ class ManagerOptions:
     retry_period: float = 2.0
     graceful_shutdown_timeout: float = 30.0
     cache_sync_timeout: float = 120.0
-    namespaces: Sequence[str] | None = None
+    cache: CacheOptions = field(default_factory=CacheOptions)
 
     def __post_init__(self) -> None:
         parse_bind_address(self.metrics_bind_address)

@@ -140,7 +140,7 @@ async def cluster(
             request_timeout=10,
             watch_idle_timeout=NEVER,
         )
-        async with await Client.from_kubeconfig(kubeconfig, options=options) as client:
+        async with Client.connect(kubeconfig, options=options) as client:
             yield Cluster(server, client, clock)
 
 

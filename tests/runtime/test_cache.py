@@ -14,6 +14,7 @@ from etctl.runtime import (
     NAMESPACES,
     SECRETS,
     Cache,
+    CacheOptions,
     NotCachedError,
     ObjectView,
     SelectorError,
@@ -26,7 +27,7 @@ from tests.runtime._cluster import NEVER, Cluster, Recorder, cluster, eventually
 
 def new_cache(env: Cluster, **options: Any) -> Cache:
     options.setdefault("idle_timeout", NEVER)
-    return Cache(env.client, clock=env.clock, **options)
+    return Cache(env.client, clock=env.clock, options=CacheOptions(**options))
 
 
 def names(found: list[ObjectView]) -> list[str]:
@@ -244,5 +245,5 @@ async def test_wait_for_sync_names_the_informer_that_did_not_sync(tmp_path: Path
 
 
 def test_an_empty_namespace_list_is_refused() -> None:
-    with pytest.raises(ValueError, match="at least one namespace"):
-        Cache(object(), clock=object(), namespaces=[])  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="at least one namespace"):
+        CacheOptions(namespaces=[])

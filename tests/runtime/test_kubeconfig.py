@@ -104,6 +104,10 @@ async def test_kubeconfig_env_merges_files_and_auto_uses_it(
         assert default_kubeconfig_path() == f"{tmp_path / 'absent'}:{first}:{second}"
         async with await Client.auto() as client:
             assert await client.get(PODS, "p", namespace="ns") == POD
+        async with Client.connect() as connected:
+            assert await connected.get(PODS, "p", namespace="ns") == POD
+        async with Client.connect(first) as named:
+            assert await named.get(PODS, "p", namespace="ns") == POD
 
 
 async def test_exec_plugin_token_is_refreshed_on_401(tmp_path: Path) -> None:

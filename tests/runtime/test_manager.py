@@ -628,3 +628,55 @@ async def test_names_are_unique_and_setup_ends_at_start(server: ApiServer, clien
     assert not running_now(op)
     recorded = await client.list(EVENTS, namespace="default")
     assert [e["message"] for e in recorded.items] == ["recorded after start"]
+
+
+async def test_wait_started_returns_once_caches_synced_and_work_runs(
+    server: ApiServer, client: Client
+) -> None:
+    clock = FakeClock()
+    op = operator(client, clock, lease=None)
+    seen: list[str] = []
+
+    async def reconcile(request: Request) -> Result:
+        seen.append(request.name)
+        return Result()
+
+    op.manager.controller("started", reconcile).for_(CONFIGMAPS).build()
+    await client.create(CONFIGMAPS, configmap("before-start"))
+    async with running(op):
+        await asyncio.wait_for(op.manager.wait_started(), timeout=30)
+        assert op.manager.cache.has_synced()
+        assert op.manager.running
+        # Called again (or late), it returns at once.
+        await asyncio.wait_for(op.manager.wait_started(), timeout=1)
+        await eventually(lambda: "before-start" in seen)
+
+
+async def test_wait_started_raises_what_stopped_the_start(
+    server: ApiServer, client: Client
+) -> None:
+    clock = FakeClock()
+    server.faults.add(Fault(verb="list", resource="configmaps", status=403, times=None))
+    op = operator(client, clock, lease=None, cache_sync_timeout=5.0)
+
+    async def reconcile(request: Request) -> Result:
+        return Result()
+
+    op.manager.controller("never-synced", reconcile).for_(CONFIGMAPS).build()
+    async with running(op):
+        waiting = asyncio.ensure_future(op.manager.wait_started())
+        await eventually(lambda: answered(server, verb="list", resource="configmaps") > 0)
+        await clock.advance(10.0)
+        with pytest.raises(CacheSyncError, match="configmaps"):
+            await asyncio.wait_for(waiting, timeout=30)
+
+
+async def test_a_default_manager_claims_no_port(client: Client) -> None:
+    manager = Manager(client, options=ManagerOptions(), clock=FakeClock())
+    async with asyncio.TaskGroup() as group:
+        task = group.create_task(manager.run(), name="manager")
+        await asyncio.wait_for(manager.wait_started(), timeout=30)
+        assert manager.metrics_address is None
+        assert manager.probe_address is None
+        manager.stop()
+    assert task.done()

@@ -13,12 +13,13 @@ from etctl.runtime import _manager_options as manager_options
 
 def test_defaults_are_controller_runtimes() -> None:
     options = ManagerOptions()
-    assert options.metrics_bind_address == ":8080"
-    assert options.health_probe_bind_address == ":8081"
+    # A library's manager claims no port unless asked (etctl run's flags default to :8080/:8081).
+    assert options.metrics_bind_address == "0"
+    assert options.health_probe_bind_address == "0"
     assert (options.lease_duration, options.renew_deadline, options.retry_period) == (15, 10, 2)
     assert options.graceful_shutdown_timeout == 30.0
     assert options.cache_sync_timeout == 120.0
-    assert options.namespaces is None
+    assert options.cache.namespaces is None
     assert options.leader_election_config() is None
 
 

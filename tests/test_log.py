@@ -1,0 +1,66 @@
+"""etctl's logging: nothing on standard output, context and redaction once configured."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+import etctl.log
+from etctl.log import bind_context, configure, get_logger
+
+_UNCONFIGURED = """
+from etctl.log import get_logger
+log = get_logger("etctl.example")
+log.info("quiet by default")
+log.warning("worth knowing", job="ns/a")
+"""
+
+
+def test_an_unconfigured_program_gets_warnings_on_stderr_and_nothing_on_stdout() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _UNCONFIGURED],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert done.stdout == ""
+    assert "worth knowing" in done.stderr
+    assert "job=ns/a" in done.stderr
+    assert "quiet by default" not in done.stderr
+
+
+@pytest.fixture
+def configured() -> Iterator[io.StringIO]:
+    stream = io.StringIO()
+    root = logging.getLogger()  # noqa: TID251 - restoring the root logger after the test
+    handlers, level, was = root.handlers[:], root.level, etctl.log._configured
+    configure(fmt="json", level="info", stream=stream)
+    yield stream
+    root.handlers[:] = handlers
+    root.setLevel(level)
+    etctl.log._configured = was
+
+
+def test_configured_json_carries_bound_context_and_redacts_secrets(
+    configured: io.StringIO,
+) -> None:
+    log = get_logger("etctl.example")
+    with bind_context(controller="jobs", namespace="ns", name="a"):
+        log.info("reconciled", token="s3cret", replicas=3)
+    log.debug("below the level")
+    lines = [json.loads(line) for line in configured.getvalue().splitlines()]
+    assert len(lines) == 1
+    line = lines[0]
+    assert line["msg"] == "reconciled"
+    assert line["level"] == "info"
+    assert line["logger"] == "etctl.example"
+    assert (line["controller"], line["namespace"], line["name"]) == ("jobs", "ns", "a")
+    assert line["token"] == "<redacted>"
+    assert line["replicas"] == 3
