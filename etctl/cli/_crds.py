@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from etctl.common import ENTRY_POINT_GROUP, check_manifests, discover_resources, write_manifests
+from etctl.common import ENTRY_POINT_GROUP, check_manifests, discover, write_manifests
 
 __all__ = ["add_parser", "command"]
 
@@ -33,7 +33,7 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
 
 def command(args: argparse.Namespace) -> int:
     """Run ``etctl crds``; returns the exit status."""
-    resources = discover_resources()
+    resources = discover().custom_resources()
     if not resources:
         print(f"no custom resources registered under {ENTRY_POINT_GROUP}", file=sys.stderr)  # noqa: T201
         return 1

@@ -20,7 +20,6 @@ structural.
 
 from etctl.common._crd.files import (
     check_manifests,
-    discover_resources,
     dump_yaml,
     render_manifests,
     write_manifests,
@@ -43,7 +42,6 @@ __all__ = [
     "ScaleSubresource",
     "check_manifests",
     "crd_manifest",
-    "discover_resources",
     "dump_yaml",
     "openapi_schema",
     "render_manifests",

@@ -15,13 +15,12 @@ from typing import Any
 
 import yaml
 
-from etctl.common._crd.resource import ENTRY_POINT_GROUP, CustomResource, crd_manifest
+from etctl.common._crd.resource import CustomResource, crd_manifest
 from etctl.common._generated import check_files, write_files
 from etctl.errors import ConfigError
 
 __all__ = [
     "check_manifests",
-    "discover_resources",
     "dump_yaml",
     "render_manifests",
     "write_manifests",
@@ -78,15 +77,3 @@ def check_manifests(out_dir: Path, resources: Iterable[CustomResource]) -> list[
         differs="differs from the generated CRD",
         stale="generated for a custom resource that no longer exists",
     )
-
-
-def discover_resources(group: str = ENTRY_POINT_GROUP) -> list[CustomResource]:
-    """The CRDs of every job kind registered under the entry-point ``group``, sorted by name.
-
-    Raises:
-        ConfigError: an entry point loads something unusable (see :mod:`etctl.common._registry`).
-    """
-    # Imported here: the registry builds on this module's CustomResource.
-    from etctl.common._registry import discover  # noqa: PLC0415
-
-    return discover(group).custom_resources()

@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from etctl.common import (
+    JOB_ROLE,
     CustomResource,
     FailureAction,
     JobConditionType,
@@ -43,8 +44,8 @@ from etctl.common import (
     RestartPolicy,
     Verdict,
     failure_action,
+    replica_labels,
 )
-from etctl.common import _labels as labels
 from etctl.jobs.tfjob import _tfconfig as tfconfig
 from etctl.jobs.tfjob._api import (
     CUSTOM_RESOURCES,
@@ -172,7 +173,7 @@ class TFJobPlugin:
         """Add the default port, ``TF_CONFIG`` and the master role label to a new pod."""
         if is_master_role(job, ref.replica_type, ref.index):
             metadata = pod.setdefault("metadata", {})
-            metadata.setdefault("labels", {})[labels.JOB_ROLE] = "master"
+            metadata.setdefault("labels", {})[JOB_ROLE] = "master"
         pod_spec = pod.get("spec")
         container = _tensorflow_container(pod_spec) if isinstance(pod_spec, Mapping) else None
         if container is None:
@@ -200,7 +201,7 @@ class TFJobPlugin:
         spec = job.spec.tf_replica_specs.get(ref.replica_type)
         if spec is None:
             return None
-        selector = labels.replica_labels(
+        selector = replica_labels(
             job.metadata.name, state.settings.operator_name, ref.replica_type, ref.index
         )
         return {

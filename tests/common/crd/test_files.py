@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from etctl.common import discover
 from etctl.common._crd import (
     check_manifests,
     crd_manifest,
-    discover_resources,
     render_manifests,
     write_manifests,
 )
@@ -52,16 +52,16 @@ def test_duplicate_resources_are_rejected() -> None:
 
 
 def test_builtin_resources_are_discovered_through_entry_points() -> None:
-    names = [resource.name for resource in discover_resources()]
+    names = [resource.name for resource in discover().custom_resources()]
     assert names == [
         "scaleins.kai.alibabacloud.com",
         "scaleouts.kai.alibabacloud.com",
         "tfjobs.kubeflow.org",
         "trainingjobs.kai.alibabacloud.com",
     ]
-    assert discover_resources("etctl.no-such-group") == []
+    assert discover("etctl.no-such-group").custom_resources() == []
 
 
 def test_committed_manifests_match_the_generator() -> None:
-    problems = check_manifests(CRD_DIR, discover_resources())
+    problems = check_manifests(CRD_DIR, discover().custom_resources())
     assert problems == [], "regenerate with: etctl crds manifests/crds"

@@ -7,13 +7,13 @@ from typing import Any
 import pytest
 import yaml
 
+from etctl.common import discover
 from etctl.common._crd import (
     CRDVersion,
     CustomResource,
     PrinterColumn,
     ScaleSubresource,
     crd_manifest,
-    discover_resources,
 )
 from etctl.common._structural import structural_problems
 from etctl.errors import ConfigError
@@ -199,7 +199,7 @@ def walk(node: Any, path: str = "") -> list[tuple[str, dict[str, Any]]]:
     return found
 
 
-@pytest.mark.parametrize("resource", discover_resources(), ids=lambda r: r.name)
+@pytest.mark.parametrize("resource", discover().custom_resources(), ids=lambda r: r.name)
 def test_every_generated_schema_is_structural(resource: CustomResource) -> None:
     for version in crd_manifest(resource)["spec"]["versions"]:
         schema = version["schema"]["openAPIV3Schema"]
