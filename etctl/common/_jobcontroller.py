@@ -49,7 +49,7 @@ from etctl.common._plugin import Capabilities, JobPlugin, JobSettings, JobState
 from etctl.common._podgroups import PodGroupSync
 from etctl.common._replicas import ReplicaSync
 from etctl.common._round import Round
-from etctl.common._runpolicy import RunPolicy
+from etctl.common._runpolicy import RunPolicyEnforcer
 from etctl.common._status import (
     ConditionChange,
     compute_status,
@@ -128,7 +128,7 @@ class JobController(Generic[JobT]):
         control = self._control = ChildControl(client, recorder, self.expectations)
         scheduler = gang.scheduler_for(self.settings.gang_scheduler)
         self._podgroups = PodGroupSync(scheduler, control, cache) if scheduler else None
-        self._policy = RunPolicy(plugin, self.capabilities, control, self._podgroups)
+        self._policy = RunPolicyEnforcer(plugin, self.capabilities, control, self._podgroups)
         self._replicas = ReplicaSync(plugin, self.capabilities, control, cache, scheduler)
         extras = self.capabilities.extra_objects
         self._extras = ExtraObjectSync[JobT](extras, control, cache) if extras else None

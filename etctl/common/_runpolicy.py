@@ -25,7 +25,7 @@ fired the deadline: trainer#3358):
   job resumes, so time spent suspended does not count;
 * the TTL expires at ``completionTime + ttlSecondsAfterFinished``, when the job is deleted.
 
-:class:`RunPolicy` applies these rules to a :class:`~etctl.common._round.Round` (steps 3-5 of the
+:class:`RunPolicyEnforcer` applies these rules to a :class:`~etctl.common._round.Round` (steps 3-5 of the
 reconcile): finishing, suspension and resumption, the deadline, the backoff limit and whole-job
 restarts (:class:`~etctl.common.RestartsWholeJob`: when the plugin's verdict says Failed and
 the backoff budget allows, every pod is deleted and recreated instead of failing the job; each such
@@ -49,7 +49,7 @@ from etctl.common._round import Round
 from etctl.common._status import ConditionChange
 from etctl.runtime import PODS, SERVICES, ObjectView, objects, pod_phase, pod_restarts
 
-__all__ = ["RunPolicy", "deadline_remaining", "pods_to_clean", "ttl_remaining"]
+__all__ = ["RunPolicyEnforcer", "deadline_remaining", "pods_to_clean", "ttl_remaining"]
 
 _RUNNING_PHASES = frozenset({"Running", "Pending"})
 # Failures that take every pod and service with them, whatever cleanPodPolicy says.
@@ -85,7 +85,7 @@ def ttl_remaining(
     return _remaining(completion_time, ttl_seconds_after_finished, now)
 
 
-class RunPolicy:
+class RunPolicyEnforcer:
     """Steps 3-5 of the reconcile: finish, suspend or resume, deadline, backoff, whole restarts.
 
     Args:
