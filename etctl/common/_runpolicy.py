@@ -25,11 +25,11 @@ fired the deadline: trainer#3358):
   job resumes, so time spent suspended does not count;
 * the TTL expires at ``completionTime + ttlSecondsAfterFinished``, when the job is deleted.
 
-:class:`RunPolicyEnforcer` applies these rules to a :class:`~etctl.common._round.Round` (steps 3-5 of the
-reconcile): finishing, suspension and resumption, the deadline, the backoff limit and whole-job
-restarts (:class:`~etctl.common.RestartsWholeJob`: when the plugin's verdict says Failed and
-the backoff budget allows, every pod is deleted and recreated instead of failing the job; each such
-round costs one restart plus the in-place restarts the deleted pods had).
+:class:`RunPolicyEnforcer` applies these rules to a :class:`~etctl.common._round.Round` (steps 3 to
+5 of the reconcile): finishing, suspension and resumption, the deadline, the backoff limit and
+whole-job restarts (:class:`~etctl.common.RestartsWholeJob`: when the plugin's verdict says Failed
+and the backoff budget allows, every pod is deleted and recreated instead of failing the job; each
+such round costs one restart plus the in-place restarts the deleted pods had).
 """
 
 from __future__ import annotations
