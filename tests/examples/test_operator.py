@@ -1,0 +1,167 @@
+"""The example operator of docs/runtime.md (examples/operator/greeter.py), run as a user runs it.
+
+In process with a Manager, and as its own process against an API server it reaches through a
+kubeconfig, on the embedded API server (with its garbage collector): the ConfigMap follows the
+Greeting, drift is repaired, a foreign ConfigMap is left alone, status converges and is written
+once, and deleting the Greeting deletes what it owned.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import sys
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest_asyncio
+import yaml
+
+from etctl.runtime import CONFIGMAPS, Client, Manager, ManagerOptions, objects
+from etctl.testing import ApiServer
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "operator"
+
+
+def _load() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("greeter_example", EXAMPLE / "greeter.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+greeter = _load()
+GREETINGS = greeter.GREETINGS
+
+
+async def eventually(condition: Callable[[], Any], *, timeout: float = 20.0) -> None:
+    """Poll ``condition`` (real time, bounded: the bound only turns a hang into a failure)."""
+    async with asyncio.timeout(timeout):
+        while not await condition():
+            await asyncio.sleep(0.01)
+
+
+@pytest_asyncio.fixture
+async def server() -> AsyncIterator[ApiServer]:
+    crd = yaml.safe_load((EXAMPLE / "crd.yaml").read_text(encoding="utf-8"))
+    async with ApiServer(crds=[crd]) as api:
+        yield api
+
+
+@pytest_asyncio.fixture
+async def client(server: ApiServer, tmp_path: Path) -> AsyncIterator[Client]:
+    async with Client.connect(server.write_kubeconfig(tmp_path / "kubeconfig")) as connected:
+        yield connected
+
+
+def _greeting(name: str, who: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "example.etctl.dev/v1",
+        "kind": "Greeting",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"name": who},
+    }
+
+
+async def _message(client: Client, name: str) -> str | None:
+    found = await client.list(CONFIGMAPS, namespace="default")
+    for cm in found.items:
+        if objects.name(cm) == name:
+            return str((cm.get("data") or {}).get("message"))
+    return None
+
+
+async def test_the_greeter_converges_repairs_and_cleans_up(client: Client) -> None:
+    manager = Manager(client, options=ManagerOptions())
+    greeter.setup(manager)
+    async with asyncio.TaskGroup() as group:
+        group.create_task(manager.run(), name="greeter")
+        await manager.wait_started()
+        created = await client.create(GREETINGS, _greeting("world", "World"))
+
+        async def says(text: str) -> bool:
+            return await _message(client, "world-greeting") == text
+
+        await eventually(lambda: says("Hello, World!"))
+        cm = await client.get(CONFIGMAPS, "world-greeting", namespace="default")
+        assert objects.controller_of(cm) is not None
+        assert objects.is_controlled_by(cm, created)
+
+        async def ready() -> bool:
+            got = await client.get(GREETINGS, "world", namespace="default")
+            conditions = (got.get("status") or {}).get("conditions") or []
+            return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+
+        await eventually(ready)
+
+        # Drift is repaired; a spec change is followed.
+        await client.patch(
+            CONFIGMAPS, "world-greeting", {"data": {"message": "edited"}}, namespace="default"
+        )
+        await eventually(lambda: says("Hello, World!"))
+        await client.patch(GREETINGS, "world", {"spec": {"greeting": "Hi"}}, namespace="default")
+        await eventually(lambda: says("Hi, World!"))
+
+        # A ConfigMap of the wanted name that is not ours is left alone, and said so.
+        foreign = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "taken-greeting", "namespace": "default"},
+            "data": {"message": "mine"},
+        }
+        await client.create(CONFIGMAPS, foreign)
+        await client.create(GREETINGS, _greeting("taken", "Nobody"))
+
+        async def refused() -> bool:
+            got = await client.get(GREETINGS, "taken", namespace="default")
+            conditions = (got.get("status") or {}).get("conditions") or []
+            return any(c["reason"] == "NameTaken" for c in conditions)
+
+        await eventually(refused)
+        assert await _message(client, "taken-greeting") == "mine"
+
+        # Deleting the Greeting deletes its ConfigMap (the garbage collector follows the owner).
+        await client.delete(GREETINGS, "world", namespace="default")
+        await eventually(lambda: _absent(client, "world-greeting"))
+        assert await _message(client, "taken-greeting") == "mine"
+        manager.stop()
+
+
+async def _absent(client: Client, name: str) -> bool:
+    return await _message(client, name) is None
+
+
+async def test_the_example_runs_as_its_own_process(server: ApiServer, tmp_path: Path) -> None:
+    kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(EXAMPLE / "greeter.py"),
+        "--kubeconfig",
+        str(kubeconfig),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        async with Client.connect(kubeconfig) as client:
+            manifest = yaml.safe_load((EXAMPLE / "greeting.yaml").read_text(encoding="utf-8"))
+            await client.create(GREETINGS, manifest, namespace="default")
+
+            async def greeted() -> bool:
+                return await _message(client, "world-greeting") == "Hello, World!"
+
+            await eventually(greeted, timeout=60)
+    finally:
+        process.terminate()
+        out, err = await asyncio.wait_for(process.communicate(), timeout=30)
+    assert process.returncode == 0, err.decode()
+    assert out == b""  # logs go to stderr, never stdout
+
+
+def test_the_guide_shows_the_example_exactly() -> None:
+    guide = (EXAMPLE.parents[1] / "docs" / "runtime.md").read_text(encoding="utf-8")
+    source = (EXAMPLE / "greeter.py").read_text(encoding="utf-8")
+    assert f"```python\n{source}```" in guide
