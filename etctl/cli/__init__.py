@@ -6,6 +6,11 @@
 * ``etctl sandbox``: an embedded cluster with the operator, and ``--demo`` of an elastic job
   (:mod:`etctl.cli._sandbox`).
 
+In Python, :func:`run_sandbox` starts the same sandbox as ``etctl sandbox`` (with
+:class:`SandboxOptions`), hands a :class:`Sandbox` to your coroutine once the operator's caches
+have synced, and stops everything when it returns. They are loaded on first use, so ``etctl run``
+never imports the embedded API server.
+
 Exit statuses follow the usual conventions: 0 success (a SIGTERM drain included), 1 a failure while
 running (a cache that cannot sync, a lost lease), 2 a usage error (an unknown flag, a bad value in a
 flag or an ``ETCTL_`` variable), always with a one-line message and never a traceback.
@@ -16,6 +21,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from etctl._version import __version__
 from etctl.cli import _crds as crds
@@ -23,7 +29,28 @@ from etctl.cli import _manifests as manifests
 from etctl.cli import _run as run
 from etctl.cli import _sandbox as sandbox
 
-__all__ = ["build_parser", "main"]
+if TYPE_CHECKING:
+    from etctl.cli._embedded import Sandbox, run_sandbox
+    from etctl.cli._sandbox_options import SandboxOptions
+
+__all__ = ["Sandbox", "SandboxOptions", "build_parser", "main", "run_sandbox"]
+
+_LAZY = {
+    "Sandbox": "etctl.cli._embedded",
+    "run_sandbox": "etctl.cli._embedded",
+    "SandboxOptions": "etctl.cli._sandbox_options",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Load the sandbox's names on first use (they bring the embedded API server with them)."""
+    module = _LAZY.get(name)
+    if module is None:
+        msg = f"module {__name__!r} has no attribute {name!r}"
+        raise AttributeError(msg)
+    import importlib  # noqa: PLC0415
+
+    return getattr(importlib.import_module(module), name)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
+from etctl.cli import Sandbox, run_sandbox
 from etctl.cli._demo import run_demo
-from etctl.cli._embedded import Sandbox, run_sandbox
 from etctl.cli._sandbox_options import DemoOptions, SandboxOptions
 from etctl.cli._timeline import Timeline
 from etctl.testing import Behaviour, PodPolicy

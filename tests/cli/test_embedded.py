@@ -9,7 +9,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from etctl.cli._embedded import Sandbox, run_sandbox
+from etctl.cli import Sandbox, run_sandbox
 from etctl.cli._sandbox_options import SandboxOptions
 from etctl.errors import NotFound
 from etctl.jobs.trainingjob._api import TRAININGJOBS

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from etctl.cli._embedded import Sandbox, run_sandbox
+from etctl.cli import Sandbox, run_sandbox
 from etctl.cli._sandbox_options import SandboxOptions
 from etctl.cli._sandbox_session import usage_lines
 
