@@ -4,13 +4,21 @@ One :class:`Client` talks to one cluster, for any resource named by a
 :class:`~etctl.runtime.Resource`. Requests and answers are the API's JSON as plain dicts
 (:data:`~etctl.runtime.KubeObject`), decoded with orjson from the raw body;
 kubernetes_asyncio's generated model classes are never built (they cost several times the memory
-and the decode time). This module and its private helpers are the only importers of
-kubernetes_asyncio.
+and the decode time). kubernetes_asyncio is used for configuration and authentication
+(:mod:`etctl.runtime._kubeconfig`) and its HTTP transport (:mod:`etctl.runtime._transport`).
 
-The client is one class in a few modules, one concept each: construction and the reads and
-watches here, the write verbs in :mod:`etctl.runtime._writes`, the pod subresources (``exec``,
-``log``) in :mod:`etctl.runtime._podverbs`, request addressing in :mod:`etctl.runtime._addressing`,
-and :class:`ClientOptions` in :mod:`etctl.runtime._client_options` (all importable from here).
+The verbs are one class here: construction, reads and watches, writes (create, replace, patch,
+delete) and the pod subresources (``exec``, ``logs``). What each verb puts on the wire is in
+:mod:`etctl.runtime._requests`, where it goes in :mod:`etctl.runtime._addressing`, attempts and
+retries in :mod:`etctl.runtime._caller` and :mod:`etctl.runtime._retry`, the HTTP plumbing in
+:mod:`etctl.runtime._transport`, watch decoding in :mod:`etctl.runtime._watch` and the exec
+protocol in :mod:`etctl.runtime._exec`.
+
+Each write says whether repeating it is safe (:class:`~etctl.runtime._retry.RetrySafety`), and the
+caller retries only what may be retried: a named create is idempotent, a ``generateName`` create is
+retried only when the server provably did not act, a JSON patch only when it starts with a ``test``
+op, and a 409 never. ``exec`` runs a command over the remote-command WebSocket protocols under one
+hard timeout for the whole exchange; a non-zero exit code is a result, never an error.
 
 Guarantees:
 
@@ -38,34 +46,37 @@ is gone, which is what was asked.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
 
 import aiohttp
 
+from etctl.errors import NotFound, TransportError
+from etctl.runtime import _objects as objects
 from etctl.runtime import _requests as wire
 from etctl.runtime._addressing import namespace_for, path_for
 from etctl.runtime._caller import Caller
 from etctl.runtime._client_options import ClientOptions
-from etctl.runtime._exec import ExecResult
+from etctl.runtime._exec import PROTOCOLS, ExecResult, ExecSession
 from etctl.runtime._kubeconfig import (
     ClusterConfig,
     in_cluster_available,
     load_in_cluster,
     load_kubeconfig,
 )
-from etctl.runtime._objects import KubeObject
-from etctl.runtime._podverbs import PodVerbs
+from etctl.runtime._objects import KubeObject, ObjectView
 from etctl.runtime._requests import ObjectList, PatchType, PropagationPolicy
-from etctl.runtime._resources import Resource
-from etctl.runtime._retry import RetryPolicy
+from etctl.runtime._resources import PODS, Resource
+from etctl.runtime._retry import RetryPolicy, RetrySafety
 from etctl.runtime._transport import Transport
 from etctl.runtime._watch import WatchEvent, WatchEventType, WatchIdleTimeout, WatchStream
-from etctl.runtime._writes import WriteVerbs
 
 _Objects = list[KubeObject]
+_LIST = list
 _Pairs = list[tuple[str, str]]
 
 __all__ = [
@@ -83,7 +94,7 @@ __all__ = [
 ]
 
 
-class Client(WriteVerbs, PodVerbs):
+class Client:
     """An asynchronous client of one Kubernetes API server.
 
     Open one with ``async with Client.connect() as client:`` (it closes on exit), or build it with
@@ -333,3 +344,318 @@ class Client(WriteVerbs, PodVerbs):
             yield stream
         finally:
             stream.close()
+
+    # -- writes
+
+    async def create(
+        self,
+        res: Resource,
+        obj: ObjectView,
+        *,
+        namespace: str | None = None,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+    ) -> KubeObject:
+        """Create an object; returns it as stored (uid, resourceVersion, defaults).
+
+        Raises:
+            AlreadyExists: the name is taken (see the module's retry rule for creates).
+            Invalid: the object failed validation.
+        """
+        path = path_for(res, namespace_for(res, namespace, obj))
+        raw = await self._caller.send(
+            "POST",
+            path,
+            query=wire.write_query(dry_run=dry_run, field_manager=field_manager),
+            body=wire.typed(res, obj),
+            safety=RetrySafety.IDEMPOTENT if objects.name(obj) else RetrySafety.UNSENT,
+        )
+        return wire.decode_object(raw)
+
+    async def _put(
+        self,
+        res: Resource,
+        obj: ObjectView,
+        *,
+        namespace: str | None,
+        sub: str | None,
+        dry_run: bool,
+        field_manager: str | None,
+    ) -> KubeObject:
+        path = path_for(res, namespace_for(res, namespace, obj), objects.name(obj), sub)
+        raw = await self._caller.send(
+            "PUT",
+            path,
+            query=wire.write_query(dry_run=dry_run, field_manager=field_manager),
+            body=wire.typed(res, obj),
+        )
+        return wire.decode_object(raw)
+
+    async def replace(
+        self,
+        res: Resource,
+        obj: ObjectView,
+        *,
+        namespace: str | None = None,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+    ) -> KubeObject:
+        """Replace an object (PUT); a ``metadata.resourceVersion`` in ``obj`` makes it conditional.
+
+        Retried on transient failures: a PUT of the same body is idempotent, and with a
+        resourceVersion a repeat after a lost success answers Conflict, the honest outcome.
+
+        Raises:
+            Conflict: the resourceVersion is stale (never retried).
+            NotFound: no such object.
+        """
+        return await self._put(
+            res, obj, namespace=namespace, sub=None, dry_run=dry_run, field_manager=field_manager
+        )
+
+    async def replace_status(
+        self,
+        res: Resource,
+        obj: ObjectView,
+        *,
+        namespace: str | None = None,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+    ) -> KubeObject:
+        """Replace the ``status`` of an object through the ``/status`` subresource."""
+        return await self._put(
+            res,
+            obj,
+            namespace=namespace,
+            sub="status",
+            dry_run=dry_run,
+            field_manager=field_manager,
+        )
+
+    async def patch(
+        self,
+        res: Resource,
+        name: str,
+        patch: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+        *,
+        namespace: str | None = None,
+        patch_type: PatchType = PatchType.MERGE,
+        subresource: str | None = None,
+        field_manager: str | None = None,
+        force: bool | None = None,
+        dry_run: bool = False,
+    ) -> KubeObject:
+        """Patch an object (or one of its subresources).
+
+        Server-side apply (``PatchType.APPLY``) sends the fields this manager owns; its field
+        manager defaults to ``options.field_manager``, and ``force=True`` takes fields over from
+        other managers. Merge, strategic and apply patches are retried; a JSON patch only when it
+        starts with a ``test`` op (see :func:`etctl.runtime._requests.patch_body`).
+
+        Raises:
+            Conflict: a resourceVersion in the patch is stale, or an apply conflicts with another
+                manager's fields (without ``force``).
+            UnsupportedMediaType: a strategic merge patch on a custom resource.
+        """
+        if force is not None and patch_type is not PatchType.APPLY:
+            msg = "force is only valid for server-side apply"
+            raise ValueError(msg)
+        if patch_type is PatchType.APPLY:
+            field_manager = field_manager or self.options.field_manager
+        body, safety = wire.patch_body(res, patch, patch_type)
+        path = path_for(res, namespace_for(res, namespace), name, subresource)
+        raw = await self._caller.send(
+            "PATCH",
+            path,
+            query=wire.write_query(dry_run=dry_run, field_manager=field_manager, force=force),
+            body=body,
+            content_type=patch_type.value,
+            safety=safety,
+        )
+        return wire.decode_object(raw)
+
+    async def patch_status(
+        self,
+        res: Resource,
+        name: str,
+        patch: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+        *,
+        namespace: str | None = None,
+        patch_type: PatchType = PatchType.MERGE,
+        field_manager: str | None = None,
+        force: bool | None = None,
+        dry_run: bool = False,
+    ) -> KubeObject:
+        """Patch the ``/status`` subresource (see :meth:`patch`)."""
+        return await self.patch(
+            res,
+            name,
+            patch,
+            namespace=namespace,
+            patch_type=patch_type,
+            subresource="status",
+            field_manager=field_manager,
+            force=force,
+            dry_run=dry_run,
+        )
+
+    async def delete(
+        self,
+        res: Resource,
+        name: str,
+        *,
+        namespace: str | None = None,
+        propagation_policy: PropagationPolicy | None = None,
+        grace_period_seconds: int | None = None,
+        preconditions: Mapping[str, str] | None = None,
+        dry_run: bool = False,
+    ) -> KubeObject | None:
+        """Delete an object.
+
+        Args:
+            res: the resource.
+            name: the object's name.
+            namespace: its namespace (namespaced resources).
+            propagation_policy: what happens to dependents (the server's default when ``None``).
+            grace_period_seconds: pods only: seconds before the kubelet kills it.
+            preconditions: ``{"uid": ..., "resourceVersion": ...}`` the object must still have.
+            dry_run: validate without deleting.
+
+        Returns:
+            The object's last state (still present with a ``deletionTimestamp`` while finalizers or
+            a grace period hold it), or ``None`` when the server answered with a ``Status`` or the
+            object vanished during a retry.
+
+        Raises:
+            NotFound: no such object.
+            Conflict: a precondition failed.
+        """
+        path = path_for(res, namespace_for(res, namespace), name)
+        query, body = wire.delete_options(
+            propagation_policy=propagation_policy,
+            grace_period_seconds=grace_period_seconds,
+            preconditions=preconditions,
+            dry_run=dry_run,
+        )
+        uncertain: list[bool] = []
+        try:
+            raw = await self._caller.send(
+                "DELETE", path, query=query, body=body, uncertain=uncertain
+            )
+        except NotFound:
+            if uncertain:
+                return None
+            raise
+        result = wire.decode_object(raw)
+        return None if result.get("kind") == "Status" else result
+
+    async def delete_collection(
+        self,
+        res: Resource,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        propagation_policy: PropagationPolicy | None = None,
+        grace_period_seconds: int | None = None,
+        dry_run: bool = False,
+    ) -> _Objects:
+        """Delete every matching object of a namespace (or of a cluster-scoped resource).
+
+        Returns:
+            The deleted objects' last states, as the server reported them.
+        """
+        path = path_for(res, namespace_for(res, namespace))
+        query, body = wire.delete_options(
+            propagation_policy=propagation_policy,
+            grace_period_seconds=grace_period_seconds,
+            preconditions=None,
+            dry_run=dry_run,
+            label_selector=label_selector,
+            field_selector=field_selector,
+        )
+        result = wire.decode_object(await self._caller.send("DELETE", path, query=query, body=body))
+        items = result.get("items")
+        return items if isinstance(items, _LIST) else []
+
+    # -- pod subresources
+
+    async def exec(
+        self,
+        namespace: str,
+        pod: str,
+        command: Sequence[str],
+        *,
+        container: str | None = None,
+        stdin: bytes | None = None,
+        timeout: float,
+    ) -> ExecResult:
+        """Run ``command`` in a pod's container and wait for it to exit.
+
+        Args:
+            namespace: the pod's namespace.
+            pod: the pod's name.
+            command: the program and its arguments (no shell unless you run one).
+            container: the container (required when the pod has several).
+            stdin: bytes fed to the command's standard input (closed afterwards where the server
+                speaks ``v5.channel.k8s.io``).
+            timeout: seconds for the whole exchange, connection included.
+
+        Returns:
+            stdout, stderr and the exit code (a non-zero exit code is a result, not an error).
+
+        Raises:
+            ApiError: the exec was refused (no such pod or container, 403) or could not start.
+            TransportError: the connection failed or ``timeout`` passed.
+        """
+        if not command:
+            msg = "exec needs a command"
+            raise ValueError(msg)
+        query = [("command", part) for part in command]
+        if container:
+            query.append(("container", container))
+        query += [
+            ("stdin", wire.flag(stdin is not None)),
+            ("stdout", "true"),
+            ("stderr", "true"),
+            ("tty", "false"),
+        ]
+        path = path_for(PODS, namespace, pod, "exec")
+        transport = self._caller.transport
+        try:
+            async with asyncio.timeout(timeout):
+                ws = await transport.ws_connect(
+                    path, query=query, protocols=PROTOCOLS, timeout=timeout
+                )
+                async with ws:
+                    return await ExecSession(ws, stdin=stdin).run()
+        except TimeoutError as exc:
+            msg = f"exec in {namespace}/{pod} did not finish within {timeout} s"
+            raise TransportError(msg) from exc
+
+    async def logs(
+        self,
+        namespace: str,
+        pod: str,
+        *,
+        container: str | None = None,
+        tail_lines: int | None = None,
+        since_seconds: int | None = None,
+        previous: bool = False,
+        timestamps: bool = False,
+    ) -> str:
+        """A container's log so far (not followed), as text."""
+        query: _Pairs = []
+        if container:
+            query.append(("container", container))
+        if tail_lines is not None:
+            query.append(("tailLines", str(tail_lines)))
+        if since_seconds is not None:
+            query.append(("sinceSeconds", str(since_seconds)))
+        if previous:
+            query.append(("previous", "true"))
+        if timestamps:
+            query.append(("timestamps", "true"))
+        path = path_for(PODS, namespace, pod, "log")
+        raw = await self._caller.send("GET", path, query=query, accept="*/*")
+        return raw.body.decode("utf-8", "replace")

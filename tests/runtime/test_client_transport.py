@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import json
 import time
@@ -12,7 +11,6 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-import etctl
 from etctl.errors import (
     AlreadyExists,
     Conflict,
@@ -198,26 +196,6 @@ async def test_connection_refused_is_a_transport_error_counted_as_error(tmp_path
         after = requests_total("<error>", "GET", host)
     assert after - before == 5  # every attempt is counted
     assert len(clock.slept) == 4
-
-
-def test_only_the_client_imports_its_private_helpers() -> None:
-    # Errors the client raises are public (etctl.errors), so no caller needs its internals.
-    private = {f"etctl.runtime.{m}" for m in ("_transport", "_caller", "_retry", "_requests")}
-    private |= {
-        f"etctl.runtime.{m}" for m in ("_watch", "_exec", "_addressing", "_writes", "_pods")
-    }
-    root = Path(etctl.__file__).parent
-    offenders: list[str] = []
-    for path in root.rglob("*.py"):
-        relative = path.relative_to(root.parent).as_posix()
-        if relative.startswith(("etctl/runtime/client", "etctl/runtime/_")):
-            continue
-        offenders.extend(
-            f"{relative}: {node.module}"
-            for node in ast.walk(ast.parse(path.read_text()))
-            if isinstance(node, ast.ImportFrom) and node.module in private
-        )
-    assert offenders == []
 
 
 async def test_a_server_that_never_answers_times_out(tmp_path: Path) -> None:
