@@ -18,9 +18,10 @@ etctl is also a library, so its loggers never depend on how (or whether) the pro
 structlog: every etctl logger writes through the standard library's ``logging`` under its module
 name (``etctl.runtime._controller``...). Until :func:`configure` is called (``etctl run`` and
 ``etctl sandbox`` call it; a program embedding etctl may, or may configure ``logging`` its own way),
-lines are rendered as plain text and go wherever the program's ``logging`` sends them: with no
-configuration at all, that is Python's last-resort handler, warnings and above on standard error.
-Nothing is ever written to standard output.
+lines go through the program's own structlog processors if it configured structlog, else they are
+plain text; either way they go wherever the program's ``logging`` sends them (with no configuration
+at all, Python's last-resort handler: warnings and above on standard error). Nothing is ever
+written to standard output, and :func:`redact` always runs first.
 """
 
 from __future__ import annotations
@@ -75,9 +76,20 @@ _PLAIN = structlog.dev.ConsoleRenderer(colors=False)
 
 
 def _hand_over(logger: Any, method: str, event: MutableMapping[str, Any]) -> Any:
-    """The last processor: to etctl's formatter once configured, else plain text for ``logging``."""
+    """The last processor: etctl's formatter, else the program's structlog, else plain text.
+
+    Once :func:`configure` ran, events go to its formatter on the root logger. A program that
+    configured structlog itself (or a test inside ``structlog.testing.capture_logs()``) gets
+    etctl's events through its own processors, after etctl's (so secrets are already redacted).
+    Otherwise they are plain text for the standard library's ``logging``.
+    """
     if _configured:
         return structlog.stdlib.ProcessorFormatter.wrap_for_formatter(logger, method, event)
+    if structlog.is_configured():
+        rendered: Any = event
+        for processor in structlog.get_config()["processors"]:
+            rendered = processor(logger, method, rendered)
+        return rendered
     return _PLAIN(logger, method, event)
 
 

@@ -10,6 +10,7 @@ import sys
 from collections.abc import Iterator
 
 import pytest
+from structlog.testing import capture_logs
 
 import etctl.log
 from etctl.log import bind_context, configure, get_logger
@@ -64,3 +65,12 @@ def test_configured_json_carries_bound_context_and_redacts_secrets(
     assert (line["controller"], line["namespace"], line["name"]) == ("jobs", "ns", "a")
     assert line["token"] == "<redacted>"
     assert line["replicas"] == 3
+
+
+def test_a_program_that_configured_structlog_gets_etctl_events_through_it() -> None:
+    log = get_logger("etctl.example")
+    with capture_logs() as captured:
+        log.warning("seen by the program", password="hunter2")
+    assert [(e["event"], e["log_level"], e["password"]) for e in captured] == [
+        ("seen by the program", "warning", "<redacted>")
+    ]
