@@ -3,7 +3,9 @@
 * the elastic replica type is Worker; its desired count is ``spec.etReplicaSpecs.worker.replicas``
   (what ``kubectl scale`` and an HPA write), bounded by ``minReplicas`` (unset: 1) and
   ``maxReplicas`` (unset: no limit);
-* members are ``<job>-worker-<index>``; slots per worker as the hostfile has them;
+* members are ``<job>-worker-<index>``, recorded in et-operator's status fields
+  (``targetWorkers``, ``currentWorkers``, ``lastWorkerIndex``, ``currentScaler`` and ``phase``:
+  :data:`~etctl.common.WORKER_FIELDS`); slots per worker as the hostfile has them;
 * workers to replace follow the worker replica's restartPolicy
   (:func:`~etctl.jobs.launcher.workers_to_replace`);
 * the membership is in use while the launcher runs: only then does a worker that stopped running
@@ -66,6 +68,7 @@ def read_elasticity(job: TrainingJob, state: JobState[Any]) -> Elasticity:
         replica_type=TrainingJobReplicaType.WORKER,
         replicas=worker.replicas if worker is not None else 1,
         replicas_path=REPLICAS_PATH,
+        members=job.status.members(),
         min_replicas=low,
         max_replicas=high,
         member_prefix=worker_prefix(job.metadata.name),
