@@ -26,8 +26,9 @@ Optional capabilities, each one method, detected once when the plugin is registe
 * :class:`ExtendsStatus`: status fields of its own (TrainingJob's phase and worker lists);
 * :class:`RestartsWholeJob`: restart every pod of the job after a failure, up to backoffLimit;
 * :class:`DeclaresRBAC`: rules the operator needs beyond the generic ones;
-* :class:`ScalesElastically`: one replica type is an elastic membership that ScaleIn/ScaleOut
+* :class:`ScalesElastically`: one replica type is an elastic job's *members*, which ScaleIn/ScaleOut
   objects and the ``/scale`` subresource resize (the machinery is :mod:`etctl.common._scaling`);
+  the plugin says where its job records them (:class:`Members`, :class:`MemberFields`);
 * :class:`RunsControllers`: controllers of the kind's own besides the job controller (TrainingJob's
   hostfile pusher), registered once when the operator is wired.
 
@@ -65,6 +66,8 @@ __all__ = [
     "JobPlugin",
     "JobSettings",
     "JobState",
+    "MemberFields",
+    "Members",
     "PlansReplicas",
     "PolicyRule",
     "ReplicaRef",
@@ -215,14 +218,58 @@ class ExecTarget:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class MemberFields:
+    """Where an elastic kind records its members in a job's status, as JSON field names.
+
+    The scaling machinery writes only these fields (merge patches of ``/status``, guarded by the
+    version read), besides the ``Scaling`` condition; each is a top-level field of ``status``.
+
+    Attributes:
+        targets: the list of members the job should have (the plan pods are created from).
+        current: the list of members in use (the hostfile), in index order.
+        last_index: the highest member index ever used (an integer).
+        scaler: the scaler being executed (``<Kind>:<namespace>/<name>``).
+        phase: a phase field the machinery keeps equal to the latest condition that holds when it
+            writes conditions (et-operator's ``phase``), or None when the kind has none.
+    """
+
+    targets: str
+    current: str
+    last_index: str
+    scaler: str
+    phase: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Members:
+    """An elastic job's members as its status records them, and where (see :class:`MemberFields`).
+
+    Attributes:
+        fields: the status fields that hold them.
+        targets: the members the job should have, by pod name.
+        current: the members in use, by pod name.
+        last_index: the highest member index ever used (None: none yet).
+        scaler: the scaler being executed, or None.
+    """
+
+    fields: MemberFields
+    targets: tuple[str, ...] = ()
+    current: tuple[str, ...] = ()
+    last_index: int | None = None
+    scaler: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Elasticity:
     """How an elastic job's members may be resized now, as its plugin reads the job.
 
-    The scaling machinery (:mod:`etctl.common._scaling`) keeps the membership in the job's status
-    (``targetWorkers``, ``currentWorkers``, ``lastWorkerIndex``); this is what it needs to know
-    about the kind to do so.
+    The scaling machinery (:mod:`etctl.common._scaling`) keeps the members in the job's status,
+    in fields the plugin names (``members``); this is what it needs to know about the kind to do
+    so. Members are pods of one replica type, named ``<member_prefix><index>``.
 
     Attributes:
+        members: the members as the job records them, and the fields that hold them (the scaling
+            controller refuses an elasticity without them).
         replica_type: the elastic replica type; its pods are the members.
         replicas: the member count the spec asks for (what ``/scale`` writes).
         replicas_path: where that count lives in the object, as JSON keys from the root.
@@ -248,6 +295,7 @@ class Elasticity:
     replica_type: str
     replicas: int
     replicas_path: tuple[str, ...]
+    members: Members | None = None
     min_replicas: int = 1
     max_replicas: int | None = None
     member_prefix: str
@@ -372,10 +420,15 @@ class DeclaresRBAC(Protocol):
 
 @runtime_checkable
 class ScalesElastically(Protocol[JobT_contra]):
-    """One replica type is an elastic membership that scalers and ``/scale`` resize."""
+    """One replica type is an elastic job's members, which scalers and ``/scale`` resize.
+
+    The plugin maps the machinery's notions to its own API: which replica type holds the members,
+    where the desired count lives in the spec, which status fields record the members
+    (:class:`Members`), who consumes them (a launcher's hostfile) and which to replace.
+    """
 
     def elasticity(self, job: JobT_contra, state: JobState[Any]) -> Elasticity:
-        """How the job's members may be resized now."""
+        """How the job's members may be resized now, and where they are recorded."""
         ...
 
 

@@ -1,6 +1,9 @@
 """Scaler adoption: a ScaleIn or ScaleOut becomes its job's, or says why it cannot.
 
-One :class:`ScalerAdoption` reconciler per scaler kind and job kind, keyed by scaler:
+One :class:`ScalerAdoption` reconciler per scaler kind and job kind, keyed by scaler. It handles
+the scalers whose selector names its job kind (``spec.selector.kind``, or no kind for the kind of
+the scalers' own API group: :func:`~etctl.common._scaling.api.scaler_targets`) and leaves the
+others to their kind's:
 
 * a scaler naming an existing job in its namespace (``spec.selector.name``) gets a controller
   ``ownerReference`` to it (so it is garbage-collected with the job, and the job's scaling
@@ -28,7 +31,7 @@ from pydantic import ValidationError
 from etctl.common._api import ConditionStatus, JobConditionType
 from etctl.common._conditions import get_condition, set_condition
 from etctl.common._control import Recorder
-from etctl.common._scaling.api import ScaleIn, ScaleOut, latest_type
+from etctl.common._scaling.api import ScaleIn, ScaleOut, latest_type, scaler_targets, selector_of
 from etctl.common._scaling.writes import GuardedWriter
 from etctl.errors import Conflict, NotFound
 from etctl.log import get_logger
@@ -46,13 +49,15 @@ _CONFLICT_REQUEUE = 1.0
 
 
 def selector_index(obj: ObjectView) -> list[str]:
-    """Index function of :data:`SELECTOR_INDEX`: ``<namespace>/<job name>``, if named."""
-    spec = obj.get("spec")
-    selector = spec.get("selector") if isinstance(spec, dict) else None
-    name = selector.get("name") if isinstance(selector, dict) else None
-    if not isinstance(name, str) or not name:
+    """Index function of :data:`SELECTOR_INDEX`: ``<namespace>/<job name>``, if named.
+
+    The index is shared by every job kind (whatever kind a scaler names, the key is the same):
+    its users keep the scalers that name their kind.
+    """
+    selector = selector_of(obj)
+    if selector is None:
         return []
-    return [f"{objects.namespace(obj)}/{name}"]
+    return [f"{objects.namespace(obj)}/{selector.name}"]
 
 
 def _parse(res: Resource, raw: ObjectView) -> ScaleOut | ScaleIn | None:
@@ -97,7 +102,9 @@ class ScalerAdoption:
         """The scalers naming ``job`` (maps the job's events to scaler keys)."""
         key = f"{objects.namespace(job)}/{objects.name(job)}"
         return [
-            Request.for_object(s) for s in self._cache.by_index(self.scalers, SELECTOR_INDEX, key)
+            Request.for_object(s)
+            for s in self._cache.by_index(self.scalers, SELECTOR_INDEX, key)
+            if scaler_targets(s, self.jobs)
         ]
 
     async def reconcile(self, request: Request) -> Result:
@@ -106,6 +113,8 @@ class ScalerAdoption:
         if raw is None or objects.is_terminating(raw):
             self._writer.forget(self.scalers, request.namespace, request.name)
             return Result()
+        if not scaler_targets(raw, self.jobs):
+            return Result()  # another kind's (or naming no job: the schema requires a name)
         scaler = _parse(self.scalers, raw)
         if scaler is None or scaler.status.finished():
             return Result()

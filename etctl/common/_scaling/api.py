@@ -5,6 +5,11 @@ launcher with a timeout and environment, and records its progress in its own sta
 restarted controller resumes instead of repeating a step. et-operator's manifests parse and apply
 unchanged; the CRDs are the ones et-operator's users know, plus the progress fields below.
 
+Which kind of job (etctl's addition): ``spec.selector.kind`` (and optionally
+``spec.selector.apiGroup``) names the job's kind, so a scaler can resize any elastic kind. A
+selector without a kind names the elastic kind of the scalers' own API group
+(``kai.alibabacloud.com``), which is what et-operator's scalers mean (:func:`scaler_targets`).
+
 * ScaleOut: ``spec.toAdd.count`` workers are added.
 * ScaleIn: either ``spec.toDelete.count`` workers are removed (the controller picks which), or
   exactly the workers in ``spec.toDelete.podNames``; the schema accepts one of the two, never both.
@@ -17,10 +22,11 @@ it acts on them, see :mod:`etctl.common._scaling.machine`): ``addPods`` / ``toDe
 workers chosen), ``step`` (the step under way, :class:`ScaleStep`) and ``stepStartTime`` (when it
 began: the base of the step's timeout).
 
-The status of an elastic *job* (:class:`ElasticWorkersStatus`) carries its membership:
-``targetWorkers`` (the pods the job should have), ``currentWorkers`` (the running members, the
-hostfile) and ``lastWorkerIndex`` (the highest worker index ever used, so that no name is used
-twice).
+Each elastic kind records its job's members in status fields of its own choosing
+(:class:`~etctl.common.MemberFields`). :class:`ElasticWorkersStatus` is et-operator's choice,
+ready for a kind that wants it: ``targetWorkers`` (the pods the job should have),
+``currentWorkers`` (the running members, the hostfile), ``lastWorkerIndex`` (the highest worker
+index ever used, so that no name is used twice) and ``currentScaler``.
 
 The models do not depend on any job kind, so every elastic plugin shares them.
 """
@@ -46,6 +52,8 @@ from etctl.common._api import (
 )
 from etctl.common._conditions import get_condition, is_true
 from etctl.common._crd import CRDVersion, CustomResource, PrinterColumn
+from etctl.common._plugin import MemberFields, Members
+from etctl.runtime import ObjectView, Resource
 
 __all__ = [
     "API_VERSION",
@@ -56,6 +64,7 @@ __all__ = [
     "SCALEOUT",
     "SCALEOUTS",
     "VERSION",
+    "WORKER_FIELDS",
     "ElasticJobStatus",
     "ElasticWorkersStatus",
     "EnvVar",
@@ -73,6 +82,8 @@ __all__ = [
     "ToDelete",
     "latest_type",
     "phase_of",
+    "scaler_targets",
+    "selector_of",
     "validate_scalein",
     "validate_scaleout",
 ]
@@ -103,6 +114,18 @@ class ScalerSelector(ValueModel):
 
     name: str = Field(default="", json_schema_extra={"minLength": 1, "default": None})
     """Name of the job, in the scaler's namespace."""
+    kind: str | None = Field(default=None, json_schema_extra={"minLength": 1})
+    """Kind of the job (etctl extension). Unset: the elastic kind of the scalers' API group."""
+    api_group: str | None = Field(default=None, json_schema_extra={"minLength": 1})
+    """API group of the job's kind (etctl extension), when its kind name alone is ambiguous."""
+
+    def names(self, jobs: Resource) -> bool:
+        """True when this selects a job of the resource ``jobs`` (see :func:`scaler_targets`)."""
+        if self.api_group is not None and self.api_group != jobs.group:
+            return False
+        if self.kind is not None:
+            return self.kind == jobs.kind
+        return jobs.group == GROUP
 
 
 class ToAdd(ValueModel):
@@ -194,8 +217,18 @@ def phase_of(conditions: Sequence[JobCondition]) -> str | None:
     return holding[-1].type if holding else None
 
 
+WORKER_FIELDS = MemberFields(
+    targets="targetWorkers",
+    current="currentWorkers",
+    last_index="lastWorkerIndex",
+    scaler="currentScaler",
+    phase="phase",
+)
+"""et-operator's status fields of an elastic job's members (:class:`ElasticWorkersStatus`)."""
+
+
 class ElasticWorkersStatus(ElasticJobStatus):
-    """The status of an elastic job: et-operator's plus its worker membership."""
+    """The status of an elastic job as et-operator keeps it: a phase, a scaler and the workers."""
 
     target_workers: list[str] = Field(default_factory=list)
     """Worker pods the job should have, by name (the plan pods are created from)."""
@@ -203,6 +236,16 @@ class ElasticWorkersStatus(ElasticJobStatus):
     """Worker pods running and in the hostfile, by name, in index order."""
     last_worker_index: Int32 | None = Field(default=None, json_schema_extra={"minimum": 0})
     """The highest worker index ever used; new workers get higher ones (never a used name)."""
+
+    def members(self) -> Members:
+        """The members these fields record (:data:`WORKER_FIELDS`)."""
+        return Members(
+            fields=WORKER_FIELDS,
+            targets=tuple(self.target_workers),
+            current=tuple(self.current_workers),
+            last_index=self.last_worker_index,
+            scaler=self.current_scaler,
+        )
 
 
 class ScaleStep(StrEnum):
@@ -286,6 +329,30 @@ class ScaleIn(KubeObjectModel):
     """Specification of the scale-in."""
     status: ScaleInStatus = Field(default_factory=ScaleInStatus)
     """Progress of the scale-in (written by the controller)."""
+
+
+def selector_of(obj: ObjectView) -> ScalerSelector | None:
+    """The ``spec.selector`` of a raw scaler, or None when it names no job."""
+    spec = obj.get("spec")
+    selector = spec.get("selector") if isinstance(spec, dict) else None
+    if not isinstance(selector, dict):
+        return None
+    try:
+        parsed = ScalerSelector.model_validate(selector)
+    except ValueError:
+        return None
+    return parsed if parsed.name else None
+
+
+def scaler_targets(obj: ObjectView, jobs: Resource) -> bool:
+    """True when the raw scaler ``obj`` names a job of the resource ``jobs``.
+
+    ``spec.selector.kind`` (with ``spec.selector.apiGroup`` when given) names the kind; a selector
+    without a kind names the kind of the scalers' own API group, ``kai.alibabacloud.com``, as
+    et-operator's scalers do (and a kind in another group only when named).
+    """
+    selector = selector_of(obj)
+    return selector is not None and selector.names(jobs)
 
 
 def _common_problems(spec: ScalerSpec) -> list[str]:

@@ -6,11 +6,12 @@ several workers):
 1. **Read** the job (read-your-writes, :mod:`~etctl.common._scaling.writes`), its pods and the
    scalers it controls (the scalers' index on ``spec.selector.name``; never a cluster-wide list).
    A finished job fails its unfinished scalers (reason ``JobFinished``) and stops there.
-2. **Membership** (:func:`~etctl.common._scaling.machine.settle`): initial targets, replacements of
-   failed or vanished members under new names, and the hostfile around the active scaler, written
-   to the job's status (``targetWorkers``, ``currentWorkers``, ``lastWorkerIndex``) when it
-   changed. The job controller creates and deletes pods from what is written here, only.
-3. **The active scaler** (``status.currentScaler``) advances through the state machine
+2. **Members** (:func:`~etctl.common._scaling.roster.settle`): initial targets, replacements of
+   failed or vanished members under new names, and the members in use around the active scaler,
+   written to the job's status (in the fields its plugin names, :class:`~etctl.common.Members`:
+   targets, current members, highest index) when they changed. The job controller creates and
+   deletes pods from what is written here, only.
+3. **The active scaler** (the plugin's scaler field) advances through the state machine
    (:func:`~etctl.common._scaling.machine.advance`) until it waits; when none is active and the
    job can scale, the oldest pending adopted scaler becomes active (FIFO). How each transition is
    written and acted on (decision first, then targets, desired count, script, outcome) is
@@ -39,7 +40,7 @@ from etctl.common._control import Recorder
 from etctl.common._plugin import Capabilities, JobPlugin, JobSettings, ScalesElastically
 from etctl.common._scaling import metrics
 from etctl.common._scaling.adoption import SELECTOR_INDEX, selector_index
-from etctl.common._scaling.api import SCALEINS, SCALEOUTS
+from etctl.common._scaling.api import SCALEINS, SCALEOUTS, scaler_targets
 from etctl.common._scaling.desired import DesiredCount
 from etctl.common._scaling.machine import advance
 from etctl.common._scaling.observe import (
@@ -128,7 +129,9 @@ class ScalingController:
     # -- wiring
 
     def requests_for_scaler(self, obj: ObjectView) -> Iterable[Request]:
-        """The job a scaler names (maps scaler events to job keys)."""
+        """The job a scaler names, if of this kind (maps scaler events to job keys)."""
+        if not scaler_targets(obj, self.jobs):
+            return []
         return [Request(*key.split("/", 1)) for key in selector_index(obj)]
 
     # -- the reconcile
@@ -146,7 +149,7 @@ class ScalingController:
             return Result()  # the job controller reports what is wrong with it
         seen = await self._observe(raw, job)
         try:
-            if is_finished(seen.status.conditions):
+            if is_finished(seen.conditions):
                 await self._steps.close(seen)
                 return Result()
             return await self._sync(seen)
@@ -208,14 +211,15 @@ class ScalingController:
             last = decided.last_index if decided.last_index is not None else view.last_index
             view = dataclasses.replace(view, targets=decided.targets, last_index=last)
         settled = settle(view, active.scaler if active is not None else None)
-        stored = seen.status
+        stored = seen.members
+        names = stored.fields
         fields: dict[str, Any] = {}
-        if list(settled.targets) != stored.target_workers:
-            fields["targetWorkers"] = list(settled.targets)
-        if list(settled.current) != stored.current_workers:
-            fields["currentWorkers"] = list(settled.current)
-        if settled.last_index != stored.last_worker_index:
-            fields["lastWorkerIndex"] = settled.last_index
+        if settled.targets != stored.targets:
+            fields[names.targets] = list(settled.targets)
+        if settled.current != stored.current:
+            fields[names.current] = list(settled.current)
+        if settled.last_index != stored.last_index:
+            fields[names.last_index] = settled.last_index
         if not fields:
             return
         seen.refresh(await self._writer.patch_status(self.jobs, seen.raw, fields))
@@ -232,7 +236,7 @@ class ScalingController:
     # -- 3. the active scaler
 
     def _active(self, seen: Observation) -> ObservedScaler | None:
-        named = seen.status.current_scaler
+        named = seen.members.scaler
         for observed in seen.scalers:
             if observed.scaler.full_name == named and not observed.scaler.status.finished():
                 return observed

@@ -4,7 +4,8 @@
 never fight), and, with no scaler in flight, follows what a user or an autoscaler wrote: a count
 outside ``[minReplicas, maxReplicas]`` is written back clamped (Warning ``ReplicasClamped``), and a
 count that differs from the job's size creates ``<job>-replicas-<generation>``, a ScaleOut or
-ScaleIn owned by the job, which then runs like any other. A failed one is not created again: set
+ScaleIn owned by the job (its selector names the job's kind unless it is the scalers' default),
+which then runs like any other. A failed one is not created again: set
 the replicas again to retry.
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from etctl.common._control import Recorder
-from etctl.common._scaling.api import SCALEINS, SCALEOUTS
+from etctl.common._scaling.api import SCALEINS, SCALEOUTS, ScalerSelector
 from etctl.common._scaling.observe import Observation
 from etctl.common._scaling.selection import clamp
 from etctl.common._scaling.writes import GuardedWriter
@@ -100,7 +101,10 @@ class DesiredCount:
 
 def _replicas_scaler(seen: Observation, name: str, change: int, jobs: Resource) -> KubeObject:
     owner = objects.make_controller_ref(seen.raw, jobs)
-    spec: dict[str, Any] = {"selector": {"name": seen.name}}
+    selector: dict[str, Any] = {"name": seen.name}
+    if not ScalerSelector(name=seen.name).names(jobs):
+        selector.update(kind=jobs.kind, apiGroup=jobs.group)  # not the scalers' default kind
+    spec: dict[str, Any] = {"selector": selector}
     if change > 0:
         kind = "ScaleOut"
         spec["toAdd"] = {"count": change}

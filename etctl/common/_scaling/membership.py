@@ -1,17 +1,18 @@
-"""An elastic job's members: names, the plan pods are created from, the hostfile, replacements.
+"""An elastic job's members: names, the plan pods are created from, those in use, replacements.
 
-The membership lives in the job's status (:class:`~etctl.common.ElasticWorkersStatus`)
-and only the scaling controller writes it:
+The members live in the job's status, in fields its plugin names (:class:`~etctl.common.Members`:
+et-operator's ``targetWorkers``, ``currentWorkers`` and ``lastWorkerIndex`` for TrainingJob), and
+only the scaling controller writes them:
 
-* ``targetWorkers``: the pods the job should have. The job controller creates and deletes pods
-  from this persisted list only, so every name is decided (and written) before a pod of that name
+* the **targets**: the pods the job should have. The job controller creates and deletes pods from
+  this persisted list only, so every name is decided (and written) before a pod of that name
   exists, and an operator that crashes in between finds the decision, not a guess.
-* ``currentWorkers``: the *members*, the workers in the hostfile: targets whose pod runs, minus
-  the workers a scaler is removing (draining) or has not admitted yet (a scale-out's new workers
-  join all at once, when every one of them runs), in index order.
-* ``lastWorkerIndex``: the highest index ever used. New workers (scale-out, replacements) get the
-  next ones, so a name is never used twice: Horovod blacklists a host whose worker failed, and a
-  new pod under that name would never be used.
+* the **current** members, those in use (a launcher's hostfile): targets whose pod runs, minus the
+  members a scaler is removing (draining) or has not admitted yet (a scale-out's new members join
+  all at once, when every one of them runs), in index order.
+* the **last index**: the highest index ever used. New members (scale-out, replacements) get the
+  next ones, so a name is not used twice: Horovod blacklists a host whose worker failed, and a new
+  pod under that name would never be used.
 
 Members are named ``<prefix><index>`` (``<job>-worker-<i>``). Everything here is pure.
 
@@ -112,8 +113,8 @@ def planned(
     """The targets the job controller may create pods for: missing members are left out.
 
     Args:
-        targets: ``status.targetWorkers``.
-        current: ``status.currentWorkers`` (the members).
+        targets: the job's targets.
+        current: the job's current members.
         present: names of the job's pods that exist, being deleted or not.
     """
     return [name for name in targets if name in present or name not in current]

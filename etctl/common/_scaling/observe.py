@@ -2,7 +2,7 @@
 
 An :class:`Observation` holds the job (raw and parsed), its pods grouped by replica type, the
 scalers it controls, and the two views derived from them: the plugin's
-:class:`~etctl.common.Elasticity` and the machine's
+:class:`~etctl.common.Elasticity` (which says where the job records its members) and the machine's
 :class:`~etctl.common._scaling.machine.JobView`. After the controller writes the job, it refreshes
 the observation (:meth:`Observation.refresh`) with the object the API server returned, so the next
 decision reads what was just written (never the cache's older copy).
@@ -22,11 +22,13 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from etctl.common._api import JobCondition
 from etctl.common._labels import replica_type_of
-from etctl.common._plugin import Elasticity, JobSettings, JobState, ScalesElastically
-from etctl.common._scaling.api import ElasticWorkersStatus, ScaleIn, ScaleOut
+from etctl.common._plugin import Elasticity, JobSettings, JobState, Members, ScalesElastically
+from etctl.common._scaling.api import ScaleIn, ScaleOut
 from etctl.common._scaling.scaler import JobView, Scaler, scaler_of
 from etctl.common._scaling.selection import QueuedScaler
+from etctl.errors import ConfigError
 from etctl.runtime import ObjectView, objects, pod_phase
 
 __all__ = ["Observation", "ObservedScaler", "parse_job", "parse_scaler"]
@@ -38,9 +40,7 @@ def parse_job(model: type[Any], raw: ObjectView) -> Any | None:
         parsed: Any = model.model_validate(raw)
     except ValidationError:
         return None
-    if not isinstance(parsed, BaseModel) or not isinstance(
-        getattr(parsed, "status", None), ElasticWorkersStatus
-    ):
+    if not isinstance(parsed, BaseModel):
         return None
     return parsed
 
@@ -113,13 +113,19 @@ class Observation:
         self.job = job
         self.elasticity: Elasticity
         self.view: JobView
+        self._members: Members
         self._derive()
 
     @property
-    def status(self) -> ElasticWorkersStatus:
-        """The job's parsed status."""
-        status: ElasticWorkersStatus = self.job.status
-        return status
+    def conditions(self) -> list[JobCondition]:
+        """The job's conditions."""
+        conditions: list[JobCondition] = self.job.status.conditions
+        return conditions
+
+    @property
+    def members(self) -> Members:
+        """The job's members as its status records them."""
+        return self._members
 
     @property
     def name(self) -> str:
@@ -156,24 +162,26 @@ class Observation:
             pods=live,
             services={},
             children={},
-            replica_statuses=dict(self.status.replica_statuses),
+            replica_statuses=dict(self.job.status.replica_statuses),
             now=self.now,
             settings=self.settings,
         )
         elastic = self._plugin.elasticity(self.job, state)
-        members = elastic.replica_type.lower()
+        if elastic.members is None:
+            msg = f"{self.kind}: its elasticity does not say where the job records its members"
+            raise ConfigError(msg)
+        rtype = elastic.replica_type.lower()
         present = frozenset(
-            objects.name(pod)
-            for pod in self._pods
-            if (replica_type_of(pod) or "").lower() == members
+            objects.name(pod) for pod in self._pods if (replica_type_of(pod) or "").lower() == rtype
         )
         self.elasticity = elastic
+        self._members = members = elastic.members
         self.view = JobView(
             kind=self.kind,
             name=self.name,
-            targets=tuple(self.status.target_workers),
-            current=tuple(self.status.current_workers),
-            last_index=self.status.last_worker_index,
+            targets=members.targets,
+            current=members.current,
+            last_index=members.last_index,
             elasticity=elastic,
             phases={objects.name(p): pod_phase(p) for p in live.get(elastic.replica_type, ())},
             present=present,

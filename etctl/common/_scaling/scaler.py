@@ -66,7 +66,7 @@ class Scaler:
 
     @property
     def full_name(self) -> str:
-        """``<Kind>:<namespace>/<name>``, as ``status.currentScaler`` names it."""
+        """``<Kind>:<namespace>/<name>``, as the job's scaler field names it."""
         return f"{self.direction.value}:{self.namespace}/{self.name}"
 
     @property
@@ -96,9 +96,9 @@ class JobView:
     Attributes:
         kind: the job's kind (for messages).
         name: the job's name.
-        targets: ``status.targetWorkers``.
-        current: ``status.currentWorkers``.
-        last_index: ``status.lastWorkerIndex``.
+        targets: the job's targets.
+        current: the job's current members.
+        last_index: the highest member index ever used.
         elasticity: the plugin's reading of the job.
         phases: the phase of every live worker pod, by name.
         present: names of the worker pods that exist, being deleted or not.

@@ -2,14 +2,14 @@
 
 :class:`ScalerSteps` is the part of the scaling controller that changes scalers:
 
-* **picking**: with none active, the oldest pending adopted scaler becomes active (FIFO);
-  ``currentScaler`` and the job's ``Scaling`` condition are written before it starts, and a named
+* **picking**: with none active, the oldest pending adopted scaler becomes active (FIFO); the
+  job's scaler field and its ``Scaling`` condition are written before it starts, and a named
   scaler that finished (or vanished) without the job's write after it is closed first;
 * **applying** a transition of the state machine (:func:`~etctl.common._scaling.machine.advance`):
   its decision to the scaler's status first, then its targets to the job's membership, its desired
   count to the job's spec, its events; then its script on the launcher (``pods/exec``, hard
   timeout), whose outcome is written over a fresh read of the scaler if it changed meanwhile (only
-  this reconcile knows the outcome); a finished scaler clears ``currentScaler`` and turns
+  this reconcile knows the outcome); a finished scaler clears the job's scaler field and turns
   ``Scaling`` False with the outcome as reason;
 * **closing**: a finished job fails its unfinished scalers (reason ``JobFinished``).
 
@@ -82,7 +82,7 @@ class ScalerSteps:
 
     async def pick(self, seen: Observation) -> ObservedScaler | None:
         """Close a finished or vanished current scaler, then make the oldest pending one active."""
-        named = seen.status.current_scaler
+        named = seen.members.scaler
         if named:
             found = next((o for o in seen.scalers if o.scaler.full_name == named), None)
             if found is not None and found.scaler.status.finished():
@@ -111,18 +111,20 @@ class ScalerSteps:
     ) -> None:
         status = ConditionStatus.TRUE if scaler is not None else ConditionStatus.FALSE
         conditions = set_job_condition(
-            seen.status.conditions,
+            seen.conditions,
             JobConditionType.SCALING,
             status,
             reason=reason,
             message=message,
             now=seen.now,
         )
-        fields = {
-            "currentScaler": scaler,
+        names = seen.members.fields
+        fields: dict[str, Any] = {
+            names.scaler: scaler,
             "conditions": [c.to_dict() for c in conditions],
-            "phase": phase_of(conditions),
         }
+        if names.phase is not None:
+            fields[names.phase] = phase_of(conditions)
         seen.refresh(await self._writer.patch_status(self.jobs, seen.raw, fields))
 
     async def apply(
@@ -215,7 +217,7 @@ class ScalerSteps:
         await self._announce_end(seen, scaler)
 
     async def _announce_end(self, seen: Observation, scaler: Scaler) -> None:
-        """Clear ``currentScaler``; ``Scaling`` turns False with the finished scaler's outcome."""
+        """Clear the job's scaler; ``Scaling`` turns False with the finished scaler's outcome."""
         verb = "Out" if scaler.direction is Direction.OUT else "In"
         conditions = scaler.status.conditions
         succeeded = get_condition(conditions, JobConditionType.SCALE_SUCCEEDED)
@@ -233,7 +235,7 @@ class ScalerSteps:
         self._recorder.event(seen.raw, "Warning", reason, message)
 
     async def close(self, seen: Observation) -> None:
-        """A finished job: fail its unfinished adopted scalers and clear ``currentScaler``."""
+        """A finished job: fail its unfinished adopted scalers and clear the job's scaler."""
         for observed in seen.scalers:
             status = observed.scaler.status
             if status.finished() or not status.adopted():
@@ -249,8 +251,9 @@ class ScalerSteps:
             metrics.SCALE_OPERATIONS.labels(
                 kind=self.kind, direction=direction, result=Outcome.FAILED
             ).inc()
-        if seen.status.current_scaler:
-            await self._writer.patch_status(self.jobs, seen.raw, {"currentScaler": None})
+        if seen.members.scaler:
+            field = seen.members.fields.scaler
+            await self._writer.patch_status(self.jobs, seen.raw, {field: None})
 
 
 def _awaits_outcome(scaler: Scaler) -> bool:

@@ -10,12 +10,14 @@
   woken by the job (status writes included: the membership and the scalers' turn are recorded
   there), by the pods it controls, and by the scalers naming it.
 
-The scaler index is added to the manager's cache here. Every controller runs only while the
-operator leads, like the job controller.
+The scaler index is added to the manager's cache here, once for every elastic kind (each kind's
+controllers keep the scalers that name it). Every controller runs only while the operator leads,
+like the job controller.
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from etctl.common._plugin import JobPlugin, JobSettings
@@ -62,7 +64,9 @@ def setup_scaling(
     # from the same clock reading and could overwrite each other's.
     recorder = manager.recorder(f"{kind}-controller")
     for res in (SCALEINS, SCALEOUTS):
-        manager.cache.add_indexers(res, {SELECTOR_INDEX: selector_index})
+        # Another elastic kind may have registered it already: the name is reserved for it.
+        with contextlib.suppress(ValueError):
+            manager.cache.add_indexers(res, {SELECTOR_INDEX: selector_index})
     scaling = ScalingController(
         plugin,
         client=manager.client,

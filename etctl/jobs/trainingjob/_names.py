@@ -15,9 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from etctl.jobs.launcher import LauncherNames
+
 __all__ = [
     "GROUP_NAME_LABEL",
     "JOB_NAME_LABEL",
+    "NAMES",
     "REPLICA_INDEX_LABEL",
     "ROLE_LABEL",
     "SSH_SECRET_ANNOTATION",
@@ -27,6 +30,9 @@ __all__ = [
     "ssh_secret_name",
     "worker_prefix",
 ]
+
+NAMES = LauncherNames(ssh_secret="{job}")  # noqa: S106 - a name template, not a secret
+"""et-operator's names, as the launcher/worker layer reads them."""
 
 GROUP_NAME_LABEL = "group-name"
 JOB_NAME_LABEL = "training-job-name"
@@ -40,7 +46,7 @@ _GROUP = "kai.alibabacloud.com"
 
 def worker_prefix(job: str) -> str:
     """``<job>-worker-``: worker pods are this plus their index."""
-    return f"{job}-worker-"
+    return NAMES.worker_prefix(job)
 
 
 def launcher_name(job: str) -> str:
@@ -50,13 +56,13 @@ def launcher_name(job: str) -> str:
 
 def config_name(job: str) -> str:
     """``<job>-config``: the ConfigMap with the hostfile and scripts."""
-    return f"{job}-config"
+    return NAMES.config_of(job)
 
 
 def ssh_secret_name(job: str, annotations: Mapping[str, str]) -> str:
     """The ssh Secret of the job: the annotation's, else ``<job>``."""
     named = annotations.get(SSH_SECRET_ANNOTATION, "").strip()
-    return named or job
+    return named or NAMES.ssh_secret_of(job)
 
 
 def compat_labels(job: str, role: str, index: int | None = None) -> dict[str, str]:

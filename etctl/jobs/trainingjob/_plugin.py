@@ -5,29 +5,32 @@ says what is particular to a TrainingJob, each hook delegating to a module of it
 
 =====================  ==========================================================================
 required core          the CRDs (TrainingJob, ScaleIn, ScaleOut), the model, validation, pods
-                       (:mod:`.launcher`, :mod:`.workers`), the verdict (:mod:`.lifecycle`)
-BuildsServices         a headless service per worker (:func:`.workers.worker_service`)
-BuildsExtraObjects     the ssh Secret (:mod:`.ssh`), then, once the workers run, the launcher's
-                       ServiceAccount, Role and RoleBinding (:mod:`.rbac`) and the ConfigMap
-                       (:mod:`.hostfile`), kept in line with the membership
-GatesCreation          the launcher waits for its workers (:func:`.lifecycle.launcher_gate`)
+                       (:mod:`._layout`, :mod:`._workers`), the verdict (:mod:`._lifecycle`)
+BuildsServices         a headless service per worker (:func:`._workers.worker_service`)
+BuildsExtraObjects     the ssh Secret, then, once the workers run, the launcher's ServiceAccount,
+                       Role and RoleBinding and the ConfigMap (:mod:`._layout`), kept in line
+                       with the membership
+GatesCreation          the launcher waits for its workers (:func:`._lifecycle.launcher_gate`)
 PlansReplicas          workers from ``status.targetWorkers``; the launcher is ``<job>-launcher``
-ExtendsStatus          phase, replicas, workerSelector (:func:`.lifecycle.extra_status`)
+ExtendsStatus          phase, replicas, workerSelector (:func:`._lifecycle.extra_status`)
 RestartsWholeJob       ``spec.restartPolicy: OnFailure`` restarts every pod, up to backoffLimit
-DeclaresRBAC           what the operator needs for the above (:func:`.rbac.operator_rules`)
-ScalesElastically      the workers are an elastic membership (:mod:`.scaling`)
-RunsControllers        the hostfile pusher (:mod:`.membership`, :mod:`.setup`)
+DeclaresRBAC           what the operator needs for the above (:func:`operator_rules`)
+ScalesElastically      the workers are an elastic membership (:mod:`._scaling`)
+RunsControllers        the hostfile pusher (:mod:`._setup`)
 =====================  ==========================================================================
 
-Every hook is pure: it reads the job and the state it is given and returns what it wants.
+What every launcher/worker kind does (the files, the launcher's decoration and gate, the ssh key,
+the launcher's RBAC, the membership pusher, the size checks) is :mod:`etctl.jobs.launcher`'s; the
+modules here say what is a TrainingJob's: et-operator's names, labels, layout and fields. Every hook
+is pure: it reads the job and the state it is given and returns what it wants.
 
 Options (keyword-only): ``workers_ready_timeout`` (seconds the launcher waits for its workers
 before the job fails; 600), ``kubectl_image`` (an image with ``sh`` and ``kubectl`` whose
-kubectl the launcher gets in kubexec mode; none by default, see :mod:`.launcher`),
+kubectl the launcher gets in kubexec mode; none by default, see :mod:`._layout`),
 ``exec_timeout`` (seconds one exec of the hostfile pusher may take; 30) and ``size_limits`` (the
 cluster's object size limits, a real cluster's by default: a job whose ConfigMap or status would
 not fit fails as invalid, a scale-out that would cross them fails at its start; see
-:mod:`.sizes`).
+:mod:`._sizes`).
 """
 
 from __future__ import annotations
@@ -56,9 +59,17 @@ from etctl.common import (
     first_container_name,
     get_condition,
 )
+from etctl.jobs import launcher as shared
+from etctl.jobs.launcher import (
+    DEFAULT_EXEC_TIMEOUT,
+    LAUNCHER_RESOURCES,
+    launcher_objects,
+    ssh_secret,
+    worker_plan,
+)
 from etctl.jobs.trainingjob import _lifecycle as lifecycle
-from etctl.jobs.trainingjob import _rbac as rbac
 from etctl.jobs.trainingjob._api import (
+    GROUP,
     TRAININGJOB,
     JobRestartPolicy,
     LauncherAttachMode,
@@ -66,9 +77,7 @@ from etctl.jobs.trainingjob._api import (
     TrainingJobReplicaType,
     validate_trainingjob,
 )
-from etctl.jobs.trainingjob._hostfile import config_data
-from etctl.jobs.trainingjob._launcher import decorate_launcher
-from etctl.jobs.trainingjob._membership import DEFAULT_EXEC_TIMEOUT
+from etctl.jobs.trainingjob._layout import config_data, decorate_launcher
 from etctl.jobs.trainingjob._names import (
     SSH_SECRET_ANNOTATION,
     config_name,
@@ -79,14 +88,9 @@ from etctl.jobs.trainingjob._names import (
 from etctl.jobs.trainingjob._scaling import job_slots, read_elasticity
 from etctl.jobs.trainingjob._setup import setup_hostfile_pusher
 from etctl.jobs.trainingjob._sizes import Names, membership_problem
-from etctl.jobs.trainingjob._ssh import ssh_secret
-from etctl.jobs.trainingjob._workers import decorate_worker, worker_plan, worker_service
+from etctl.jobs.trainingjob._workers import decorate_worker, worker_service
 from etctl.runtime import (
-    CONFIGMAPS,
-    ROLEBINDINGS,
-    ROLES,
     SECRETS,
-    SERVICEACCOUNTS,
     KubeObject,
     Manager,
     Resource,
@@ -94,11 +98,26 @@ from etctl.runtime import (
     pod_phase,
 )
 
-__all__ = ["TrainingJobPlugin"]
+__all__ = ["TrainingJobPlugin", "operator_rules"]
 
 WORKER = TrainingJobReplicaType.WORKER
 LAUNCHER = TrainingJobReplicaType.LAUNCHER
-_LAUNCHER_SIDE = (SERVICEACCOUNTS, ROLES, ROLEBINDINGS, CONFIGMAPS)
+
+
+def operator_rules() -> tuple[PolicyRule, ...]:
+    """What the operator needs for TrainingJobs beyond pods, services and events.
+
+    The launcher/worker layer's rules (ServiceAccounts, Secrets, ConfigMaps, Roles, RoleBindings,
+    ``pods/exec``), then TrainingJobs, ScaleIns and ScaleOuts with their status.
+    """
+    return shared.operator_rules(
+        PolicyRule((GROUP,), ("trainingjobs", "scaleins", "scaleouts"), shared.WRITE_VERBS),
+        PolicyRule(
+            (GROUP,),
+            ("trainingjobs/status", "scaleins/status", "scaleouts/status"),
+            ("get", "update", "patch"),
+        ),
+    )
 
 
 class TrainingJobPlugin:
@@ -111,7 +130,7 @@ class TrainingJobPlugin:
         size_limits: the cluster's object size limits (a real cluster's by default).
     """
 
-    owned_resources: Sequence[Resource] = (SECRETS, *_LAUNCHER_SIDE)
+    owned_resources: Sequence[Resource] = (SECRETS, *LAUNCHER_RESOURCES)
 
     def __init__(
         self,
@@ -226,27 +245,16 @@ class TrainingJobPlugin:
                     policy=SyncPolicy.CREATE,
                 )
             )
-        started = any(state.children.get(res) for res in _LAUNCHER_SIDE)
+        started = any(state.children.get(res) for res in LAUNCHER_RESOURCES)
         if not (started or self.gate(job, LAUNCHER, state).open):
             return wanted
-        account = launcher_name(name)
-        kubexec = job.spec.launcher_attach_mode is LauncherAttachMode.KUBEXEC
-        workers = tuple(job.status.target_workers)
-        wanted += [
-            DesiredObject(SERVICEACCOUNTS, account, lambda: rbac.launcher_service_account(account)),
-            DesiredObject(
-                ROLES,
-                account,
-                lambda: rbac.launcher_role(
-                    account,
-                    workers=workers,
-                    config_map=config_name(name),
-                    exec_into_workers=kubexec,
-                ),
-            ),
-            DesiredObject(ROLEBINDINGS, account, lambda: rbac.launcher_role_binding(account)),
-            DesiredObject(CONFIGMAPS, config_name(name), lambda: self._config_map(job)),
-        ]
+        wanted += launcher_objects(
+            account=launcher_name(name),
+            config_map=config_name(name),
+            config=lambda: self._config_map(job),
+            workers=job.status.target_workers,
+            exec_into_workers=job.spec.launcher_attach_mode is LauncherAttachMode.KUBEXEC,
+        )
         return wanted
 
     def gate(self, job: TrainingJob, replica_type: str, state: JobState[Any]) -> Gate:
@@ -269,6 +277,7 @@ class TrainingJobPlugin:
             job.status.current_workers,
             present,
             launcher_running=any(pod_phase(p) == "Running" for p in state.pods_of(LAUNCHER)),
+            replica_type=WORKER,
         )
 
     def extend_status(self, job: TrainingJob, state: JobState[Any]) -> dict[str, Any]:
@@ -281,7 +290,7 @@ class TrainingJobPlugin:
 
     def rbac_rules(self) -> Sequence[PolicyRule]:
         """What the operator needs for TrainingJobs."""
-        return rbac.operator_rules()
+        return operator_rules()
 
     def elasticity(self, job: TrainingJob, state: JobState[Any]) -> Elasticity:
         """The scaling machinery's view of the job, with its size check."""

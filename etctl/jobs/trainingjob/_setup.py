@@ -1,20 +1,50 @@
-"""Registering TrainingJob's own controller with a Manager: the membership pusher.
+"""TrainingJob's own controller: the hostfile pusher, on the launcher/worker layer.
 
 The job controller and the scaling machinery are set up by the generic wiring for every job kind
-(the TrainingJob plugin is elastic); this adds what only TrainingJob has:
-``trainingjob-hostfile`` (:class:`~etctl.jobs.trainingjob._membership.HostfilePusher`), keyed by
-job, woken by the job's ConfigMaps and pods (their controller owner) and by the job itself, with
-its own workers and a hard timeout per reconcile, so that a launcher whose exec hangs never
-delays another job.
+(the TrainingJob plugin is elastic); this adds the membership pusher of the shared layer
+(:class:`~etctl.jobs.launcher.MembershipPusher`) for TrainingJobs, as ``trainingjob-hostfile``: it
+keeps each running launcher's ``/etc/edl/hostfile`` and ``/job/hostfile`` equal to its ConfigMap
+and records the hostfile's digest on the launcher pod.
 """
 
 from __future__ import annotations
 
-from etctl.jobs.trainingjob._api import GROUP, TRAININGJOBS
-from etctl.jobs.trainingjob._membership import DEFAULT_EXEC_TIMEOUT, HostfilePusher
-from etctl.runtime import CONFIGMAPS, PODS, EnqueueRequestForObject, EnqueueRequestForOwner, Manager
+from etctl.common import Recorder
+from etctl.jobs.launcher import (
+    DEFAULT_EXEC_TIMEOUT,
+    MembershipPusher,
+    register_membership_pusher,
+)
+from etctl.jobs.trainingjob._api import TRAININGJOBS
+from etctl.jobs.trainingjob._layout import LAYOUT
+from etctl.jobs.trainingjob._names import NAMES
+from etctl.runtime import CacheReader, Client, Clock, Manager
 
-__all__ = ["setup_hostfile_pusher"]
+__all__ = ["DEFAULT_EXEC_TIMEOUT", "HostfilePusher", "setup_hostfile_pusher"]
+
+
+class HostfilePusher(MembershipPusher):
+    """The membership pusher of TrainingJobs (their names and launcher layout)."""
+
+    def __init__(
+        self,
+        *,
+        client: Client,
+        cache: CacheReader,
+        recorder: Recorder,
+        clock: Clock,
+        exec_timeout: float = DEFAULT_EXEC_TIMEOUT,
+    ) -> None:
+        super().__init__(
+            jobs=TRAININGJOBS,
+            names=NAMES,
+            layout=LAYOUT,
+            client=client,
+            cache=cache,
+            recorder=recorder,
+            clock=clock,
+            exec_timeout=exec_timeout,
+        )
 
 
 def setup_hostfile_pusher(
@@ -36,16 +66,5 @@ def setup_hostfile_pusher(
         clock=manager.clock,
         exec_timeout=exec_timeout,
     )
-    owner = EnqueueRequestForOwner(GROUP, TRAININGJOBS.kind, only_controller=True)
-    (
-        manager.controller("trainingjob-hostfile", pusher)
-        .watches(TRAININGJOBS, EnqueueRequestForObject())
-        .watches(CONFIGMAPS, owner)
-        .watches(PODS, owner)
-        .with_options(
-            max_concurrent_reconciles=max_concurrent_reconciles,
-            reconcile_timeout=pusher.reconcile_timeout,
-        )
-        .build()
-    )
+    register_membership_pusher(manager, pusher, max_concurrent_reconciles=max_concurrent_reconciles)
     return pusher

@@ -1,42 +1,30 @@
-"""How many workers a TrainingJob's objects can hold, within the cluster's size limits.
+"""How many workers a TrainingJob's objects can hold (the check is the shared layer's).
 
-A TrainingJob keeps its membership in two objects whose size grows with every worker:
-
-* the ConfigMap ``<job>-config``: each worker is a line of the Horovod hostfile
-  (``<pod>:<slots>``) and one of the DeepSpeed hostfile (``<pod> slots=<slots>``), beside the
-  fixed ``discover_hosts.sh`` and ``kubexec.sh``; its values may total ``max_data_bytes``
-  (1 MiB, kube-apiserver's ``MaxSecretSize``);
-* the job itself: ``status.targetWorkers`` and ``status.currentWorkers`` list every worker by
-  name; the whole object may be at most ``max_object_bytes`` (1.5 MiB, etcd's default
-  ``--max-request-bytes``).
-
-(In kubexec mode the launcher's Role names each worker once too: fewer bytes per worker than the
-ConfigMap, under a larger limit, so the ConfigMap always binds first.)
-
-:func:`membership_problem` says why a membership would not fit, with the worker count, the bytes it
-needs and the limit, or None; the operator fails a job that could not start
-(``TrainingJobInvalid``) and a scale-out that would cross a limit (``MembershipTooLarge``) with it,
-instead of retrying a write the cluster refuses forever. Sizes are exact for the ConfigMap and an
-upper estimate for the job (its JSON as parsed, plus :data:`STATUS_HEADROOM` for the conditions,
-replica statuses and managed fields that change after the check).
+A TrainingJob lists every worker in its ConfigMap ``<job>-config`` (a line of the Horovod hostfile
+and one of the DeepSpeed hostfile each, beside the fixed ``discover_hosts.sh`` and ``kubexec.sh``)
+and in its status (``targetWorkers`` and ``currentWorkers``). :func:`membership_problem` says why
+a membership would not fit (:func:`etctl.jobs.launcher.membership_problem`); the operator fails a
+job that could not start (``TrainingJobInvalid``) and a scale-out that would cross a limit
+(``MembershipTooLarge``) with it. Sizes are exact for the ConfigMap and an upper estimate for the
+job.
 
 :data:`MAX_WORKERS` is the most workers *any* TrainingJob can have: the ConfigMap of the shortest
 possible names (a one-character job, one slot) at 1 MiB. It is the CRD schema's ``maximum`` on
 ``replicas`` and ``maxReplicas``, so a count no job could ever hold is refused when it is written.
+
+This module reads a job only as the pydantic model it is, so the API module can take
+:data:`MAX_WORKERS` from it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
-from etctl.common import MAX_DATA_BYTES, SizeLimits, json_size
-from etctl.jobs.trainingjob._hostfile import discover_hosts_script, kubexec_script
+from etctl.common import MAX_DATA_BYTES, KubeObjectModel, SizeLimits
+from etctl.jobs import launcher as shared
+from etctl.jobs.launcher import STATUS_HEADROOM, MemberCost, Names, kubexec_script
+from etctl.jobs.trainingjob._layout import discover_hosts_script
 from etctl.jobs.trainingjob._names import config_name, worker_prefix
-
-if TYPE_CHECKING:
-    from etctl.jobs.trainingjob._api import TrainingJob
 
 __all__ = [
     "MAX_WORKERS",
@@ -47,37 +35,8 @@ __all__ = [
     "membership_problem",
 ]
 
-STATUS_HEADROOM = 4096
-"""Bytes the job may grow by after the check (conditions, replica statuses, managed fields)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Names:
-    """A membership as its size depends on it: how many names and their total bytes.
-
-    Attributes:
-        count: the number of workers.
-        total: the bytes of all their names together.
-    """
-
-    count: int
-    total: int
-
-    @classmethod
-    def of(cls, names: Sequence[str]) -> Names:
-        """The given names."""
-        return cls(len(names), sum(len(n.encode()) for n in names))
-
-    @classmethod
-    def sequential(cls, prefix: str, count: int) -> Names:
-        """``<prefix>0`` to ``<prefix><count-1>``, without building them."""
-        total = len(prefix.encode()) * count
-        digits, low = 1, 0
-        while low < count:
-            high = min(count, 10**digits)
-            total += digits * (high - low)
-            digits, low = digits + 1, high
-        return cls(count, total)
+MEMBER_LISTS = ("targetWorkers", "currentWorkers")
+"""The status fields that list every worker."""
 
 
 def config_data_bytes(names: Names, slots: int, container: str) -> int:
@@ -87,31 +46,14 @@ def config_data_bytes(names: Names, slots: int, container: str) -> int:
     return 2 * names.total + per_worker * names.count + fixed
 
 
-def job_bytes(job: TrainingJob, names: Names) -> int:
+def job_bytes(job: KubeObjectModel, names: Names) -> int:
     """An upper estimate of the job's stored size once both worker lists hold ``names``."""
     dumped = job.model_dump(mode="json", by_alias=True, exclude_none=True)
-    status = dumped.setdefault("status", {})
-    status["targetWorkers"] = []
-    status["currentWorkers"] = []
-    # Each list holds every name quoted, with a comma between two.
-    per_list = names.total + 3 * names.count
-    return json_size(dumped) + 2 * per_list + STATUS_HEADROOM
-
-
-def _most(fits: Callable[[int], bool], high: int) -> int:
-    """The largest ``n`` in ``[0, high]`` for which ``fits(n)`` holds (it holds up to a point)."""
-    low = 0
-    while low < high:
-        middle = (low + high + 1) // 2
-        if fits(middle):
-            low = middle
-        else:
-            high = middle - 1
-    return low
+    return shared.job_bytes(dumped, names, lists=MEMBER_LISTS)
 
 
 def membership_problem(
-    job: TrainingJob,
+    job: KubeObjectModel,
     names: Names,
     *,
     slots: int,
@@ -131,32 +73,22 @@ def membership_problem(
             (default: ``<job>-worker-0`` onwards).
     """
     name = job.metadata.name
-    of = grow or (lambda n: Names.sequential(worker_prefix(name), n))
-    data = config_data_bytes(names, slots, container)
-    if data > limits.max_data_bytes:
-        most = _most(
-            lambda n: config_data_bytes(of(n), slots, container) <= limits.max_data_bytes,
-            names.count,
-        )
-        return (
-            f"{names.count} workers need {data} bytes of hostfiles in ConfigMap "
-            f"{config_name(name)}, over the {limits.max_data_bytes} bytes a ConfigMap may hold; "
-            f"at most {most} workers fit (shorter job names fit more)"
-        )
-    size = job_bytes(job, names)
-    if size > limits.max_object_bytes:
-        most = _most(lambda n: job_bytes(job, of(n)) <= limits.max_object_bytes, names.count)
-        return (
-            f"{names.count} workers make the job's status about {size} bytes, over the "
-            f"{limits.max_object_bytes} bytes the cluster stores in one object; at most {most} "
-            "workers fit"
-        )
-    return None
+    cost = MemberCost(
+        config=lambda n: config_data_bytes(n, slots, container),
+        job=lambda n: job_bytes(job, n),
+    )
+    return shared.membership_problem(
+        names,
+        cost=cost,
+        config_map=config_name(name),
+        limits=limits,
+        grow=grow or (lambda n: Names.sequential(worker_prefix(name), n)),
+    )
 
 
 def _max_workers() -> int:
     shortest = worker_prefix("a")
-    return _most(
+    return shared.most_fitting(
         lambda n: config_data_bytes(Names.sequential(shortest, n), 1, "") <= MAX_DATA_BYTES,
         MAX_DATA_BYTES,
     )

@@ -19,8 +19,8 @@ from typing import Any
 from etctl.common import SCALEIN, SCALEOUT, crd_manifest
 from etctl.common._scaling.wiring import setup_scaling
 from etctl.errors import NotFound
+from etctl.jobs.launcher import PUSHED_ANNOTATION, digest, hostfile
 from etctl.jobs.trainingjob._api import TRAININGJOB, TRAININGJOBS
-from etctl.jobs.trainingjob._hostfile import PUSHED_ANNOTATION, digest, hostfile
 from etctl.jobs.trainingjob._plugin import TrainingJobPlugin
 from etctl.runtime import EVENTS, PODS, KubeObject, Manager, ManagerOptions, Resource, objects
 from etctl.testing import wait_idle

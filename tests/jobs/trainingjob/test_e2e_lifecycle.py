@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
-from etctl.jobs.trainingjob._hostfile import PUSHED_ANNOTATION
+from etctl.jobs.launcher import PUSHED_ANNOTATION
 from etctl.runtime import (
     CONFIGMAPS,
     PODS,

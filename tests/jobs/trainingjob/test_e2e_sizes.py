@@ -17,7 +17,7 @@ import pytest
 from etctl.common import SCALEOUTS, SizeLimits
 from etctl.errors import Invalid
 from etctl.jobs.trainingjob._api import TRAININGJOBS, TrainingJob
-from etctl.jobs.trainingjob._hostfile import config_data
+from etctl.jobs.trainingjob._layout import config_data
 from etctl.jobs.trainingjob._names import config_name, worker_prefix
 from etctl.jobs.trainingjob._plugin import TrainingJobPlugin
 from etctl.jobs.trainingjob._sizes import MAX_WORKERS, Names, config_data_bytes

@@ -4,15 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from etctl.jobs.trainingjob._hostfile import (
-    config_data,
-    deepspeed_hostfile,
-    digest,
-    discover_hosts_script,
-    hostfile,
-    kubexec_script,
-    slots_per_worker,
-)
+from etctl.jobs.launcher import digest, hostfile, kubexec_script, slots_per_worker
+from etctl.jobs.launcher import slots_hostfile as deepspeed_hostfile
+from etctl.jobs.trainingjob._layout import config_data, discover_hosts_script
 
 
 def template(limits: dict[str, object] | None = None) -> dict[str, object]:

@@ -2,14 +2,14 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from etctl.jobs.trainingjob._launcher import (
+from etctl.jobs.trainingjob._layout import (
     CONFIG_VOLUME,
     INIT_CONTAINER,
     KUBECTL_DELIVERY,
     RSH_AGENT_ENV,
+    SSH_VOLUME,
     decorate_launcher,
 )
-from etctl.jobs.trainingjob._ssh import SSH_VOLUME
 
 
 def launcher_pod() -> dict[str, Any]:

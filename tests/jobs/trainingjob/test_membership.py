@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from etctl.jobs.trainingjob._hostfile import PUSHED_ANNOTATION, digest
-from etctl.jobs.trainingjob._membership import HostfilePusher, write_command
+from etctl.jobs.launcher import PUSHED_ANNOTATION, digest, write_command
+from etctl.jobs.trainingjob._setup import HostfilePusher
 from etctl.runtime import CONFIGMAPS, PODS, REGISTRY, objects
 from tests.jobs.trainingjob._operator import JOB, LAUNCHER, NS, cluster, eventually, operator
 from tests.schema_support import EXAMPLES, load_yaml

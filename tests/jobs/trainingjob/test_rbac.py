@@ -1,9 +1,5 @@
-from etctl.jobs.trainingjob._rbac import (
-    launcher_role,
-    launcher_role_binding,
-    launcher_service_account,
-    operator_rules,
-)
+from etctl.jobs.launcher import launcher_role, launcher_role_binding, launcher_service_account
+from etctl.jobs.trainingjob._plugin import operator_rules
 
 
 def test_role_limits_exec_to_the_workers_and_fixes_the_configmap_rule() -> None:

@@ -1,5 +1,5 @@
 from etctl.common import ExecTarget
-from etctl.jobs.trainingjob._hostfile import PUSHED_ANNOTATION, digest, hostfile
+from etctl.jobs.launcher import PUSHED_ANNOTATION, digest, hostfile
 from etctl.jobs.trainingjob._scaling import job_slots, read_elasticity
 from tests.jobs.trainingjob.support import job_document, parse, pod, state
 

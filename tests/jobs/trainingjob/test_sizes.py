@@ -6,7 +6,7 @@ import pytest
 
 from etctl.common import MAX_DATA_BYTES, SizeLimits, crd_manifest
 from etctl.jobs.trainingjob._api import TRAININGJOB, TrainingJob
-from etctl.jobs.trainingjob._hostfile import config_data
+from etctl.jobs.trainingjob._layout import config_data
 from etctl.jobs.trainingjob._sizes import (
     MAX_WORKERS,
     STATUS_HEADROOM,

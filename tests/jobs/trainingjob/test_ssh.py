@@ -10,13 +10,8 @@ from cryptography.hazmat.primitives.serialization import (
     load_ssh_private_key,
 )
 
-from etctl.jobs.trainingjob._ssh import (
-    SSH_DIR,
-    SSH_VOLUME,
-    generate_key_pair,
-    mount_ssh,
-    ssh_secret,
-)
+from etctl.jobs.launcher import SSH_DIR, generate_key_pair, ssh_secret
+from etctl.jobs.trainingjob._layout import SSH_VOLUME, mount_ssh
 
 
 def test_key_pair_is_ed25519_and_matches() -> None:

@@ -3,13 +3,9 @@ from typing import Any
 import pytest
 
 from etctl.common import ReplicaRef, RestartPolicy
-from etctl.jobs.trainingjob._ssh import SSH_VOLUME
-from etctl.jobs.trainingjob._workers import (
-    decorate_worker,
-    worker_plan,
-    worker_service,
-    workers_to_replace,
-)
+from etctl.jobs.launcher import worker_plan, workers_to_replace
+from etctl.jobs.trainingjob._layout import SSH_VOLUME
+from etctl.jobs.trainingjob._workers import decorate_worker, worker_service
 from tests.jobs.trainingjob.support import pod
 
 P = "tj-worker-"
