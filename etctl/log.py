@@ -72,7 +72,19 @@ def _shared_processors() -> list[Any]:
     ]
 
 
-_PLAIN = structlog.dev.ConsoleRenderer(colors=False)
+# Plain tracebacks: a rich one renders the locals of every frame, which can be huge (a cached
+# object) or fail (a structure too deep to print), and a log call must never fail its caller.
+_PLAIN = structlog.dev.ConsoleRenderer(
+    colors=False, exception_formatter=structlog.dev.plain_traceback
+)
+
+
+def _plain(logger: Any, method: str, event: MutableMapping[str, Any]) -> str:
+    """Plain text; at least the message when a field cannot be printed (too deep, a bad repr)."""
+    try:
+        return str(_PLAIN(logger, method, event))
+    except Exception as exc:  # noqa: BLE001 - a log call must never fail its caller
+        return f"{event.get('event')} (fields not printable: {type(exc).__name__})"
 
 
 def _hand_over(logger: Any, method: str, event: MutableMapping[str, Any]) -> Any:
@@ -86,11 +98,16 @@ def _hand_over(logger: Any, method: str, event: MutableMapping[str, Any]) -> Any
     if _configured:
         return structlog.stdlib.ProcessorFormatter.wrap_for_formatter(logger, method, event)
     if structlog.is_configured():
-        rendered: Any = event
-        for processor in structlog.get_config()["processors"]:
-            rendered = processor(logger, method, rendered)
+        rendered: Any = dict(event)
+        try:
+            for processor in structlog.get_config()["processors"]:
+                rendered = processor(logger, method, rendered)
+        except structlog.DropEvent:
+            raise
+        except Exception:  # noqa: BLE001 - the program's pipeline failed: still say what happened
+            return _plain(logger, method, event)
         return rendered
-    return _PLAIN(logger, method, event)
+    return _plain(logger, method, event)
 
 
 def configure(
@@ -120,7 +137,11 @@ def configure(
             renderer,
         ]
     else:
-        final = [structlog.dev.ConsoleRenderer(colors=out.isatty())]
+        final = [
+            structlog.dev.ConsoleRenderer(
+                colors=out.isatty(), exception_formatter=structlog.dev.plain_traceback
+            )
+        ]
 
     structlog.configure(
         processors=[

@@ -7,9 +7,11 @@ import json
 import logging
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
+from typing import Any
 
 import pytest
+import structlog
 from structlog.testing import capture_logs
 
 import etctl.log
@@ -74,3 +76,20 @@ def test_a_program_that_configured_structlog_gets_etctl_events_through_it() -> N
     assert [(e["event"], e["log_level"], e["password"]) for e in captured] == [
         ("seen by the program", "warning", "<redacted>")
     ]
+
+
+def test_a_log_call_never_fails_its_caller_even_on_an_unprintable_traceback() -> None:
+    deep: dict[str, object] = {}
+    for _ in range(5000):
+        deep = {"n": deep}
+    log = get_logger("etctl.example")
+
+    def explode(_logger: Any, _method: str, event: MutableMapping[str, Any]) -> str:
+        raise RecursionError
+
+    with capture_logs():
+        structlog.configure(processors=[explode])
+        try:
+            raise TypeError(deep)
+        except TypeError:
+            log.exception("could not compact", obj=deep)
