@@ -16,16 +16,12 @@ step, so nothing is missed or duplicated between them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from etctl.testing._apiserver import status as st
 from etctl.testing._apiserver.registry import ResourceInfo
 from etctl.testing._apiserver.selection import Selection
+from etctl.testing._apiserver.store import Store
 from etctl.testing._apiserver.validation import forbidden_cause
 from etctl.testing._apiserver.watch import Transform, Watcher
-
-if TYPE_CHECKING:
-    from etctl.testing._apiserver.storage import Storage
 
 __all__ = ["check_watch_options", "start_watch"]
 
@@ -63,7 +59,7 @@ def check_watch_options(resource_version_match: str, send_initial_events: bool |
 
 
 def start_watch(
-    storage: Storage,
+    store: Store,
     info: ResourceInfo,
     version: str,
     selection: Selection,
@@ -84,7 +80,6 @@ def start_watch(
         etctl.errors.ServerError: 504 for a resourceVersion the server has not reached.
     """
     check_watch_options(resource_version_match, send_initial_events)
-    store = storage.store
     watcher = Watcher(
         kind=info.kind,
         api_version=info.api_version(version),
