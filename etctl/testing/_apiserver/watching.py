@@ -2,8 +2,9 @@
 
 * ``resourceVersion`` unset or ``"0"``: synthetic ADDED events for every selected object, then
   live events;
-* ``resourceVersion=N``: every retained event after N, then live events; N older than the
-  resource's history gives a single ERROR event with a 410 ``Expired`` Status; N not reached
+* ``resourceVersion=N``: every event after N from the resource's watch cache, then live events;
+  N older than what the watch cache holds gives a single ERROR event with a 410 ``Expired``
+  Status (``too old resource version: N (oldest - 1)``); N not reached
   yet gives a 504 (too large resource version);
 * ``sendInitialEvents=true`` (with ``resourceVersionMatch=NotOlderThan``): the current state as
   ADDED events, then (with bookmarks allowed) a BOOKMARK annotated
@@ -107,7 +108,7 @@ def start_watch(
         if replay is None:
             watcher.error(
                 st.status_body(
-                    st.expired(f"too old resource version: {rv} ({store.compacted(info.key)})")
+                    st.expired(f"too old resource version: {rv} ({store.watch_floor(info.key)})")
                 )
             )
             return watcher
