@@ -70,6 +70,11 @@ def decode(
     obj["apiVersion"], obj["kind"] = expected, info.kind
     if not isinstance(obj.get("metadata"), dict):
         obj["metadata"] = {}
+    problem = info.strategy.decode_error(obj)
+    if problem is not None:
+        raise st.bad_request(
+            f'{info.kind} in version "{version}" cannot be handled as a {info.kind}: {problem}'
+        )
     if isinstance(info.strategy, CustomResourceStrategy):
         unknown = info.strategy.apply_schema(obj, version)
         _unknown_fields(info, version, unknown, opts)
