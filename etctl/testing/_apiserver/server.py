@@ -47,7 +47,7 @@ from etctl.testing._apiserver.services import ClusterIPAllocator
 from etctl.testing._apiserver.storage import Storage, WriteOptions
 from etctl.testing._apiserver.store import Event, Store
 from etctl.testing._apiserver.streaming import WatchSettings
-from etctl.testing._controllers import GarbageCollector, NamespaceController
+from etctl.testing._controllers import GarbageCollector, NamespaceController, WorkloadController
 from etctl.testing._kubelet import Kubelet, KubeletConfig
 
 __all__ = ["ApiServer", "CRDSource", "kubeconfig_document"]
@@ -98,8 +98,9 @@ class ApiServer:
         seed: seeds generated names and uids, for reproducible runs.
         kubelet: run the simulated kubelet and scheduler with this configuration (None: pods
             are stored but never scheduled or run); it is :attr:`kubelet` once started.
-        controllers: run the garbage collector and the namespace controller (as a cluster
-            does); False leaves owner references and terminating namespaces alone.
+        controllers: run the garbage collector, the namespace controller and the Deployment
+            and ReplicaSet controllers (as a cluster does); False leaves owner references,
+            terminating namespaces and workloads alone.
         limits: the size limits of request bodies, ConfigMap and Secret data and stored
             objects (a real cluster's by default; tests may lower them).
         auth: authenticate bearer tokens and enforce RBAC with these settings (None: every
@@ -156,8 +157,12 @@ class ApiServer:
         self._crds = list(crds)
         self._kubelet_config = kubelet
         self.kubelet: Kubelet | None = None
-        self.controllers: list[GarbageCollector | NamespaceController] = (
-            [GarbageCollector(self.storage), NamespaceController(self.storage)]
+        self.controllers: list[GarbageCollector | NamespaceController | WorkloadController] = (
+            [
+                GarbageCollector(self.storage),
+                NamespaceController(self.storage),
+                WorkloadController(self.storage),
+            ]
             if controllers
             else []
         )

@@ -43,7 +43,9 @@ class Kubectl:
         self.cache = tmp_path / "cache"
         self.tmp = tmp_path
 
-    async def __call__(self, *args: str, ok: bool = True) -> tuple[int, str]:
+    async def __call__(
+        self, *args: str, ok: bool = True, stdin: bytes | None = None
+    ) -> tuple[int, str]:
         binary = shutil.which("kubectl")
         assert binary is not None
         process = await asyncio.create_subprocess_exec(
@@ -51,11 +53,12 @@ class Kubectl:
             f"--kubeconfig={self.kubeconfig}",
             f"--cache-dir={self.cache}",
             *args,
+            stdin=asyncio.subprocess.PIPE if stdin is not None else None,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
         )
         async with asyncio.timeout(20):
-            out, _ = await process.communicate()
+            out, _ = await process.communicate(stdin)
         text = out.decode()
         if ok:
             assert process.returncode == 0, text
