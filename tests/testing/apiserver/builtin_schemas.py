@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import kubernetes_asyncio
 from kubernetes_asyncio.client import models
 
 TARGET = (
@@ -189,7 +190,11 @@ def generate() -> dict[str, Any]:
         name = generator.model(model, package)
         kinds[f"{group}/{version}/{kind}"] = name
         generator.definitions[name]["description"] = KIND_DESCRIPTIONS[kind]
-    return {"definitions": generator.definitions, "kinds": kinds}
+    return {
+        "definitions": generator.definitions,
+        "kinds": kinds,
+        "source": {"kubernetes_asyncio": kubernetes_asyncio.__version__},
+    }
 
 
 def render() -> str:

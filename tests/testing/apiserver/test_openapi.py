@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
+
+import kubernetes_asyncio
+import pytest
 
 from etctl.runtime import CRDS
 from etctl.testing import ApiServer
@@ -46,6 +50,12 @@ async def _document(api: Api, path: str) -> dict[str, Any]:
 
 def test_the_committed_built_in_schemas_are_what_the_generator_makes() -> None:
     path = builtin_schemas.TARGET
+    committed = json.loads(path.read_text())["source"]["kubernetes_asyncio"]
+    if committed != kubernetes_asyncio.__version__:
+        pytest.skip(
+            f"the schemas were generated from kubernetes_asyncio {committed}, not "
+            f"{kubernetes_asyncio.__version__}: regenerate them to compare"
+        )
     assert path.read_text() == builtin_schemas.render(), (
         "regenerate with: python -m tests.testing.apiserver.builtin_schemas"
     )
