@@ -112,14 +112,19 @@ class EventLog(Generic[E]):
         """How many events the watch cache holds."""
         return len(self._events) - self._cache
 
-    def append(self, event: E) -> None:
-        """Record a new event, resizing the watch cache or evicting its oldest event first."""
+    def append(self, event: E, compacted: int = 0) -> None:
+        """Record a new event, resizing the watch cache or evicting its oldest event first.
+
+        Events the cache no longer holds are forgotten up to etcd's ``compacted`` revision.
+        """
         events = self._events
-        if self.cached == self.capacity:
+        if len(events) - self._cache == self.capacity:
             self._resize(event.time)
-            if self.cached == self.capacity:
+            if len(events) - self._cache == self.capacity:
                 self._cache += 1
                 self.evicted = True
+                if events[self._first].rv <= compacted:
+                    self.trim(compacted)
         events.append(event)
 
     def _resize(self, now: float) -> None:

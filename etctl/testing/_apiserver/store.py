@@ -210,9 +210,9 @@ class Store:
             table = self._tables[resource] = _Table(self.history, self._initial_rv)
         return table
 
-    def _catch_up(self) -> None:
+    def _catch_up(self, now: float | None = None) -> None:
         """Run the etcd compactions that have come due since the store was last touched."""
-        compact_to = self._compactor.due(self._now(), self._rv)
+        compact_to = self._compactor.due(self._now() if now is None else now, self._rv)
         if compact_to is not None and compact_to > self._compacted:
             self._compact_revisions(compact_to)
 
@@ -310,14 +310,14 @@ class Store:
         """
         if obj is not None:
             self._check_size(resource, key, obj)
-        self._catch_up()
+        now = self._now()
+        self._catch_up(now)
         table = self._table(resource)
         previous = table.objects.get(key)
         if obj is None and previous is None:
             return None
         self._rv += 1
         rv_text = str(self._rv)
-        now = self._now()
         if obj is None:
             assert previous is not None
             stamped = {**previous, "metadata": {**previous["metadata"], "resourceVersion": rv_text}}
@@ -332,8 +332,7 @@ class Store:
                 event = Event("ADDED", resource, key, obj, None, self._rv, now)
             else:
                 event = Event("MODIFIED", resource, key, obj, previous, self._rv, now)
-        table.history.append(event)
-        table.history.trim(self._compacted)
+        table.history.append(event, self._compacted)
         for sink in list(table.sinks):
             sink.deliver(event)
         self._pending.append(event)
