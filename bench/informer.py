@@ -59,7 +59,7 @@ def _pod(index: int) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 async def _serve(conn: Connection, pods: int) -> None:
-    async with ApiServer(history_size=2 * pods + 100, watch_buffer=4 * pods) as server:
+    async with ApiServer(watch_buffer=4 * pods) as server:
         storage = server.storage
         storage.create(NAMESPACES, {"metadata": {"name": NAMESPACE}})
         start = server.store.rv

@@ -5,7 +5,8 @@ The public surface is small:
 * :class:`ApiServer`: the server (``async with ApiServer() as server``), with its internal
   :class:`Storage`, fault injection (:class:`Fault`), request log (:class:`RequestRecord`) and
   kubeconfig writer, :class:`Limits` (its size limits: request bodies, ConfigMap and Secret
-  data, stored objects), and ``ApiServer(auth=AuthConfig())``, which authenticates tokens and
+  data, stored objects), :class:`History` (how long it remembers changes: the watch cache and
+  etcd's compaction), and ``ApiServer(auth=AuthConfig())``, which authenticates tokens and
   enforces RBAC;
 * :class:`BackgroundApiServer`: the same server on its own thread, shareable across event loops;
 * :class:`Kubelet` (with :class:`KubeletConfig`, :class:`NodeConfig`, :class:`Behaviour` and
@@ -23,6 +24,7 @@ from etctl.testing._apiserver.authorization import AuthConfig
 from etctl.testing._apiserver.background import BackgroundApiServer
 from etctl.testing._apiserver.deletion import DeleteOptions
 from etctl.testing._apiserver.faults import Fault, FaultInjector
+from etctl.testing._apiserver.history import History
 from etctl.testing._apiserver.http import SubresourceRequest
 from etctl.testing._apiserver.limits import Limits
 from etctl.testing._apiserver.requestlog import RequestLog, RequestRecord
@@ -41,6 +43,7 @@ __all__ = [
     "Event",
     "Fault",
     "FaultInjector",
+    "History",
     "Kubelet",
     "KubeletConfig",
     "Limits",

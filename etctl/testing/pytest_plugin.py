@@ -92,7 +92,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def etctl_apiserver_options() -> dict[str, Any]:
     """Keyword arguments for the ``etctl_apiserver`` fixture's server; override to configure it.
 
-    For example, a ``conftest.py`` returning ``{"clock": FakeClock(), "history_size": 10}``.
+    For example, a ``conftest.py`` returning
+    ``{"clock": FakeClock(), "history": History(watch_cache_max=10)}``.
     """
     return {}
 

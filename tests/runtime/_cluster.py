@@ -26,7 +26,7 @@ from etctl.runtime import (
     Tombstone,
     objects,
 )
-from etctl.testing import ApiServer
+from etctl.testing import ApiServer, History
 from tests.runtime._realtime import eventually
 
 NEVER = 1e9
@@ -121,7 +121,7 @@ class Cluster:
 async def cluster(
     tmp_path: Path,
     *,
-    history_size: int = 10_000,
+    history: History | None = None,
     bookmark_interval: float = NEVER,
     crds: Iterable[Any] = (),
 ) -> AsyncIterator[Cluster]:
@@ -129,7 +129,7 @@ async def cluster(
     clock = FakeClock()
     async with ApiServer(
         clock=clock,
-        history_size=history_size,
+        history=history or History(),
         bookmark_interval=bookmark_interval,
         crds=crds,
     ) as server:

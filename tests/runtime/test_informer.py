@@ -11,7 +11,7 @@ import pytest
 from etctl.errors import CacheSyncError
 from etctl.runtime import CONFIGMAPS, REGISTRY, ObjectView, PatchType, Resource, Tombstone, objects
 from etctl.runtime._informer import Informer
-from etctl.testing import Fault
+from etctl.testing import Fault, History
 from tests.runtime._cluster import NEVER, Recorder, cluster, eventually, running
 from tests.runtime._fakes import sample
 
@@ -198,7 +198,7 @@ async def test_removed_handler_gets_nothing_more(tmp_path: Path) -> None:
 async def test_missed_deletes_become_tombstones_and_a_recreated_name_delete_then_add(
     tmp_path: Path,
 ) -> None:
-    async with cluster(tmp_path, history_size=3) as env:
+    async with cluster(tmp_path, history=History(watch_cache_min=3, watch_cache_max=3)) as env:
         for name in ("gone", "kept", "changed", "recreated"):
             env.configmap(name, v="0")
         inf = informer(env)

@@ -12,7 +12,7 @@ from typing import Any
 from etctl.errors import ApiError, Gone, RequestNotSent, ServerError
 from etctl.runtime import CONFIGMAPS, SECRETS, KubeObject, ObjectList, Resource, WatchEvent, objects
 from etctl.runtime._reflector import ChangeType, ListerWatcher, Reflector, is_too_large_rv
-from etctl.testing import Fault
+from etctl.testing import Fault, History
 from tests.runtime._cluster import NEVER, Cluster, cluster, eventually, running
 from tests.runtime._fakes import sample
 
@@ -96,7 +96,9 @@ async def test_first_list_is_paged_at_version_0_and_the_watch_follows(tmp_path: 
 async def test_an_expired_continue_token_relists_from_scratch_never_partially(
     tmp_path: Path,
 ) -> None:
-    async with cluster(tmp_path, history_size=3) as env:
+    # etcd compacts every 2 s of the clock: page 2 waits 5 s, past a compaction that forgets the
+    # revision page 1 was read at.
+    async with cluster(tmp_path, history=History(compaction_interval=2)) as env:
         for i in range(6):
             env.configmap(f"c{i}")
         env.server.inject(Fault(verb="list", resource="configmaps"))  # page 1 passes
@@ -107,7 +109,7 @@ async def test_an_expired_continue_token_relists_from_scratch_never_partially(
         async with running(refl):
             await eventually(lambda: hold.fired == 1)
             for i in range(4):
-                env.update(f"c{i}", v="changed")  # the snapshot of page 1 leaves the history
+                env.update(f"c{i}", v="changed")
             env.configmap("c9")
             await env.clock.advance(5)
             await eventually(lambda: env.watchers() == 1)

@@ -12,17 +12,14 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from etctl.runtime import KubeObject
 from etctl.testing._apiserver import status as st
 from etctl.testing._apiserver.custom import CustomResourceStrategy
 from etctl.testing._apiserver.registry import ResourceInfo
-from etctl.testing._apiserver.store import CRDS, NAMESPACES, metadata
-
-if TYPE_CHECKING:
-    from etctl.testing._apiserver.storage import Storage
-    from etctl.testing._apiserver.writes import WriteOptions
+from etctl.testing._apiserver.store import CRDS, NAMESPACES, Store, metadata
+from etctl.testing._apiserver.writeoptions import WriteOptions
 
 __all__ = ["admit_custom_create", "admit_namespace", "check_name", "decode", "ensure_namespace"]
 
@@ -52,7 +49,7 @@ def check_name(obj: Mapping[str, Any], name: str, namespace: str) -> None:
 
 
 def decode(
-    storage: Storage, info: ResourceInfo, version: str, body: Mapping[str, Any], opts: WriteOptions
+    info: ResourceInfo, version: str, body: Mapping[str, Any], opts: WriteOptions
 ) -> KubeObject:
     """Copy a request body, check its type, and (custom resources) prune and default it."""
     if not isinstance(body, Mapping):
@@ -73,6 +70,11 @@ def decode(
     obj["apiVersion"], obj["kind"] = expected, info.kind
     if not isinstance(obj.get("metadata"), dict):
         obj["metadata"] = {}
+    problem = info.strategy.decode_error(obj)
+    if problem is not None:
+        raise st.bad_request(
+            f'{info.kind} in version "{version}" cannot be handled as a {info.kind}: {problem}'
+        )
     if isinstance(info.strategy, CustomResourceStrategy):
         unknown = info.strategy.apply_schema(obj, version)
         _unknown_fields(info, version, unknown, opts)
@@ -94,12 +96,12 @@ def _unknown_fields(
 
 
 def admit_namespace(
-    storage: Storage, info: ResourceInfo, namespace: str, name: str, *, creating: bool
+    store: Store, info: ResourceInfo, namespace: str, name: str, *, creating: bool
 ) -> None:
     """The namespace must exist (404); a create also needs it not terminating (403)."""
     if not info.namespaced:
         return
-    ns = storage.store.get(NAMESPACES, namespace)
+    ns = store.get(NAMESPACES, namespace)
     if ns is None:
         raise st.not_found("", "namespaces", namespace)
     if creating and (ns.get("status") or {}).get("phase") == "Terminating":
@@ -118,11 +120,11 @@ def admit_namespace(
         )
 
 
-def admit_custom_create(storage: Storage, info: ResourceInfo) -> None:
+def admit_custom_create(store: Store, info: ResourceInfo) -> None:
     """Refuse creating objects of a CRD that is being deleted (405)."""
     if not info.custom:
         return
-    crd = storage.store.get(CRDS, f"{info.plural}.{info.group}")
+    crd = store.get(CRDS, f"{info.plural}.{info.group}")
     if crd is not None and metadata(crd).get("deletionTimestamp"):
         raise st.method_not_supported(
             info.group,

@@ -9,20 +9,17 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 from etctl.errors import ApiError
 from etctl.runtime import KubeObject
 from etctl.testing._apiserver import status as st
-
-if TYPE_CHECKING:
-    from etctl.testing._apiserver.storage import Storage
+from etctl.testing._apiserver.state import ServerState
 
 __all__ = ["bind_pod"]
 
 
 def bind_pod(
-    storage: Storage,
+    state: ServerState,
     name: str,
     node_name: str,
     *,
@@ -39,9 +36,9 @@ def bind_pod(
         etctl.errors.NotFound: no such pod.
         etctl.errors.Conflict: the pod is already assigned, being deleted, or its uid differs.
     """
-    info = storage.registry.get("", "pods")
+    info = state.registry.get("", "pods")
     assert info is not None
-    existing = storage._load(info, namespace, name)
+    existing = state.load(info, namespace, name)
     meta, spec = existing["metadata"], existing.get("spec") or {}
 
     def refuse(detail: str) -> ApiError:
@@ -67,12 +64,12 @@ def bind_pod(
             "type": "PodScheduled",
             "status": "True",
             "lastProbeTime": None,
-            "lastTransitionTime": storage.now(),
+            "lastTransitionTime": state.now(),
         }
     )
     status["conditions"] = conditions
     if dry_run:
         return pod
-    event = storage.store.commit(info.key, storage._key(info, namespace, name), pod)
+    event = state.store.commit(info.key, state.key(info, namespace, name), pod)
     assert event is not None
     return event.object

@@ -8,6 +8,7 @@ carries the strategy of its kind; :func:`builtin_resources` builds fresh strateg
 
 from __future__ import annotations
 
+from etctl.testing._apiserver.apps import WorkloadStrategy
 from etctl.testing._apiserver.corekinds import (
     ConfigMapStrategy,
     EventStrategy,
@@ -20,13 +21,19 @@ from etctl.testing._apiserver.corekinds import (
 from etctl.testing._apiserver.crds import CRDStrategy
 from etctl.testing._apiserver.limits import DEFAULT_LIMITS, Limits
 from etctl.testing._apiserver.pods import PodStrategy
-from etctl.testing._apiserver.registry import ResourceInfo, SubresourceInfo, VersionInfo
+from etctl.testing._apiserver.registry import (
+    ResourceInfo,
+    ScaleSpec,
+    SubresourceInfo,
+    VersionInfo,
+)
 from etctl.testing._apiserver.services import ClusterIPAllocator, ServiceStrategy
 from etctl.testing._apiserver.strategy import Strategy
 from etctl.testing._apiserver.validation import NameRule
 
 __all__ = ["builtin_resources"]
 
+_REPLICAS = ScaleSpec(".spec.replicas", ".status.replicas")
 _NO_COLLECTION_DELETE = ("create", "delete", "get", "list", "patch", "update", "watch")
 
 
@@ -230,5 +237,23 @@ def builtin_resources(
             versions=_v1(),
             strategy=PriorityClassStrategy(),
             short_names=("pc",),
+        ),
+        *(
+            ResourceInfo(
+                group="apps",
+                plural=f"{singular}s",
+                singular=singular,
+                kind=kind,
+                namespaced=True,
+                versions=(VersionInfo("v1", status=True, scale=_REPLICAS),),
+                strategy=WorkloadStrategy(deployment=kind == "Deployment"),
+                short_names=(short,),
+                categories=("all",),
+                has_generation=True,
+            )
+            for singular, kind, short in (
+                ("deployment", "Deployment", "deploy"),
+                ("replicaset", "ReplicaSet", "rs"),
+            )
         ),
     ]

@@ -2,8 +2,9 @@
 
 Which state a list reads follows the real server's resourceVersion semantics: unset or ``"0"``
 reads the latest state; ``resourceVersion=N`` with ``resourceVersionMatch=Exact`` (or with a
-``limit`` and no match, the legacy form) reads the snapshot at N, rebuilt from the retained
-history (410 Expired when it no longer reaches); ``NotOlderThan`` reads the latest state once it
+``limit`` and no match, the legacy form) reads the snapshot at N, as etcd would, rebuilt from the
+kept history (410 Expired, "The resourceVersion for the provided list is too old.", once etcd's
+compaction has passed N); ``NotOlderThan`` reads the latest state once it
 has reached N (504 when the server has not). A page that stops early carries a continue token
 bound to the snapshot it was read at, so following pages are consistent with the first; when that
 snapshot is gone the 410 offers an inconsistent token that continues from the latest state.
@@ -127,7 +128,7 @@ def _state(
     if state is None:
         if expired_token is not None:
             raise st.expired_continue(encode_continue(*expired_token))
-        raise st.expired(f"too old resource version: {rv} ({store.compacted(info.key)})")
+        raise st.expired("The resourceVersion for the provided list is too old.")
     return state
 
 

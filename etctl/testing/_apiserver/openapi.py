@@ -1,27 +1,36 @@
-"""A minimal OpenAPI v3 description of the served resources, enough for ``kubectl``.
+"""The OpenAPI v3 documents of the served resources: schemas for ``kubectl explain``, and more.
 
-``kubectl`` reads ``/openapi/v3`` to decide, per group-version-kind, whether the server does
-field validation (it looks for the ``fieldValidation`` parameter of the kind's PATCH operation)
-and whether a client-side apply may send a strategic merge patch computed from the schema (it
-looks for that media type in the PATCH request body). This module publishes, for every served
-resource, the object path's PATCH operation with the ``x-kubernetes-group-version-kind``
-extension, the query parameters the server honours, and the patch media types *without*
-strategic merge: ``kubectl`` then computes strategic merge patches for built-in kinds from its
-compiled-in types and JSON merge patches for custom resources, exactly as against a cluster
-whose schema it cannot use. Object schemas are not published (``kubectl explain`` has nothing
-to show); the CRD's own schema still validates on the server.
+``kubectl`` reads ``/openapi/v3`` (the group-versions, each with a hashed URL) and then one
+document per group-version. This module publishes, per group-version:
+
+* the schema of every kind served there, found by its ``x-kubernetes-group-version-kind``: for a
+  built-in kind, its schema from ``builtin_schemas.json`` (Kubernetes' own fields, types,
+  descriptions and required fields) with every definition it refers to; for a custom resource,
+  its CRD's structural schema at that version, named as the real server names it
+  (``org.kubeflow.v1.TFJob``), with ``apiVersion``, ``kind`` and ``metadata`` added;
+* the object path's PATCH operation, with the query parameters the server honours (so kubectl
+  knows it does field validation) and the patch media types *without* strategic merge: kubectl
+  then computes strategic merge patches for built-in kinds from its compiled-in types and JSON
+  merge patches for custom resources, as it does against any server whose patch metadata it
+  cannot use.
+
+Documents are rebuilt when the registry changes (a CRD registered, updated or removed).
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
+from collections.abc import Mapping
+from functools import cache
+from importlib import resources
 from typing import Any
 
 from etctl.testing._apiserver.discovery import SERVER_VERSION
 from etctl.testing._apiserver.registry import Registry, ResourceInfo
 
-__all__ = ["OpenAPI"]
+__all__ = ["OpenAPI", "custom_schema_name"]
 
 _PARAMETERS = [
     {"name": name, "in": "query", "schema": {"type": kind, "uniqueItems": True}}
@@ -38,6 +47,78 @@ _PATCH_TYPES = (
     "application/merge-patch+json",
     "application/apply-patch+yaml",
 )
+
+
+_REF = "#/components/schemas/"
+_OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+_API_VERSION = (
+    "APIVersion defines the versioned schema of this representation of an object. Servers should "
+    "convert recognized schemas to the latest internal value, and may reject unrecognized values. "
+    "More info: https://git.k8s.io/community/contributors/devel/sig-architecture/"
+    "api-conventions.md#resources"
+)
+_KIND = (
+    "Kind is a string value representing the REST resource this object represents. Servers may "
+    "infer this from the endpoint the client submits requests to. Cannot be updated. In "
+    "CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/"
+    "api-conventions.md#types-kinds"
+)
+_METADATA = (
+    "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/"
+    "sig-architecture/api-conventions.md#metadata"
+)
+
+
+@cache
+def _builtin() -> Mapping[str, Any]:
+    """The committed schemas of the built-in kinds (read once)."""
+    text = resources.files(__package__).joinpath("builtin_schemas.json").read_text()
+    data: Mapping[str, Any] = json.loads(text)
+    return data
+
+
+def _refs(value: Any) -> list[str]:
+    """The definitions a schema refers to, directly."""
+    found: list[str] = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Mapping):
+            ref = item.get("$ref")
+            if isinstance(ref, str) and ref.startswith(_REF):
+                found.append(ref[len(_REF) :])
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return found
+
+
+def _with_closure(schemas: dict[str, Any], names: list[str]) -> None:
+    """Add ``names`` and every built-in definition they refer to, transitively."""
+    definitions = _builtin()["definitions"]
+    pending = list(names)
+    while pending:
+        name = pending.pop()
+        if name in schemas or name not in definitions:
+            continue
+        schemas[name] = definitions[name]
+        pending.extend(_refs(definitions[name]))
+
+
+def custom_schema_name(group: str, version: str, kind: str) -> str:
+    """What the real server names a custom resource's schema: ``org.kubeflow.v1.TFJob``."""
+    return ".".join([*reversed(group.split(".")), version, kind])
+
+
+def _custom_schema(info: ResourceInfo, version: str) -> dict[str, Any]:
+    served = info.version(version)
+    schema = copy.deepcopy(dict(served.schema)) if served is not None and served.schema else {}
+    schema.setdefault("type", "object")
+    properties = schema.setdefault("properties", {})
+    properties["apiVersion"] = {"description": _API_VERSION, "type": "string"}
+    properties["kind"] = {"description": _KIND, "type": "string"}
+    properties["metadata"] = {"allOf": [{"$ref": _REF + _OBJECT_META}], "description": _METADATA}
+    return schema
 
 
 def _digest(body: bytes) -> str:
@@ -86,8 +167,22 @@ class OpenAPI:
     @staticmethod
     def _document(group: str, version: str, infos: list[ResourceInfo]) -> dict[str, Any]:
         paths: dict[str, Any] = {}
+        schemas: dict[str, Any] = {}
         prefix = f"/apis/{group}/{version}" if group else f"/api/{version}"
         for info in infos:
+            gvk_list = [{"group": info.group, "kind": info.kind, "version": version}]
+            if info.custom:
+                name = custom_schema_name(info.group, version, info.kind)
+                schemas[name] = {
+                    **_custom_schema(info, version),
+                    "x-kubernetes-group-version-kind": gvk_list,
+                }
+                _with_closure(schemas, [_OBJECT_META])
+            else:
+                name = _builtin()["kinds"].get(f"{info.group}/{version}/{info.kind}", "")
+                if name:
+                    _with_closure(schemas, [name])
+                    schemas[name] = {**schemas[name], "x-kubernetes-group-version-kind": gvk_list}
             base = (
                 f"{prefix}/namespaces/{{namespace}}/{info.plural}"
                 if info.namespaced
@@ -108,5 +203,5 @@ class OpenAPI:
             "openapi": "3.0.0",
             "info": {"title": "Kubernetes", "version": SERVER_VERSION["gitVersion"]},
             "paths": paths,
-            "components": {"schemas": {}},
+            "components": {"schemas": dict(sorted(schemas.items()))},
         }

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
@@ -32,10 +32,10 @@ from etctl.testing._apiserver.patch import (
     apply_strategic_merge_patch,
 )
 from etctl.testing._apiserver.registry import ResourceInfo, with_api_version
+from etctl.testing._apiserver.state import ServerState
 from etctl.testing._apiserver.validation import forbidden_cause, required_cause
-
-if TYPE_CHECKING:
-    from etctl.testing._apiserver.storage import Storage, WriteOptions
+from etctl.testing._apiserver.writeoptions import WriteOptions
+from etctl.testing._apiserver.writes import create_object, get_scale, write_patched
 
 __all__ = [
     "APPLY",
@@ -151,7 +151,7 @@ def _check_options(patch_type: str, options: WriteOptions, force: bool) -> None:
 
 
 def patch_object(
-    storage: Storage,
+    state: ServerState,
     info: ResourceInfo,
     version: str,
     name: str,
@@ -173,23 +173,21 @@ def patch_object(
         raise st.unsupported_media_type(accepted_types(info))
     _check_options(patch_type, options, force)
     key_ns = namespace if info.namespaced else ""
-    existing = storage.store.get(info.key, storage._key(info, key_ns, name))
+    existing = state.lookup(info, key_ns, name)
     if patch_type == APPLY:
-        result = _applied(
-            storage, info, version, patch, live=existing, options=options, force=force
-        )
+        result = _applied(state, info, version, patch, live=existing, options=options, force=force)
         if existing is None:
             if subresource:
                 raise st.not_found(info.group, info.plural, name)
             created = _create_applied(
-                storage, info, version, name, result, namespace=namespace, options=options
+                state, info, version, name, result, namespace=namespace, options=options
             )
             return created, True
     elif existing is None:
         raise st.not_found(info.group, info.plural, name)
     else:
         result = _patched(
-            storage,
+            state,
             info,
             version,
             name,
@@ -204,12 +202,13 @@ def patch_object(
     meta = result.get("metadata")
     if isinstance(meta, dict) and not meta.get("resourceVersion"):
         meta["resourceVersion"] = (existing.get("metadata") or {}).get("resourceVersion")
-    written = storage.write_patched(
+    written = write_patched(
+        state,
         info,
         version,
         name,
-        existing,
-        result,
+        existing=existing,
+        patched=result,
         namespace=namespace,
         subresource=subresource,
         options=options,
@@ -218,7 +217,7 @@ def patch_object(
 
 
 def _patched(
-    storage: Storage,
+    state: ServerState,
     info: ResourceInfo,
     version: str,
     name: str,
@@ -234,7 +233,7 @@ def _patched(
     The top level and ``metadata`` are the caller's to edit; nested values may be shared.
     """
     if subresource == "scale":
-        base: KubeObject = storage.get_scale(info, version, name, namespace=namespace)
+        base: KubeObject = get_scale(state, info, version, name, namespace=namespace)
     else:
         base = with_api_version(existing, info.api_version(version))
     try:
@@ -252,7 +251,7 @@ def _patched(
 
 
 def _applied(
-    storage: Storage,
+    state: ServerState,
     info: ResourceInfo,
     version: str,
     applied: Any,
@@ -281,7 +280,7 @@ def _applied(
             manager=options.field_manager,
             force=forced,
             kind=info.kind,
-            now=storage.now(),
+            now=state.now(),
             schema=schema,
         )
 
@@ -304,7 +303,7 @@ def _applied(
 
 
 def _create_applied(
-    storage: Storage,
+    state: ServerState,
     info: ResourceInfo,
     version: str,
     name: str,
@@ -321,4 +320,4 @@ def _create_applied(
             f"the name of the object ({got}) does not match the name on the URL ({name})"
         )
     meta.pop("resourceVersion", None)
-    return storage.create_in(info, version, result, namespace=namespace, options=options)
+    return create_object(state, info, version, result, namespace=namespace, options=options)

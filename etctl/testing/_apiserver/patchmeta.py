@@ -115,6 +115,14 @@ _CONDITIONS_ONLY = _struct(conditions=_merged("type"))
 _KINDS: Mapping[str, Mapping[str, FieldMeta]] = {
     "Pod": {"spec": _POD_SPEC, "status": _POD_STATUS},
     "PodTemplate": {"template": _struct(spec=_POD_SPEC)},
+    "Deployment": {
+        "spec": _struct(template=_struct(metadata=_OBJECT_META, spec=_POD_SPEC)),
+        "status": _CONDITIONS_ONLY,
+    },
+    "ReplicaSet": {
+        "spec": _struct(template=_struct(metadata=_OBJECT_META, spec=_POD_SPEC)),
+        "status": _CONDITIONS_ONLY,
+    },
     "Service": {
         "spec": _struct(ports=_merged("port", "port", "protocol"), selector=_ATOMIC_MAP),
         "status": _CONDITIONS_ONLY,

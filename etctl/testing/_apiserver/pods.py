@@ -3,8 +3,8 @@
 What is modelled: the defaults a pod gains on its way into a cluster (from defaulting and the
 default admission plugins: restart policy, grace period, scheduler, DNS policy, service account,
 priority, the two not-ready/unreachable tolerations, per-container pull policy and termination
-message settings), the status a new pod starts with (``Pending`` and a QoS class), the minimal
-validation (containers with names and images, supported policies), the immutability of the spec
+message settings), the status a new pod starts with (``Pending`` and a QoS class), the validation of
+its spec (:mod:`~etctl.testing._apiserver.podspec`), the immutability of the spec
 on update (only images, ``activeDeadlineSeconds``, tolerations and the grace period may change),
 the pod field selectors, and graceful deletion (immediate when the pod was never scheduled or has
 finished).
@@ -17,21 +17,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from etctl.runtime import KubeObject, ObjectView
+from etctl.testing._apiserver.podspec import decode_error, validate_pod_spec
 from etctl.testing._apiserver.status import Cause
-from etctl.testing._apiserver.strategy import Strategy, WriteContext, field_path, mapping
-from etctl.testing._apiserver.validation import (
-    NameRule,
-    go_value,
-    name_errors,
-    required_cause,
-    unsupported_cause,
-)
+from etctl.testing._apiserver.strategy import Strategy, WriteContext, mapping
 
 __all__ = ["PodStrategy", "qos_class"]
 
-_RESTART_POLICIES = ("Always", "OnFailure", "Never")
-_PULL_POLICIES = ("Always", "IfNotPresent", "Never")
-_DNS_POLICIES = ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")
 _DEFAULT_TOLERATIONS = (
     {
         "key": "node.kubernetes.io/not-ready",
@@ -60,8 +51,11 @@ def _containers(spec: Mapping[str, Any], key: str = "containers") -> list[dict[s
 
 
 def _pull_policy(image: str) -> str:
-    """``Always`` for ``:latest`` or untagged images, ``IfNotPresent`` otherwise."""
-    if "@" in image:
+    """``Always`` for ``:latest`` or untagged images, ``IfNotPresent`` otherwise.
+
+    An image that does not parse (an empty one) has no tag: ``IfNotPresent``.
+    """
+    if "@" in image or not image.strip():
         return "IfNotPresent"
     last = image.rsplit("/", 1)[-1]
     tag = last.partition(":")[2]
@@ -72,8 +66,8 @@ def _default_container(container: dict[str, Any]) -> None:
     container.setdefault("terminationMessagePath", "/dev/termination-log")
     container.setdefault("terminationMessagePolicy", "File")
     container.setdefault("resources", {})
-    if "image" in container and "imagePullPolicy" not in container:
-        container["imagePullPolicy"] = _pull_policy(str(container["image"]))
+    if not container.get("imagePullPolicy"):
+        container["imagePullPolicy"] = _pull_policy(str(container.get("image") or ""))
     for port in container.get("ports") or []:
         if isinstance(port, dict):
             port.setdefault("protocol", "TCP")
@@ -102,36 +96,6 @@ def qos_class(spec: Mapping[str, Any]) -> str:
     if not any_set:
         return "BestEffort"
     return "Guaranteed" if guaranteed else "Burstable"
-
-
-def _validate_containers(spec: Mapping[str, Any], key: str) -> list[Cause]:
-    causes: list[Cause] = []
-    seen: set[str] = set()
-    for index, container in enumerate(_containers(spec, key)):
-        name = str(container.get("name") or "")
-        name_path = field_path("spec", key, index, "name")
-        if not name:
-            causes.append(required_cause(name_path))
-        else:
-            causes.extend(
-                Cause("FieldValueInvalid", name_path, f"Invalid value: {go_value(name)}: {m}")
-                for m in name_errors(NameRule.LABEL, name)
-            )
-            if name in seen:
-                causes.append(
-                    Cause("FieldValueDuplicate", name_path, f"Duplicate value: {go_value(name)}")
-                )
-            seen.add(name)
-        if not str(container.get("image") or "").strip():
-            causes.append(required_cause(field_path("spec", key, index, "image")))
-        policy = container.get("imagePullPolicy")
-        if policy is not None and policy not in _PULL_POLICIES:
-            causes.append(
-                unsupported_cause(
-                    field_path("spec", key, index, "imagePullPolicy"), policy, _PULL_POLICIES
-                )
-            )
-    return causes
 
 
 class PodStrategy(Strategy):
@@ -214,30 +178,13 @@ class PodStrategy(Strategy):
         """A new pod is Pending, with the QoS class its resources give it."""
         obj["status"] = {"phase": "Pending", "qosClass": qos_class(mapping(obj.get("spec")))}
 
+    def decode_error(self, obj: ObjectView) -> str | None:
+        """Quantities that do not parse are refused when the body is decoded."""
+        return decode_error(mapping(obj.get("spec")))
+
     def validate_create(self, obj: ObjectView, ctx: WriteContext) -> list[Cause]:
-        """Containers with names and images, and supported policies."""
-        spec = mapping(obj.get("spec"))
-        causes: list[Cause] = []
-        if not _containers(spec):
-            causes.append(required_cause("spec.containers"))
-        causes += _validate_containers(spec, "containers")
-        causes += _validate_containers(spec, "initContainers")
-        restart = spec.get("restartPolicy")
-        if restart not in _RESTART_POLICIES:
-            causes.append(unsupported_cause("spec.restartPolicy", restart, _RESTART_POLICIES))
-        dns = spec.get("dnsPolicy")
-        if dns not in _DNS_POLICIES:
-            causes.append(unsupported_cause("spec.dnsPolicy", dns, _DNS_POLICIES))
-        grace = spec.get("terminationGracePeriodSeconds")
-        if isinstance(grace, int) and grace < 0:
-            causes.append(
-                Cause(
-                    "FieldValueInvalid",
-                    "spec.terminationGracePeriodSeconds",
-                    f"Invalid value: {grace}: must be greater than or equal to 0",
-                )
-            )
-        return causes
+        """``ValidatePodSpec``: containers, volumes, resources, ports, names and policies."""
+        return validate_pod_spec(mapping(obj.get("spec")))
 
     def validate_update(self, new: ObjectView, old: ObjectView, ctx: WriteContext) -> list[Cause]:
         """The spec is immutable except images, deadline, added tolerations and grace period."""

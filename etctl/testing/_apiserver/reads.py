@@ -51,7 +51,7 @@ def serve_read(
         if info.subresource == "scale":
             obj = storage.get_scale(resource, info.version, info.name, namespace=info.namespace)
             return json_response(obj)
-        stored = storage._load(resource, info.namespace, info.name)
+        stored = storage.load(resource, info.namespace, info.name)
         obj = with_api_version(stored, api_version)
         return json_response(
             _render(resource, info, [obj], representation, query=query, clock=clock, single=True)

@@ -11,18 +11,16 @@ the namespace ``Terminating`` (its content is the namespace controller's to remo
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING
 
 from etctl.errors import ApiError
 from etctl.runtime import KubeObject
 from etctl.testing._apiserver import status as st
 from etctl.testing._apiserver.deletion import DeleteOptions, plan_delete
+from etctl.testing._apiserver.listing import list_objects
 from etctl.testing._apiserver.registry import ResourceInfo, with_api_version
 from etctl.testing._apiserver.selection import Selection
+from etctl.testing._apiserver.state import ServerState
 from etctl.testing._apiserver.store import NAMESPACES, metadata
-
-if TYPE_CHECKING:
-    from etctl.testing._apiserver.storage import Storage
 
 __all__ = ["delete_collection", "delete_object"]
 
@@ -30,17 +28,17 @@ _IMMORTAL = frozenset({"default", "kube-system", "kube-public"})
 
 
 def delete_object(
-    storage: Storage,
+    state: ServerState,
     info: ResourceInfo,
     name: str,
     *,
     namespace: str = "",
     options: DeleteOptions | None = None,
 ) -> tuple[KubeObject, bool]:
-    """:meth:`delete` for an already resolved resource."""
+    """Delete an object, or start its graceful or finalized deletion; True when it is removed."""
     opts = options or DeleteOptions()
     opts.validate()
-    existing = storage._load(info, namespace, name)
+    existing = state.load(info, namespace, name)
     meta = metadata(existing)
     if opts.uid is not None and opts.uid != meta.get("uid"):
         raise st.conflict(
@@ -59,30 +57,30 @@ def delete_object(
             f"{opts.resource_version}, ResourceVersion in object meta: "
             f"{meta.get('resourceVersion')}",
         )
-    key = storage._key(info, namespace, name)
+    key = state.key(info, namespace, name)
     if info.key == NAMESPACES:
-        handled = _delete_namespace(storage, info, existing, key, opts)
+        handled = _delete_namespace(state, info, existing, key, opts)
         if handled is not None:
             return handled
     grace = info.strategy.grace_period(existing, opts.grace_period_seconds)
-    plan = plan_delete(existing, opts, grace_period=grace, now=storage.clock.now())
+    plan = plan_delete(existing, opts, grace_period=grace, now=state.clock.now())
     current = existing
     if plan.update is not None:
         if opts.dry_run:
             current = plan.update
         else:
-            event = storage.store.commit(info.key, key, plan.update)
+            event = state.store.commit(info.key, key, plan.update)
             assert event is not None
             current = event.object
     if plan.remove:
         if not opts.dry_run:
-            storage.store.commit(info.key, key, None)
+            state.store.commit(info.key, key, None)
         return current, True
     return current, False
 
 
 def _delete_namespace(
-    storage: Storage, info: ResourceInfo, existing: KubeObject, key: str, opts: DeleteOptions
+    state: ServerState, info: ResourceInfo, existing: KubeObject, key: str, opts: DeleteOptions
 ) -> tuple[KubeObject, bool] | None:
     """Namespaces: first delete marks Terminating, the last one (after finalize) removes."""
     name = str(metadata(existing).get("name"))
@@ -90,7 +88,7 @@ def _delete_namespace(
         raise st.forbidden("", "namespaces", name, "this namespace may not be deleted")
     if not metadata(existing).get("deletionTimestamp"):
         obj = copy.deepcopy(existing)
-        obj["metadata"]["deletionTimestamp"] = storage.now()
+        obj["metadata"]["deletionTimestamp"] = state.now()
         obj["metadata"]["deletionGracePeriodSeconds"] = 0
         obj.setdefault("status", {})["phase"] = "Terminating"
         plan = plan_delete(
@@ -100,13 +98,13 @@ def _delete_namespace(
                 orphan_dependents=opts.orphan_dependents,
             ),
             grace_period=None,
-            now=storage.clock.now(),
+            now=state.clock.now(),
         )
         if plan.update is not None:
             obj["metadata"]["finalizers"] = plan.update["metadata"].get("finalizers", [])
         if opts.dry_run:
             return obj, False
-        event = storage.store.commit(info.key, key, obj)
+        event = state.store.commit(info.key, key, obj)
         assert event is not None
         return event.object, False
     if (existing.get("spec") or {}).get("finalizers"):
@@ -121,7 +119,7 @@ def _delete_namespace(
 
 
 def delete_collection(
-    storage: Storage,
+    state: ServerState,
     info: ResourceInfo,
     version: str,
     selection: Selection,
@@ -132,11 +130,11 @@ def delete_collection(
     opts = options or DeleteOptions()
     opts.validate()
     out = []
-    for obj in storage.list_selected(info, version, selection).items:
+    for obj in list_objects(state.store, info, version, selection).items:
         meta = metadata(obj)
         try:
             deleted, _ = delete_object(
-                storage,
+                state,
                 info,
                 str(meta["name"]),
                 namespace=str(meta.get("namespace") or ""),

@@ -37,6 +37,7 @@ from etctl.testing._apiserver.builtin import builtin_resources
 from etctl.testing._apiserver.crdcontroller import CRDController
 from etctl.testing._apiserver.discovery import Discovery
 from etctl.testing._apiserver.faults import Fault, FaultInjector
+from etctl.testing._apiserver.history import History
 from etctl.testing._apiserver.http import HttpApi, SubresourceHandler
 from etctl.testing._apiserver.limits import DEFAULT_LIMITS, Limits
 from etctl.testing._apiserver.openapi import OpenAPI
@@ -46,7 +47,7 @@ from etctl.testing._apiserver.services import ClusterIPAllocator
 from etctl.testing._apiserver.storage import Storage, WriteOptions
 from etctl.testing._apiserver.store import Event, Store
 from etctl.testing._apiserver.streaming import WatchSettings
-from etctl.testing._controllers import GarbageCollector, NamespaceController
+from etctl.testing._controllers import GarbageCollector, NamespaceController, WorkloadController
 from etctl.testing._kubelet import Kubelet, KubeletConfig
 
 __all__ = ["ApiServer", "CRDSource", "kubeconfig_document"]
@@ -55,6 +56,8 @@ log = get_logger(__name__)
 
 CRDSource = str | Path | Mapping[str, Any]
 """A CRD to load: a YAML/JSON file, a directory of them, or the CRD as a mapping."""
+
+DEFAULT_HISTORY = History()
 
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
@@ -83,8 +86,9 @@ class ApiServer:
         host: the address to bind (loopback by default).
         port: the port; 0 picks a free one.
         clock: the clock of every timestamp and timer (a FakeClock in tests).
-        history_size: events retained per resource for watch resumption and paged lists; older
-            resourceVersions get 410 Expired.
+        history: how long changes are remembered: each resource's watch cache (a watch from
+            an older resourceVersion gets 410 Expired) and etcd's compaction (lists at an exact
+            resourceVersion and continue tokens); a real server's by default.
         bookmark_interval: seconds between watch bookmarks (the real server: about 60).
         watch_timeout: seconds a watch lasts when the client sets no ``timeoutSeconds``.
         watch_buffer: events a watcher may fall behind before it is closed.
@@ -94,8 +98,9 @@ class ApiServer:
         seed: seeds generated names and uids, for reproducible runs.
         kubelet: run the simulated kubelet and scheduler with this configuration (None: pods
             are stored but never scheduled or run); it is :attr:`kubelet` once started.
-        controllers: run the garbage collector and the namespace controller (as a cluster
-            does); False leaves owner references and terminating namespaces alone.
+        controllers: run the garbage collector, the namespace controller and the Deployment
+            and ReplicaSet controllers (as a cluster does); False leaves owner references,
+            terminating namespaces and workloads alone.
         limits: the size limits of request bodies, ConfigMap and Secret data and stored
             objects (a real cluster's by default; tests may lower them).
         auth: authenticate bearer tokens and enforce RBAC with these settings (None: every
@@ -108,7 +113,7 @@ class ApiServer:
         host: str = "127.0.0.1",
         port: int = 0,
         clock: Clock | None = None,
-        history_size: int = 10_000,
+        history: History = DEFAULT_HISTORY,
         bookmark_interval: float = 60.0,
         watch_timeout: float = 1800.0,
         watch_buffer: int = 1000,
@@ -126,7 +131,9 @@ class ApiServer:
         self.port = port
         self.clock: Clock = clock or RealClock()
         self.registry = Registry()
-        self.store = Store(history_size=history_size, max_object_bytes=limits.max_object_bytes)
+        self.store = Store(
+            history=history, clock=self.clock, max_object_bytes=limits.max_object_bytes
+        )
         self.storage = Storage(
             registry=self.registry, store=self.store, clock=self.clock, seed=seed
         )
@@ -150,8 +157,12 @@ class ApiServer:
         self._crds = list(crds)
         self._kubelet_config = kubelet
         self.kubelet: Kubelet | None = None
-        self.controllers: list[GarbageCollector | NamespaceController] = (
-            [GarbageCollector(self.storage), NamespaceController(self.storage)]
+        self.controllers: list[GarbageCollector | NamespaceController | WorkloadController] = (
+            [
+                GarbageCollector(self.storage),
+                NamespaceController(self.storage),
+                WorkloadController(self.storage),
+            ]
             if controllers
             else []
         )

@@ -19,42 +19,32 @@ Contract:
 from __future__ import annotations
 
 import builtins
-import random
 from collections.abc import Mapping
 from typing import Any
 
-from etctl.runtime import Clock, KubeObject, Resource
+from etctl.runtime import KubeObject, Resource
 from etctl.testing._apiserver import binding, listing, patching, removal, writes
 from etctl.testing._apiserver import status as st
-from etctl.testing._apiserver.deletion import DeleteOptions, timestamp
+from etctl.testing._apiserver.deletion import DeleteOptions
 from etctl.testing._apiserver.listing import ListResult
-from etctl.testing._apiserver.registry import Registry, ResourceInfo, with_api_version
+from etctl.testing._apiserver.registry import ResourceInfo, with_api_version
 from etctl.testing._apiserver.selection import Selection, parse_selection
-from etctl.testing._apiserver.store import Store, metadata, object_key
+from etctl.testing._apiserver.state import ServerState
+from etctl.testing._apiserver.store import metadata
 from etctl.testing._apiserver.watch import Watcher
 from etctl.testing._apiserver.watching import start_watch
-from etctl.testing._apiserver.writes import WriteOptions
+from etctl.testing._apiserver.writeoptions import WriteOptions
 
 __all__ = ["ListResult", "Storage", "WriteOptions"]
 
 
-class Storage:
+class Storage(ServerState):
     """Every verb on every served resource.
 
-    Args:
-        registry: the served resources.
-        store: the object store.
-        clock: the clock for every timestamp.
-        seed: seeds generated names (for reproducible runs).
+    Constructed as a :class:`~etctl.testing._apiserver.state.ServerState` (``registry``,
+    ``store``, ``clock``, ``seed``); the verbs are the functions of ``writes``, ``patching``,
+    ``removal``, ``binding`` and ``watching``, which work on that state.
     """
-
-    def __init__(
-        self, *, registry: Registry, store: Store, clock: Clock, seed: int | None = None
-    ) -> None:
-        self.registry = registry
-        self.store = store
-        self.clock = clock
-        self._random = random.Random(seed)  # noqa: S311 - generated names, not secrets
 
     # -- resolution -----------------------------------------------------------------------------
 
@@ -69,25 +59,12 @@ class Storage:
             raise st.resource_not_found()
         return info, resource.version
 
-    def now(self) -> str:
-        """The server clock's time as written in objects."""
-        return timestamp(self.clock.now())
-
-    def _key(self, info: ResourceInfo, namespace: str, name: str) -> str:
-        return object_key(namespace if info.namespaced else "", name)
-
-    def _load(self, info: ResourceInfo, namespace: str, name: str) -> KubeObject:
-        obj = self.store.get(info.key, self._key(info, namespace, name))
-        if obj is None:
-            raise st.not_found(info.group, info.plural, name)
-        return obj
-
     # -- reads ----------------------------------------------------------------------------------
 
     def get(self, resource: Resource, name: str, *, namespace: str = "") -> KubeObject:
         """One object, read at ``resource.version``."""
         info, version = self.target(resource)
-        return with_api_version(self._load(info, namespace, name), info.api_version(version))
+        return with_api_version(self.load(info, namespace, name), info.api_version(version))
 
     def list(
         self,
@@ -167,7 +144,7 @@ class Storage:
             info, namespace=namespace, label_selector=label_selector, field_selector=field_selector
         )
         return start_watch(
-            self,
+            self.store,
             info,
             version,
             selection,
@@ -322,31 +299,6 @@ class Storage:
             version,
             name,
             body,
-            namespace=namespace,
-            subresource=subresource,
-            options=options,
-        )
-
-    def write_patched(
-        self,
-        info: ResourceInfo,
-        version: str,
-        name: str,
-        existing: KubeObject,
-        patched: Mapping[str, Any],
-        *,
-        namespace: str = "",
-        subresource: str = "",
-        options: WriteOptions,
-    ) -> KubeObject:
-        """Write the result of a patch of ``existing`` (the update path, after the patch)."""
-        return writes.write_patched(
-            self,
-            info,
-            version,
-            name,
-            existing=existing,
-            patched=patched,
             namespace=namespace,
             subresource=subresource,
             options=options,

@@ -11,9 +11,10 @@ Invariants:
   (no event is missed or seen twice between the two);
 * committed objects are never mutated again (copy on write), so events, snapshots, list results
   and watch buffers share them freely; an event encodes its JSON once per ``apiVersion``;
-* each group-resource keeps its last ``history_size`` events; an event evicted from it raises
-  that resource's *compacted* resourceVersion, and reads or watches from an older
-  resourceVersion fail with 410 Expired;
+* history is kept as a real server keeps it (:mod:`~etctl.testing._apiserver.history`): each
+  group-resource has a watch cache, whose window adapts to its event rate (a watch from before
+  it gets 410), and etcd's revisions are compacted every few minutes (a list at an exact
+  resourceVersion, or a continue token, from before the compaction gets 410);
 * watch sinks receive each event during the commit, in commit order; change listeners are called
   after it, in commit order even when a listener itself writes (nested commits are queued);
 * like etcd, the store refuses to put an object larger than its ``max_object_bytes`` (its compact
@@ -30,7 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from etctl.log import get_logger
-from etctl.runtime import KubeObject
+from etctl.runtime import Clock, KubeObject
+from etctl.testing._apiserver.history import Compactor, EventLog, History
 from etctl.testing._apiserver.limits import MAX_OBJECT_BYTES, storage_request_too_large
 from etctl.testing._apiserver.status import bad_request
 
@@ -107,6 +109,7 @@ class Event:
             resourceVersion.
         previous: the object before the change (None for ADDED).
         rv: the resourceVersion of the change.
+        time: the store clock's monotonic time of the commit.
     """
 
     type: EventType
@@ -115,6 +118,7 @@ class Event:
     object: KubeObject
     previous: KubeObject | None
     rv: int
+    time: float = 0.0
     _lines: dict[str, bytes] = field(default_factory=dict)
 
     def line(self, api_version: str) -> bytes:
@@ -147,15 +151,14 @@ class WatchSink(Protocol):
 
 
 class _Table:
-    """The objects of one group-resource, with a lazily sorted key list."""
+    """The objects of one group-resource, with a lazily sorted key list and its event log."""
 
-    __slots__ = ("compacted", "history", "objects", "sinks", "sorted_keys")
+    __slots__ = ("history", "objects", "sinks", "sorted_keys")
 
-    def __init__(self, history_size: int) -> None:
+    def __init__(self, history: History, start_rv: int) -> None:
         self.objects: dict[str, KubeObject] = {}
         self.sorted_keys: list[str] | None = []
-        self.history: deque[Event] = deque(maxlen=history_size)
-        self.compacted = 0
+        self.history: EventLog[Event] = EventLog(history, start_rv)
         self.sinks: set[WatchSink] = set()
 
     def keys(self) -> list[str]:
@@ -168,7 +171,9 @@ class Store:
     """Objects, the global resourceVersion, per-resource history, watch sinks and listeners.
 
     Args:
-        history_size: events kept per group-resource for watch replay and paged snapshots.
+        history: how long changes are remembered (the watch cache, etcd's compaction).
+        clock: the clock events are recorded and compactions scheduled on (None: time stands
+            still at 0, so no event ever ages and no compaction is ever due).
         initial_rv: the resourceVersion before the first commit.
         max_object_bytes: the largest object a commit may store (etcd's ``--max-request-bytes``).
     """
@@ -176,17 +181,19 @@ class Store:
     def __init__(
         self,
         *,
-        history_size: int = 10_000,
+        history: History | None = None,
+        clock: Clock | None = None,
         initial_rv: int = 1,
         max_object_bytes: int = MAX_OBJECT_BYTES,
     ) -> None:
-        if history_size < 1:
-            msg = "history_size must be at least 1"
-            raise ValueError(msg)
-        self._history_size = history_size
+        self.history = history or History()
+        self._now: Callable[[], float] = clock.monotonic if clock is not None else _still
+        self._initial_rv = initial_rv
         self.max_object_bytes = max_object_bytes
         self._tables: dict[GroupResource, _Table] = {}
         self._rv = initial_rv
+        self._compacted = 0
+        self._compactor = Compactor(self.history.compaction_interval, self._now())
         self._listeners: list[Callable[[Event], None]] = []
         self._pending: deque[Event] = deque()
         self._dispatching = False
@@ -199,8 +206,20 @@ class Store:
     def _table(self, resource: GroupResource) -> _Table:
         table = self._tables.get(resource)
         if table is None:
-            table = self._tables[resource] = _Table(self._history_size)
+            # Every resource's watch cache is as old as the server (its initial list).
+            table = self._tables[resource] = _Table(self.history, self._initial_rv)
         return table
+
+    def _catch_up(self, now: float | None = None) -> None:
+        """Run the etcd compactions that have come due since the store was last touched."""
+        compact_to = self._compactor.due(self._now() if now is None else now, self._rv)
+        if compact_to is not None and compact_to > self._compacted:
+            self._compact_revisions(compact_to)
+
+    def _compact_revisions(self, rv: int) -> None:
+        self._compacted = rv
+        for table in self._tables.values():
+            table.history.trim(rv)
 
     # -- reads ----------------------------------------------------------------------------------
 
@@ -235,22 +254,32 @@ class Store:
         return list(_prefixed(keys, objects, bisect_left(keys, max(prefix, start)), prefix))
 
     def compacted(self, resource: GroupResource) -> int:
-        """The highest resourceVersion evicted from the resource's history (0 if none)."""
+        """The oldest revision of ``resource`` a snapshot can still be read at (etcd's compaction).
+
+        The global compaction, or later if the resource's history was dropped since.
+        """
+        self._catch_up()
         table = self._tables.get(resource)
-        return table.compacted if table else 0
+        start = table.history.start_rv if table else 0
+        return max(self._compacted, start if start > self._initial_rv else 0)
+
+    def watch_floor(self, resource: GroupResource) -> int:
+        """The oldest resourceVersion a watch of ``resource`` can start from (its watch cache)."""
+        table = self._tables.get(resource)
+        return table.history.watch_floor() if table else self._initial_rv
 
     def snapshot(self, resource: GroupResource, rv: int) -> dict[str, KubeObject] | None:
-        """The resource's objects as they were at ``rv``, or None if history no longer reaches.
+        """The resource's objects as they were at revision ``rv``, or None if it is compacted.
 
-        Built by undoing, newest first, every retained event after ``rv``.
+        Built by undoing, newest first, every kept event after ``rv``.
         """
+        if rv < self.compacted(resource):
+            return None
         table = self._tables.get(resource)
         if table is None:
             return {}
-        if rv < table.compacted:
-            return None
         state = dict(table.objects)
-        for event in reversed(table.history):
+        for event in table.history.newest_first():
             if event.rv <= rv:
                 break
             if event.type == "ADDED":
@@ -260,19 +289,9 @@ class Store:
         return state
 
     def history_after(self, resource: GroupResource, rv: int) -> list[Event] | None:
-        """Retained events after ``rv`` in order, or None when ``rv`` is older than the history."""
+        """The watch cache's events after ``rv`` in order, or None when ``rv`` is older."""
         table = self._tables.get(resource)
-        if table is None:
-            return []
-        if rv < table.compacted:
-            return None
-        out: list[Event] = []
-        for event in reversed(table.history):
-            if event.rv <= rv:
-                break
-            out.append(event)
-        out.reverse()
-        return out
+        return table.history.since(rv) if table else []
 
     # -- writes ---------------------------------------------------------------------------------
 
@@ -291,6 +310,8 @@ class Store:
         """
         if obj is not None:
             self._check_size(resource, key, obj)
+        now = self._now()
+        self._catch_up(now)
         table = self._table(resource)
         previous = table.objects.get(key)
         if obj is None and previous is None:
@@ -302,19 +323,16 @@ class Store:
             stamped = {**previous, "metadata": {**previous["metadata"], "resourceVersion": rv_text}}
             del table.objects[key]
             table.sorted_keys = None
-            event = Event("DELETED", resource, key, stamped, previous, self._rv)
+            event = Event("DELETED", resource, key, stamped, previous, self._rv, now)
         else:
             obj["metadata"]["resourceVersion"] = rv_text
             table.objects[key] = obj
             if previous is None:
                 table.sorted_keys = None
-                event = Event("ADDED", resource, key, obj, None, self._rv)
+                event = Event("ADDED", resource, key, obj, None, self._rv, now)
             else:
-                event = Event("MODIFIED", resource, key, obj, previous, self._rv)
-        history = table.history
-        if len(history) == history.maxlen:
-            table.compacted = history[0].rv
-        history.append(event)
+                event = Event("MODIFIED", resource, key, obj, previous, self._rv, now)
+        table.history.append(event, self._compacted)
         for sink in list(table.sinks):
             sink.deliver(event)
         self._pending.append(event)
@@ -329,11 +347,17 @@ class Store:
             raise storage_request_too_large()
 
     def compact(self, resource: GroupResource | None = None) -> None:
-        """Drop the retained history (of one resource, or all): older reads and watches get 410."""
+        """Forget every change so far: reads and watches from an older resourceVersion get 410.
+
+        With a resource, only its history goes, as when its watch cache starts over (the
+        resource is removed and served again); without, etcd is compacted to the current
+        revision and every watch cache starts over.
+        """
+        if resource is None:
+            self._compacted = self._rv
         tables = [self._table(resource)] if resource else list(self._tables.values())
         for table in tables:
-            table.history.clear()
-            table.compacted = self._rv
+            table.history.reset(self._rv)
 
     # -- watchers and listeners -----------------------------------------------------------------
 
@@ -397,6 +421,10 @@ class Store:
                         log.exception("store listener failed", resource=event.resource)
         finally:
             self._dispatching = False
+
+
+def _still() -> float:
+    return 0.0
 
 
 def _prefixed(

@@ -91,6 +91,10 @@ class Strategy:
             "metadata.namespace": str(meta.get("namespace") or ""),
         }
 
+    def decode_error(self, obj: ObjectView) -> str | None:
+        """What decoding the body into the kind's Go type would refuse (a 400), or None."""
+        return None
+
     def defaults(self, obj: KubeObject) -> None:
         """Fill defaulted fields; applied to every object written (create, update, patch)."""
 

@@ -133,7 +133,7 @@ async def serve_watch(
         )
     else:
         watcher = start_watch(
-            storage,
+            storage.store,
             info,
             version,
             selection,

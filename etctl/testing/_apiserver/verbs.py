@@ -39,7 +39,7 @@ from etctl.testing._apiserver.request import RequestInfo, parse_bool, parse_int,
 from etctl.testing._apiserver.selection import parse_selection
 from etctl.testing._apiserver.storage import Storage
 from etctl.testing._apiserver.validation import required_cause
-from etctl.testing._apiserver.writes import WriteOptions
+from etctl.testing._apiserver.writeoptions import WriteOptions
 
 __all__ = [
     "create",

@@ -2,8 +2,9 @@
 
 * ``resourceVersion`` unset or ``"0"``: synthetic ADDED events for every selected object, then
   live events;
-* ``resourceVersion=N``: every retained event after N, then live events; N older than the
-  resource's history gives a single ERROR event with a 410 ``Expired`` Status; N not reached
+* ``resourceVersion=N``: every event after N from the resource's watch cache, then live events;
+  N older than what the watch cache holds gives a single ERROR event with a 410 ``Expired``
+  Status (``too old resource version: N (oldest - 1)``); N not reached
   yet gives a 504 (too large resource version);
 * ``sendInitialEvents=true`` (with ``resourceVersionMatch=NotOlderThan``): the current state as
   ADDED events, then (with bookmarks allowed) a BOOKMARK annotated
@@ -16,16 +17,12 @@ step, so nothing is missed or duplicated between them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from etctl.testing._apiserver import status as st
 from etctl.testing._apiserver.registry import ResourceInfo
 from etctl.testing._apiserver.selection import Selection
+from etctl.testing._apiserver.store import Store
 from etctl.testing._apiserver.validation import forbidden_cause
 from etctl.testing._apiserver.watch import Transform, Watcher
-
-if TYPE_CHECKING:
-    from etctl.testing._apiserver.storage import Storage
 
 __all__ = ["check_watch_options", "start_watch"]
 
@@ -63,7 +60,7 @@ def check_watch_options(resource_version_match: str, send_initial_events: bool |
 
 
 def start_watch(
-    storage: Storage,
+    store: Store,
     info: ResourceInfo,
     version: str,
     selection: Selection,
@@ -84,7 +81,6 @@ def start_watch(
         etctl.errors.ServerError: 504 for a resourceVersion the server has not reached.
     """
     check_watch_options(resource_version_match, send_initial_events)
-    store = storage.store
     watcher = Watcher(
         kind=info.kind,
         api_version=info.api_version(version),
@@ -112,7 +108,7 @@ def start_watch(
         if replay is None:
             watcher.error(
                 st.status_body(
-                    st.expired(f"too old resource version: {rv} ({store.compacted(info.key)})")
+                    st.expired(f"too old resource version: {rv} ({store.watch_floor(info.key)})")
                 )
             )
             return watcher

@@ -1,6 +1,6 @@
 """Writes: create, update and the update tail shared with patch, as the real registry runs them.
 
-Each function takes the :class:`~etctl.testing.Storage` it works for. A body is
+Each function takes the :class:`~etctl.testing._apiserver.state.ServerState` it works on. A body is
 first *decoded* (copied, its ``apiVersion``/``kind`` checked, and, for custom resources, pruned
 and defaulted by the version's schema), then admitted (the namespace must exist, and must not be
 terminating for a create), shaped (a ``status`` write takes only the status; a main-resource
@@ -12,10 +12,8 @@ finalizer of an object being deleted removes the object.
 from __future__ import annotations
 
 import copy
-import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from etctl.runtime import KubeObject
 from etctl.testing._apiserver import admission
@@ -23,15 +21,13 @@ from etctl.testing._apiserver import status as st
 from etctl.testing._apiserver.apply import record_update
 from etctl.testing._apiserver.registry import ResourceInfo, with_api_version
 from etctl.testing._apiserver.scale import from_scale, to_scale
+from etctl.testing._apiserver.state import ServerState
 from etctl.testing._apiserver.store import metadata, parse_resource_version
 from etctl.testing._apiserver.strategy import WriteContext, spec_equal
 from etctl.testing._apiserver.validation import validate_object_meta, validate_object_meta_update
-
-if TYPE_CHECKING:
-    from etctl.testing._apiserver.storage import Storage
+from etctl.testing._apiserver.writeoptions import WriteOptions
 
 __all__ = [
-    "WriteOptions",
     "create_object",
     "get_scale",
     "update_existing",
@@ -39,34 +35,6 @@ __all__ = [
     "write_patched",
 ]
 
-
-@dataclass(slots=True)
-class WriteOptions:
-    """Options of a create, update or patch.
-
-    Attributes:
-        dry_run: run everything, commit nothing (``dryRun=All``).
-        field_manager: the ``fieldManager`` of the request.
-        field_validation: ``Strict``, ``Warn`` (the default), or ``Ignore`` for unknown fields.
-        user_agent: the client's ``User-Agent`` (names the manager of non-apply writes).
-        applying: set by server-side apply, whose result already records its manager.
-        warnings: filled with the warnings the request produced (``Warning`` headers).
-    """
-
-    dry_run: bool = False
-    field_manager: str = ""
-    field_validation: str = ""
-    user_agent: str = ""
-    applying: bool = False
-    warnings: list[str] = field(default_factory=list)
-
-    @property
-    def manager(self) -> str:
-        """Who the write's fields belong to: ``fieldManager``, else the user agent's product."""
-        return self.field_manager or self.user_agent.split("/", 1)[0] or "unknown"
-
-
-_NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 _GENERATE_ATTEMPTS = 8
 
 
@@ -81,7 +49,7 @@ def _empties_finalizers(new: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
 
 
 def create_object(
-    storage: Storage,
+    state: ServerState,
     info: ResourceInfo,
     version: str,
     body: Mapping[str, Any],
@@ -89,18 +57,20 @@ def create_object(
     namespace: str = "",
     options: WriteOptions | None = None,
 ) -> KubeObject:
-    """:meth:`create` for an already resolved resource."""
+    """Create an object of an already resolved resource (POST); returns the stored object."""
     opts = options or WriteOptions()
-    obj = admission.decode(storage, info, version, body, opts)
+    obj = admission.decode(info, version, body, opts)
     meta = metadata(obj)
     if info.namespaced and not namespace:
         namespace = str(meta.get("namespace") or "")
     admission.ensure_namespace(meta, namespace if info.namespaced else "")
-    admission.admit_namespace(storage, info, namespace, str(meta.get("name") or ""), creating=True)
-    admission.admit_custom_create(storage, info)
+    admission.admit_namespace(
+        state.store, info, namespace, str(meta.get("name") or ""), creating=True
+    )
+    admission.admit_custom_create(state.store, info)
     if meta.get("resourceVersion"):
         raise st.internal_error("resourceVersion should not be set on objects to be created")
-    ctx = WriteContext(now=storage.now(), version=version, dry_run=opts.dry_run)
+    ctx = WriteContext(now=state.now(), version=version, dry_run=opts.dry_run)
     for key in ("deletionTimestamp", "deletionGracePeriodSeconds"):
         meta.pop(key, None)
     strategy = info.strategy
@@ -111,7 +81,7 @@ def create_object(
     strategy.prepare_create(obj, ctx)
     if info.has_status(version):
         strategy.reset_status(obj, ctx)
-    meta["uid"] = str(uuid.UUID(int=storage._random.getrandbits(128), version=4))
+    meta["uid"] = state.new_uid()
     meta["creationTimestamp"] = ctx.now
     if info.has_generation:
         meta["generation"] = 1
@@ -119,44 +89,39 @@ def create_object(
         meta.pop("generation", None)
     generate = not meta.get("name") and bool(meta.get("generateName"))
     if generate:
-        meta["name"] = _generate_name(storage, str(meta["generateName"]))
+        meta["name"] = state.generate_name(str(meta["generateName"]))
     causes = validate_object_meta(meta, namespaced=info.namespaced, rule=info.name_rule)
     causes += strategy.validate_create(obj, ctx)
     if causes:
         raise st.invalid(info.group, info.kind, str(meta.get("name") or ""), causes)
-    key = storage._key(info, namespace, str(meta["name"]))
-    if storage.store.get(info.key, key) is not None:
+    key = state.key(info, namespace, str(meta["name"]))
+    if state.store.get(info.key, key) is not None:
         if not generate:
             raise st.already_exists(info.group, info.plural, str(meta["name"]))
-        key = _retry_generated(storage, info, namespace, meta)
+        key = _retry_generated(state, info, namespace, meta)
     obj["apiVersion"] = info.api_version(info.storage_version.name)
     obj["kind"] = info.kind
     if opts.dry_run:
         return with_api_version(obj, info.api_version(version))
-    event = storage.store.commit(info.key, key, obj)
+    event = state.store.commit(info.key, key, obj)
     assert event is not None
     return with_api_version(event.object, info.api_version(version))
 
 
-def _generate_name(storage: Storage, base: str) -> str:
-    suffix = "".join(storage._random.choice(_NAME_CHARS) for _ in range(5))
-    return base[:58] + suffix
-
-
 def _retry_generated(
-    storage: Storage, info: ResourceInfo, namespace: str, meta: dict[str, Any]
+    state: ServerState, info: ResourceInfo, namespace: str, meta: dict[str, Any]
 ) -> str:
     base = str(meta["generateName"])
     for _ in range(_GENERATE_ATTEMPTS):
-        meta["name"] = _generate_name(storage, base)
-        key = storage._key(info, namespace, meta["name"])
-        if storage.store.get(info.key, key) is None:
+        meta["name"] = state.generate_name(base)
+        key = state.key(info, namespace, meta["name"])
+        if state.store.get(info.key, key) is None:
             return key
     raise st.generate_name_conflict(info.group, info.plural, str(meta["name"]))
 
 
 def update_object(
-    storage: Storage,
+    state: ServerState,
     info: ResourceInfo,
     version: str,
     name: str,
@@ -166,15 +131,15 @@ def update_object(
     subresource: str = "",
     options: WriteOptions | None = None,
 ) -> KubeObject:
-    """:meth:`update` for an already resolved resource and the name from the URL."""
+    """Replace an object or a subresource (PUT), named by the URL's ``name``."""
     opts = options or WriteOptions()
     _check_subresource(info, version, subresource)
     if subresource == "scale":
-        existing = storage._load(info, namespace, name)
+        existing = state.load(info, namespace, name)
         body = copy.deepcopy(dict(body))
         admission.check_name(body, name, namespace)
         return write_patched(
-            storage,
+            state,
             info,
             version,
             name,
@@ -184,15 +149,15 @@ def update_object(
             subresource=subresource,
             options=opts,
         )
-    obj = _admit_update(storage, info, version, name, body, namespace=namespace, options=opts)
-    existing = storage._load(info, namespace, name)
+    obj = _admit_update(state, info, version, name, body, namespace=namespace, options=opts)
+    existing = state.load(info, namespace, name)
     return update_existing(
-        storage, info, version, existing, obj, subresource=subresource, options=opts
+        state, info, version, existing, obj, subresource=subresource, options=opts
     )
 
 
 def write_patched(
-    storage: Storage,
+    state: ServerState,
     info: ResourceInfo,
     version: str,
     name: str,
@@ -215,16 +180,16 @@ def write_patched(
         if scale_rv and scale_rv != str(metadata(existing).get("resourceVersion")):
             raise st.stale_conflict(info.group, info.plural, name)
         new = from_scale(with_api_version(existing, info.api_version(version)), patched, spec)
-        update_existing(storage, info, version, existing, new, subresource="", options=options)
-        return get_scale(storage, info, version, name, namespace=namespace)
-    obj = _admit_update(storage, info, version, name, patched, namespace=namespace, options=options)
+        update_existing(state, info, version, existing, new, subresource="", options=options)
+        return get_scale(state, info, version, name, namespace=namespace)
+    obj = _admit_update(state, info, version, name, patched, namespace=namespace, options=options)
     return update_existing(
-        storage, info, version, existing, obj, subresource=subresource, options=options
+        state, info, version, existing, obj, subresource=subresource, options=options
     )
 
 
 def _admit_update(
-    storage: Storage,
+    state: ServerState,
     info: ResourceInfo,
     version: str,
     name: str,
@@ -234,9 +199,9 @@ def _admit_update(
     options: WriteOptions,
 ) -> KubeObject:
     """The new state of an update, decoded and admitted (name and namespace checked)."""
-    obj = admission.decode(storage, info, version, body, options)
+    obj = admission.decode(info, version, body, options)
     admission.check_name(obj, name, namespace if info.namespaced else "")
-    admission.admit_namespace(storage, info, namespace, name, creating=False)
+    admission.admit_namespace(state.store, info, namespace, name, creating=False)
     return obj
 
 
@@ -247,7 +212,7 @@ def _check_subresource(info: ResourceInfo, version: str, subresource: str) -> No
 
 
 def update_existing(
-    storage: Storage,
+    state: ServerState,
     info: ResourceInfo,
     version: str,
     existing: KubeObject,
@@ -279,7 +244,7 @@ def update_existing(
     new = _shape(info, version, existing, new, subresource)
     meta = metadata(new)
     ctx = WriteContext(
-        now=storage.now(), version=version, dry_run=options.dry_run, subresource=subresource
+        now=state.now(), version=version, dry_run=options.dry_run, subresource=subresource
     )
     strategy = info.strategy
     strategy.defaults(new)
@@ -303,14 +268,14 @@ def update_existing(
     api_version = info.api_version(version)
     if new == existing:
         return with_api_version(existing, api_version)
-    key = storage._key(info, str(old_meta.get("namespace") or ""), name)
+    key = state.key(info, str(old_meta.get("namespace") or ""), name)
     if _empties_finalizers(new, existing):
         if not options.dry_run:
-            storage.store.commit(info.key, key, None)
+            state.store.commit(info.key, key, None)
         return with_api_version(existing, api_version)
     if options.dry_run:
         return with_api_version(new, api_version)
-    event = storage.store.commit(info.key, key, new)
+    event = state.store.commit(info.key, key, new)
     assert event is not None
     return with_api_version(event.object, api_version)
 
@@ -418,8 +383,8 @@ def _scale_spec(info: ResourceInfo, version: str) -> Any:
 
 
 def get_scale(
-    storage: Storage, info: ResourceInfo, version: str, name: str, *, namespace: str = ""
+    state: ServerState, info: ResourceInfo, version: str, name: str, *, namespace: str = ""
 ) -> KubeObject:
     """The ``autoscaling/v1`` Scale of a custom resource with a scale subresource."""
     spec = _scale_spec(info, version)
-    return to_scale(storage._load(info, namespace, name), spec)
+    return to_scale(state.load(info, namespace, name), spec)

@@ -7,7 +7,7 @@ from typing import Any
 
 from etctl.common import SCALEINS, SCALEOUTS
 from etctl.common._scaling.adoption import selector_index
-from etctl.runtime import objects
+from etctl.runtime import Resource, objects
 from tests.common.scaling._env import NS, scaling_env
 
 
@@ -65,11 +65,28 @@ async def test_a_scaler_for_a_missing_job_fails_then_is_adopted_when_it_appears(
 async def test_foreign_and_finished_scalers_are_left_alone(tmp_path: Path) -> None:
     async with scaling_env(tmp_path) as env:
         env.create_job()
+        # Another controller's object, which exists (an owner that does not would have the
+        # garbage collector delete the scaler).
+        other = env.storage.create(
+            Resource("apps", "v1", "deployments", "Deployment"),
+            {
+                "metadata": {"name": "other"},
+                "spec": {
+                    "replicas": 0,
+                    "selector": {"matchLabels": {"app": "other"}},
+                    "template": {
+                        "metadata": {"labels": {"app": "other"}},
+                        "spec": {"containers": [{"name": "main", "image": "busybox"}]},
+                    },
+                },
+            },
+            namespace=NS,
+        )
         foreign = {
             "apiVersion": "apps/v1",
             "kind": "Deployment",
             "name": "other",
-            "uid": "uid-other",
+            "uid": objects.uid(other),
             "controller": True,
         }
         body = {

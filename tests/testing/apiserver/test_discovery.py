@@ -42,6 +42,7 @@ async def test_apis_lists_groups_with_preferred_versions(api: Api) -> None:
     groups = {g["name"]: g for g in reply.body["groups"]}
     assert set(groups) == {
         "apiextensions.k8s.io",
+        "apps",
         "coordination.k8s.io",
         "events.k8s.io",
         "rbac.authorization.k8s.io",

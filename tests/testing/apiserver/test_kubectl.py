@@ -4,6 +4,7 @@ delete. Skipped where no kubectl is installed."""
 from __future__ import annotations
 
 import asyncio
+import copy
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
@@ -17,6 +18,8 @@ from etctl.testing import ApiServer
 from tests.testing.apiserver._client import WIDGET_CRD
 
 pytestmark = pytest.mark.kubectl
+
+CRDS_DIR = Path(__file__).resolve().parents[3] / "manifests" / "crds"
 
 WIDGET: dict[str, Any] = {
     "apiVersion": "example.com/v1",
@@ -40,7 +43,9 @@ class Kubectl:
         self.cache = tmp_path / "cache"
         self.tmp = tmp_path
 
-    async def __call__(self, *args: str, ok: bool = True) -> tuple[int, str]:
+    async def __call__(
+        self, *args: str, ok: bool = True, stdin: bytes | None = None
+    ) -> tuple[int, str]:
         binary = shutil.which("kubectl")
         assert binary is not None
         process = await asyncio.create_subprocess_exec(
@@ -48,11 +53,12 @@ class Kubectl:
             f"--kubeconfig={self.kubeconfig}",
             f"--cache-dir={self.cache}",
             *args,
+            stdin=asyncio.subprocess.PIPE if stdin is not None else None,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
         )
         async with asyncio.timeout(20):
-            out, _ = await process.communicate()
+            out, _ = await process.communicate(stdin)
         text = out.decode()
         if ok:
             assert process.returncode == 0, text
@@ -151,3 +157,45 @@ async def test_strict_validation_reports_unknown_fields(
     code, out = await kubectl("apply", "-f", kubectl.manifest("bad.yaml", bogus), ok=False)
     assert code != 0
     assert 'strict decoding error: unknown field "spec.bogus"' in out
+
+
+async def test_apply_of_an_invalid_pod_prints_the_servers_causes(kubectl: Kubectl) -> None:
+    pod = copy.deepcopy(POD)
+    pod["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "2"}, "limits": {"cpu": "1"}}
+    pod["spec"]["containers"][0]["ports"] = [{"containerPort": 99999}]
+    code, out = await kubectl("apply", "-f", kubectl.manifest("bad.yaml", pod), ok=False)
+    assert code == 1
+    assert (
+        'The Pod "web" is invalid: \n'
+        "* spec.containers[0].ports[0].containerPort: Invalid value: 99999: must be between 1 and "
+        "65535, inclusive\n"
+        '* spec.containers[0].resources.requests: Invalid value: "2": must be less than or equal '
+        "to cpu limit of 1"
+    ) in out
+    pod["spec"]["containers"][0]["resources"] = {"limits": {"cpu": "lots"}}
+    pod["spec"]["containers"][0].pop("ports")
+    code, out = await kubectl("apply", "-f", kubectl.manifest("bad.yaml", pod), ok=False)
+    assert code == 1
+    assert 'Pod in version "v1" cannot be handled as a Pod: quantities must match' in out
+
+
+async def test_explain_shows_a_crds_schema_and_a_built_in_kinds(
+    kubectl: Kubectl, server: ApiServer
+) -> None:
+    server.load_crds(CRDS_DIR / "kai.alibabacloud.com_trainingjobs.yaml")
+    _, out = await kubectl("explain", "trainingjob.spec")
+    assert "GROUP:      kai.alibabacloud.com" in out
+    assert "KIND:       TrainingJob" in out
+    assert "FIELD: spec <Object>" in out
+    assert "slotsPerWorker\t<integer>" in out
+    assert "Slots per worker in the hostfile" in out
+    _, out = await kubectl("explain", "trainingjob.spec.etReplicaSpecs.worker.minReplicas")
+    assert "FIELD: minReplicas <integer>" in out
+    _, out = await kubectl("explain", "trainingjob.metadata.labels")
+    assert "Map of string keys and values" in out
+    _, out = await kubectl("explain", "pod.spec.containers.resources")
+    assert "KIND:       Pod" in out
+    assert "limits\t<map[string]string>" in out
+    assert "Limits describes the maximum amount of compute resources allowed." in out
+    _, out = await kubectl("explain", "pods.spec.restartPolicy")
+    assert "FIELD: restartPolicy <string>" in out

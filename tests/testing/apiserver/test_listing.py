@@ -109,7 +109,24 @@ async def test_list_at_a_compacted_exact_resource_version_is_410(
     reply = await api.get(CM, params={"resourceVersion": rv, "resourceVersionMatch": "Exact"})
     assert reply.status == 410
     assert reply.body["reason"] == "Expired"
-    assert reply.body["message"] == f"too old resource version: {rv} ({server.store.rv})"
+    assert reply.body["message"] == "The resourceVersion for the provided list is too old."
+
+
+async def test_a_list_at_an_old_resource_version_without_exact_reads_the_latest_state(
+    api: Api, server: ApiServer
+) -> None:
+    await _make(api, "a")
+    rv = (await api.get(CM)).body["metadata"]["resourceVersion"]
+    await _make(api, "b")
+    server.store.compact()  # what a real server's watch cache serves is never too old
+    for params in (
+        {"resourceVersion": rv},
+        {"resourceVersion": rv, "resourceVersionMatch": "NotOlderThan"},
+    ):
+        reply = await api.get(CM, params=params)
+        assert reply.status == 200
+        assert reply.body["metadata"]["resourceVersion"] == str(server.store.rv)
+        assert [i["metadata"]["name"] for i in reply.body["items"]] == ["a", "b"]
 
 
 async def test_not_older_than_reads_the_latest_state(api: Api, server: ApiServer) -> None:

@@ -145,9 +145,9 @@ async def test_generate_name_retries_on_collision(server: ApiServer) -> None:
         CONFIGMAPS, {"metadata": {"generateName": "x-"}}, namespace="default"
     )
     storage = server.storage
-    storage._random.seed(7)
+    storage.random.seed(7)
     storage.create(CONFIGMAPS, {"metadata": {"generateName": "x-"}}, namespace="default")
-    storage._random.seed(7)  # the same first guess again: taken, so a retry must pick another
+    storage.random.seed(7)  # the same first guess again: taken, so a retry must pick another
     third = storage.create(CONFIGMAPS, {"metadata": {"generateName": "x-"}}, namespace="default")
     names = {first["metadata"]["name"], third["metadata"]["name"]}
     assert len(names) == 2

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from etctl.errors import BadRequest
+from etctl.runtime import FakeClock
+from etctl.testing._apiserver.history import History
 from etctl.testing._apiserver.store import Event, Store, dumps, object_key, parse_resource_version
 
 CM = ("", "configmaps")
@@ -69,24 +71,58 @@ def test_snapshot_rebuilds_an_earlier_state() -> None:
     assert snapshot["default/a"]["data"] == {"k": "v"}
 
 
-def test_history_window_evicts_and_compacts() -> None:
-    store = Store(history_size=2)
+def test_the_watch_cache_and_etcd_forget_separately() -> None:
+    store = Store(history=History(watch_cache_min=2, watch_cache_max=2))
     for name in "abc":
         store.commit(CM, f"default/{name}", _obj(name))
-    assert store.compacted(CM) == 2
+    # The watch cache holds b (3) and c (4): a watch may start at 2 (oldest - 1), not before.
+    assert store.watch_floor(CM) == 2
     assert store.history_after(CM, 1) is None
-    assert store.snapshot(CM, 1) is None
     replay = store.history_after(CM, 2)
     assert replay is not None
     assert [e.key for e in replay] == ["default/b", "default/c"]
+    # etcd has not compacted: a snapshot from before the watch cache is still readable.
+    assert store.compacted(CM) == 0
+    snapshot = store.snapshot(CM, 2)
+    assert snapshot is not None
+    assert sorted(snapshot) == ["default/a"]
     store.compact()
-    assert store.compacted(CM) == store.rv
+    assert store.compacted(CM) == store.watch_floor(CM) == store.rv
+    assert store.snapshot(CM, store.rv - 1) is None
     assert store.history_after(CM, store.rv) == []
 
 
-def test_history_size_must_be_positive() -> None:
-    with pytest.raises(ValueError, match="at least 1"):
-        Store(history_size=0)
+def test_compacting_one_resource_leaves_the_others_alone() -> None:
+    store = Store()
+    store.commit(CM, "default/a", _obj("a"))
+    store.commit(("", "pods"), "default/p", _obj("p"))
+    store.compact(CM)
+    assert store.history_after(CM, 1) is None
+    assert store.snapshot(CM, 2) is None
+    replay = store.history_after(("", "pods"), 1)
+    assert replay is not None
+    assert [e.key for e in replay] == ["default/p"]
+    assert store.snapshot(("", "pods"), 1) == {}
+
+
+async def test_etcd_compaction_runs_on_the_clock_and_keeps_the_previous_tick(
+    clock: FakeClock,
+) -> None:
+    store = Store(history=History(compaction_interval=300), clock=clock)
+    store.commit(CM, "default/a", _obj("a"))
+    first = store.rv
+    await clock.advance(300)  # the first tick only records the revision
+    store.commit(CM, "default/a", _obj("a", "2"))
+    assert store.compacted(CM) == 0
+    await clock.advance(300)  # the second compacts to what the first saw
+    assert store.compacted(CM) == first
+    assert store.snapshot(CM, first - 1) is None
+    snapshot = store.snapshot(CM, first)
+    assert snapshot is not None
+    assert snapshot["default/a"]["data"] == {"k": "v"}
+    await clock.advance(900)  # several ticks without a commit: down to the current revision
+    assert store.compacted(CM) == store.rv
+    assert store.snapshot(CM, first) is None
 
 
 class _Sink:

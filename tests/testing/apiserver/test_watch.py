@@ -8,7 +8,7 @@ import copy
 import aiohttp
 
 from etctl.runtime import CONFIGMAPS, FakeClock
-from etctl.testing import ApiServer
+from etctl.testing import ApiServer, History
 from tests.testing.apiserver._client import Api, configmap, open_watch
 
 CM = "/api/v1/namespaces/default/configmaps"
@@ -91,7 +91,9 @@ async def test_watch_from_a_compacted_resource_version_gets_a_410_error_event(
 
 
 async def test_history_window_is_per_server_and_forces_410(clock: FakeClock) -> None:
-    async with ApiServer(clock=clock, history_size=2) as server:
+    async with ApiServer(
+        clock=clock, history=History(watch_cache_min=2, watch_cache_max=2)
+    ) as server:
         async with aiohttp.ClientSession() as session:
             api = Api(session, server.url)
             first = await api.create(CM, configmap("a"))
