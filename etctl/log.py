@@ -98,7 +98,9 @@ def _hand_over(logger: Any, method: str, event: MutableMapping[str, Any]) -> Any
     if _configured:
         return structlog.stdlib.ProcessorFormatter.wrap_for_formatter(logger, method, event)
     if structlog.is_configured():
-        rendered: Any = dict(event)
+        # Tracebacks become plain text first: the program's renderer may print every frame's
+        # locals (rich does), which takes minutes, or fails, on a large cached object.
+        rendered: Any = structlog.processors.format_exc_info(logger, method, dict(event))
         try:
             for processor in structlog.get_config()["processors"]:
                 rendered = processor(logger, method, rendered)

@@ -197,7 +197,7 @@ async def test_unexpected_exceptions_are_recovered_counted_and_retried() -> None
     assert h.metric("controller_runtime_reconcile_errors_total") == 1
     assert h.total("error") == 1
     errors = [e for e in logs if e["log_level"] == "error"]
-    assert errors[0]["exc_info"] is True
+    assert "KeyError: 'spec'" in errors[0]["exception"]  # logged with its traceback
     assert "unexpected" in errors[0]["event"]
 
 
