@@ -99,11 +99,13 @@ def _hand_over(logger: Any, method: str, event: MutableMapping[str, Any]) -> Any
         return structlog.stdlib.ProcessorFormatter.wrap_for_formatter(logger, method, event)
     if structlog.is_configured():
         # Tracebacks become plain text first: the program's renderer may print every frame's
-        # locals (rich does), which takes minutes, or fails, on a large cached object.
+        # locals (rich does), which takes minutes, or fails, on a large cached object. The
+        # program then sees an "error" (an "exception" would make set_exc_info add it back).
         rendered: Any = structlog.processors.format_exc_info(logger, method, dict(event))
+        level = "error" if method == "exception" else method
         try:
             for processor in structlog.get_config()["processors"]:
-                rendered = processor(logger, method, rendered)
+                rendered = processor(logger, level, rendered)
         except structlog.DropEvent:
             raise
         except Exception:  # noqa: BLE001 - the program's pipeline failed: still say what happened

@@ -93,3 +93,28 @@ def test_a_log_call_never_fails_its_caller_even_on_an_unprintable_traceback() ->
             raise TypeError(deep)
         except TypeError:
             log.exception("could not compact", obj=deep)
+
+
+def test_a_logged_exception_reaches_a_program_pipeline_as_plain_text() -> None:
+    log = get_logger("etctl.example")
+    with capture_logs() as captured:
+        structlog.configure(
+            processors=[structlog.processors.add_log_level, structlog.dev.set_exc_info, _keep]
+        )
+        try:
+            raise KeyError("spec")
+        except KeyError:
+            log.exception("failed")
+    (event,) = KEPT
+    assert "exc_info" not in event  # a renderer gets no traceback object to walk
+    assert "KeyError: 'spec'" in event["exception"]
+    assert event["level"] == "error"
+    assert captured == []
+
+
+KEPT: list[MutableMapping[str, Any]] = []
+
+
+def _keep(_logger: Any, _method: str, event: MutableMapping[str, Any]) -> str:
+    KEPT.append(dict(event))
+    raise structlog.DropEvent
