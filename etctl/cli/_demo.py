@@ -44,13 +44,14 @@ from etctl.cli._demo_manifests import (
 )
 from etctl.cli._embedded import Sandbox
 from etctl.cli._feed import Feed
+from etctl.cli._jobkinds import JobKind
 from etctl.cli._jobview import JobView, Snapshot
-from etctl.cli._observer import HOSTFILE, Observer, StepFailed
+from etctl.cli._observer import Observer, StepFailed
 from etctl.cli._sandbox_options import DemoOptions
 from etctl.cli._timeline import Mark, Timeline, Tone
-from etctl.common import SCALEINS, SCALEOUTS
+from etctl.common import SCALEINS, SCALEOUTS, PublishedFile
 from etctl.errors import EtctlError
-from etctl.jobs.trainingjob import TRAININGJOBS
+from etctl.jobs.trainingjob import TRAININGJOBS, TrainingJobPlugin
 from etctl.runtime import EVENTS, Client, ClientOptions, KubeObject, Resource
 
 __all__ = ["DEMO_STEPS", "run_demo"]
@@ -82,7 +83,7 @@ async def run_demo(
     options = options or DemoOptions()
     client_options = ClientOptions(request_timeout=10.0, user_agent=f"etctl-demo/{__version__}")
     async with await Client.from_kubeconfig(sandbox.kubeconfig, options=client_options) as client:
-        feed = Feed(client, namespace=NAMESPACE, job=JOB)
+        feed = Feed(client, JobKind.of(TrainingJobPlugin()), namespace=NAMESPACE, job=JOB)
         observer = Observer(feed, timeline, poll_interval=options.poll_interval)
         demo = _Demo(sandbox, client, observer, options)
         status, error = 0, None
@@ -112,6 +113,7 @@ class _Demo:
         self.t = observer.timeline
         self.timeout = options.step_timeout
         self.hostfile = ""
+        (self.published,) = _hostfiles(observer.feed.kind)
 
     async def run(self) -> None:
         try:
@@ -152,9 +154,9 @@ class _Demo:
 
     async def show_hostfile(self) -> None:
         self.t.step("The hostfile, as the launcher sees it")
-        self.t.hint(f"kubectl exec {LAUNCHER} -- cat {HOSTFILE}")
+        self.t.hint(f"kubectl exec {self.published.reader} -- cat {self.published.path}")
         members = _job(self.observer.last).members
-        self.hostfile = await self.observer.hostfile(LAUNCHER, members, timeout=self.timeout)
+        self.hostfile = await self._read_hostfile(members)
         self.t.block([(Mark.SAME, line) for line in self.hostfile.splitlines()])
         self.t.done(f"{len(members)} workers, one <pod>:<slots> line each")
 
@@ -279,14 +281,18 @@ class _Demo:
         return await self.observer.until(f"{key} to finish", finished, timeout=self.timeout)
 
     async def _new_hostfile(self, members: Sequence[str]) -> None:
-        self.t.hint(f"kubectl exec {LAUNCHER} -- cat {HOSTFILE}")
-        content = await self.observer.hostfile(LAUNCHER, members, timeout=self.timeout)
+        self.t.hint(f"kubectl exec {self.published.reader} -- cat {self.published.path}")
+        content = await self._read_hostfile(members)
         before = self.hostfile.splitlines()
         after = content.splitlines()
         lines = [(Mark.SAME if line in before else Mark.ADDED, line) for line in after]
         lines += [(Mark.REMOVED, line) for line in before if line not in after]
         self.t.block(lines)
         self.hostfile = content
+
+    async def _read_hostfile(self, members: Sequence[str]) -> str:
+        where = self.published
+        return await self.observer.hostfile(where.reader, where.path, members, timeout=self.timeout)
 
     def _pods_table(self, seen: Snapshot, names: Sequence[str]) -> None:
         rows = []
@@ -307,6 +313,15 @@ class _Demo:
         if missing:
             return None, f"no {', '.join(missing)} event yet"
         return events, ""
+
+
+def _hostfiles(kind: JobKind) -> list[PublishedFile]:
+    """Where the demo job's plugin publishes its hostfile (a pod reads it at a path)."""
+    return [
+        published
+        for published in kind.files(kind.parse(trainingjob_manifest()))
+        if published.key == "hostfile" and published.reader
+    ]
 
 
 def _job(seen: Snapshot) -> JobView:

@@ -1,11 +1,13 @@
-"""A live feed of one TrainingJob: every state it goes through, as ``kubectl get -w`` sees them.
+"""A live feed of one job of any kind: every state it goes through, as ``kubectl get -w`` sees them.
 
-A :class:`Feed` lists and then watches, through an ordinary client, the four resources a person
-follows when watching an elastic job: the TrainingJob, its pods (by the job-name label every child
-carries), and the ScaleOut and ScaleIn objects in its namespace. Every event it receives updates
-its copy of those objects and queues a new :class:`~etctl.cli._jobview.Snapshot`, so a reader
-sees each state in turn, even the ones that last a few milliseconds (a scaler passing through
-``Draining`` and ``Deleting``), which polling would miss.
+A :class:`Feed` lists and then watches, through an ordinary client, the resources a person follows
+when watching a job: the job itself (by name), its pods (by the job-name label every child
+carries), and, for an elastic kind, the ScaleOut and ScaleIn objects in its namespace; optionally
+also its ConfigMaps (by the same label, for the files its kind publishes) and the namespace's
+Events. Every event it receives updates its copy of those objects and queues a new
+:class:`~etctl.cli._jobview.Snapshot`, so a reader sees each state in turn, even the ones that last
+a few milliseconds (a scaler passing through ``Draining`` and ``Deleting``), which polling would
+miss.
 
 Invariants: every watch is a named task of the feed's own ``asyncio.TaskGroup``; a watch that ends
 or fails (an expired resourceVersion, an idle timeout, a dropped connection) is started again from
@@ -17,14 +19,25 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Mapping
+from dataclasses import dataclass
 
-from etctl.cli._jobview import Snapshot, selects, snapshot
+from etctl.cli._jobkinds import JobKind
+from etctl.cli._jobview import Snapshot, owned_by, snapshot
 from etctl.common import JOB_NAME, SCALEINS, SCALEOUTS
 from etctl.errors import EtctlError
-from etctl.jobs.trainingjob import TRAININGJOBS
 from etctl.log import get_logger
-from etctl.runtime import PODS, Client, Clock, KubeObject, RealClock, Resource, objects, wait_event
+from etctl.runtime import (
+    CONFIGMAPS,
+    EVENTS,
+    PODS,
+    Client,
+    Clock,
+    KubeObject,
+    RealClock,
+    Resource,
+    objects,
+    wait_event,
+)
 
 __all__ = ["Feed"]
 
@@ -34,34 +47,63 @@ _RETRY_DELAY = 0.2  # seconds before a failed list or watch is tried again
 _WATCH_SECONDS = 300  # the server ends each watch after this long; it is then started again
 
 
+@dataclass(frozen=True, slots=True)
+class _Selectors:
+    labels: str | None = None
+    fields: str | None = None
+
+
 class Feed:
     """Follows one job's objects through list and watch, queueing every state seen.
 
     Args:
         client: the client to read with.
+        kind: the job's kind.
         namespace: the job's namespace.
         job: the job's name.
+        files: also follow the job's ConfigMaps, for the files its kind publishes.
+        events: also follow the namespace's Events (those about the job's objects are kept).
         clock: the clock retries wait on.
     """
 
     def __init__(
-        self, client: Client, *, namespace: str, job: str, clock: Clock | None = None
+        self,
+        client: Client,
+        kind: JobKind,
+        *,
+        namespace: str,
+        job: str,
+        files: bool = False,
+        events: bool = False,
+        clock: Clock | None = None,
     ) -> None:
         self.client = client
+        self.kind = kind
         self.namespace = namespace
         self.job = job
         self._clock: Clock = clock or RealClock()
-        self._followed: dict[Resource, str | None] = {
-            TRAININGJOBS: None,
-            PODS: f"{JOB_NAME}={job}",
-            SCALEOUTS: None,
-            SCALEINS: None,
+        self._resource = kind.resource
+        by_label = _Selectors(labels=f"{JOB_NAME}={job}")
+        self._followed: dict[Resource, _Selectors] = {
+            self._resource: _Selectors(fields=f"metadata.name={job}"),
+            PODS: by_label,
         }
+        if kind.elastic:
+            self._followed.update({SCALEOUTS: _Selectors(), SCALEINS: _Selectors()})
+        if files and kind.capabilities.files is not None:
+            self._followed[CONFIGMAPS] = by_label
+        if events:
+            self._followed[EVENTS] = _Selectors()
         self._objects: dict[Resource, dict[str, KubeObject]] = {res: {} for res in self._followed}
         self._listed: set[Resource] = set()
         self._synced = asyncio.Event()
         self._states: deque[Snapshot] = deque()
         self._arrived = asyncio.Event()  # set while states are queued
+
+    @property
+    def subject(self) -> str:
+        """The job as kubectl names it (``tfjob/mnist``)."""
+        return self.kind.subject(self.job)
 
     @property
     def synced(self) -> bool:
@@ -90,21 +132,26 @@ class Feed:
     async def run(self) -> None:
         """Follow every resource until cancelled."""
         async with asyncio.TaskGroup() as group:
-            for res, selector in self._followed.items():
-                group.create_task(self._follow(res, selector), name=f"feed:{res.plural}")
+            for res, selectors in self._followed.items():
+                group.create_task(self._follow(res, selectors), name=f"feed:{res.plural}")
 
     # -- following
 
-    async def _follow(self, res: Resource, selector: str | None) -> None:
+    async def _follow(self, res: Resource, selectors: _Selectors) -> None:
         while True:
             try:
-                await self._list_and_watch(res, selector)
+                await self._list_and_watch(res, selectors)
             except EtctlError as exc:
                 log.debug("watch ended; listing again", resource=str(res), error=str(exc))
                 await self._clock.sleep(_RETRY_DELAY)
 
-    async def _list_and_watch(self, res: Resource, selector: str | None) -> None:
-        listed = await self.client.list(res, namespace=self.namespace, label_selector=selector)
+    async def _list_and_watch(self, res: Resource, selectors: _Selectors) -> None:
+        listed = await self.client.list(
+            res,
+            namespace=self.namespace,
+            label_selector=selectors.labels,
+            field_selector=selectors.fields,
+        )
         self._objects[res] = {objects.name(obj): obj for obj in listed.items}
         self._listed.add(res)
         if len(self._listed) == len(self._followed):
@@ -113,7 +160,8 @@ class Feed:
         async with self.client.watch(
             res,
             namespace=self.namespace,
-            label_selector=selector,
+            label_selector=selectors.labels,
+            field_selector=selectors.fields,
             resource_version=listed.resource_version,
             timeout_seconds=_WATCH_SECONDS,
         ) as stream:
@@ -133,14 +181,22 @@ class Feed:
             self._arrived.set()
 
     def _build(self) -> Snapshot:
-        scalers: list[Mapping[str, object]] = [
-            obj
-            for res in (SCALEOUTS, SCALEINS)
-            for obj in self._objects[res].values()
-            if selects(obj, self.job)
-        ]
+        def held(res: Resource) -> list[KubeObject]:
+            return list(self._objects.get(res, {}).values())
+
+        config_maps = None
+        if CONFIGMAPS in self._followed:
+            config_maps = {
+                objects.name(obj): obj
+                for obj in held(CONFIGMAPS)
+                if owned_by(obj, self.kind.kind, self.job)
+            }
         return snapshot(
-            self._objects[TRAININGJOBS].get(self.job),
-            self._objects[PODS].values(),
-            scalers,
+            self.kind,
+            self.job,
+            self._objects[self._resource].get(self.job),
+            held(PODS),
+            [*held(SCALEOUTS), *held(SCALEINS)],
+            config_maps=config_maps,
+            events=held(EVENTS) if EVENTS in self._followed else None,
         )

@@ -1,58 +1,136 @@
-"""What a user sees of one TrainingJob through the API, and what changed between two looks.
+"""What a user sees of one job through the API, and what changed between two looks.
 
-:func:`snapshot` condenses what ``kubectl get`` would show (the job, its pods, and the
-ScaleOut/ScaleIn objects that name it, :func:`selects`) into a :class:`Snapshot`: the few fields a
-person follows, so that two snapshots compare equal when nothing worth telling changed.
+:func:`snapshot` condenses what ``kubectl get`` and ``kubectl describe`` would show of a job of
+any registered kind (:class:`~etctl.cli._jobkinds.JobKind`) into a :class:`Snapshot`: the job's
+phase, conditions, replica counts and elastic membership; its pods; the ScaleOut/ScaleIn objects
+that name it (:func:`selects`, elastic kinds only); the files its plugin publishes (a hostfile);
+and the Events about all of these. A snapshot holds only the few fields a person follows, so two
+snapshots compare equal when nothing worth telling changed.
 
 :func:`changes` compares two snapshots and describes each difference in a few words (a pod went
 from ``ContainerCreating`` to ``Running``, a scaler moved to its ``Joining`` step, the hostfile
-gained a worker), in a stable order: the job, then pods by name, then scalers by name.
+gained a worker, an Event was recorded), in a stable order: the job, then pods by name, scalers
+by name, files, and Events in the order they happened.
 
 Pod statuses are worded as ``kubectl get pods`` words them (``Terminating``, ``Evicted``,
 ``ContainerCreating``, ``Init:0/1``), since that is what a user would compare them with.
+
+Which pods are the job's: those with the job-name label whose controller is this job (by kind
+and name), and labelled orphans with no controller (the operator adopts them); a pod another
+job controls is never shown, even if its labels match.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from etctl.cli._jobkinds import JobKind
 from etctl.cli._timeline import Tone
-from etctl.runtime import ObjectView, objects
+from etctl.common import REPLICA_TYPE, ReplicatedJob, scaler_targets
+from etctl.runtime import ObjectView, objects, pod_restarts
 
 __all__ = [
     "Change",
+    "ConditionView",
+    "EventView",
+    "FileView",
     "JobView",
     "PodView",
+    "ReplicaView",
     "ScalerView",
     "Snapshot",
     "changes",
+    "empty",
+    "owned_by",
     "pod_status",
     "selects",
     "snapshot",
 ]
 
 _FINISHED_SCALER = frozenset({"ScaleSucceeded", "ScaleFailed"})
+_FINISHED_JOB = ("Succeeded", "Failed")
 _GOOD_PHASES = frozenset({"Running", "Succeeded"})
 _BAD_PHASES = frozenset({"Failed"})
 
 
 @dataclass(frozen=True, slots=True)
-class JobView:
-    """The parts of a TrainingJob's status the demo follows.
+class ConditionView:
+    """One status condition."""
 
-    Attributes:
-        phase: ``status.phase`` (empty until the operator wrote one).
-        targets: ``status.targetWorkers``: the pods the job should have.
-        members: ``status.currentWorkers``: the running members, i.e. the hostfile.
-        replicas: ``spec.etReplicaSpecs.worker.replicas``.
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+    since: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaView:
+    """One replica type: what the spec asks for and the pod counts the status reports.
+
+    ``desired`` is None when the spec could not be read (no plugin, or it does not parse).
     """
 
+    replica_type: str
+    desired: int | None
+    active: int = 0
+    succeeded: int = 0
+    failed: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class JobView:
+    """The parts of a job a person follows.
+
+    Attributes:
+        kind: the job's kind (``TFJob``).
+        name: its name.
+        phase: ``status.phase`` where the kind has one, else the type of the latest condition
+            that is True (what the ``State`` printer column of kubeflow's kinds shows); empty
+            until the operator wrote one.
+        conditions: ``status.conditions``, in order.
+        replicas: by replica type, the spec's types first (in creation order), then any type
+            only the status reports.
+        targets: elastic kinds: the members the job should have, from the status field its
+            plugin records them in (``status.targetWorkers`` for TrainingJob).
+        members: elastic kinds: the members in use (the hostfile), likewise
+            (``status.currentWorkers``).
+        created: ``metadata.creationTimestamp``.
+    """
+
+    kind: str
+    name: str
     phase: str
-    targets: tuple[str, ...]
-    members: tuple[str, ...]
-    replicas: int
+    conditions: tuple[ConditionView, ...] = ()
+    replicas: tuple[ReplicaView, ...] = ()
+    targets: tuple[str, ...] = ()
+    members: tuple[str, ...] = ()
+    created: str = ""
+
+    @property
+    def subject(self) -> str:
+        """``<kind>/<name>`` in lower case, as kubectl names it."""
+        return f"{self.kind.lower()}/{self.name}"
+
+    @property
+    def outcome(self) -> ConditionView | None:
+        """The True ``Succeeded`` or ``Failed`` condition once the job finished, else None."""
+        for condition in reversed(self.conditions):
+            if condition.type in _FINISHED_JOB and condition.status == "True":
+                return condition
+        return None
+
+    @property
+    def finished(self) -> bool:
+        """True once the job Succeeded or Failed."""
+        return self.outcome is not None
+
+    def replica(self, replica_type: str) -> ReplicaView | None:
+        """The replica type called ``replica_type`` (case-insensitive), or None."""
+        wanted = replica_type.lower()
+        return next((r for r in self.replicas if r.replica_type.lower() == wanted), None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +141,10 @@ class PodView:
     status: str
     node: str
     ip: str
+    replica_type: str = ""
+    ready: str = ""
+    restarts: int = 0
+    created: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,25 +177,77 @@ class ScalerView:
 
 
 @dataclass(frozen=True, slots=True)
+class FileView:
+    """A file the job's kind publishes (a hostfile), and its content.
+
+    Attributes:
+        config_map: the ConfigMap it lives in.
+        key: its key there.
+        path: where the reading pods find it.
+        reader: the pod that reads it, or ``""`` for every pod.
+        content: the ConfigMap's value, or None while the ConfigMap or the key is absent.
+    """
+
+    config_map: str
+    key: str
+    path: str
+    reader: str
+    content: str | None
+
+    @property
+    def subject(self) -> str:
+        """``configmap/<name>``, as kubectl names it."""
+        return f"configmap/{self.config_map}"
+
+
+@dataclass(frozen=True, slots=True)
+class EventView:
+    """One Event about the job or one of its objects, as ``kubectl get events`` shows it.
+
+    ``name`` identifies it (the Event's own name); ``count`` grows as the recorder aggregates
+    repeats into it, and each growth is a new occurrence.
+    """
+
+    name: str
+    type: str
+    reason: str
+    message: str
+    subject: str
+    count: int = 1
+    last: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Snapshot:
-    """One look at a job: the job (None when absent), its pods and its scalers, by name."""
+    """One look at a job: the job (None when absent) and what belongs to it.
+
+    Attributes:
+        job: the job, or None while it does not exist.
+        pods: its pods by name.
+        scalers: the scalers naming it, by ``<kind>/<name>``.
+        files: the files its kind publishes, by ``<configmap>/<key>``.
+        events: the Events about the job, its pods and its scalers, by Event name, in the order
+            they were last seen.
+    """
 
     job: JobView | None
     pods: Mapping[str, PodView]
     scalers: Mapping[str, ScalerView]
+    files: Mapping[str, FileView] = field(default_factory=dict)
+    events: Mapping[str, EventView] = field(default_factory=dict)
 
     def running(self, *names: str) -> bool:
         """True when every named pod exists and is Running."""
         return all(name in self.pods and self.pods[name].status == "Running" for name in names)
 
+    def file(self, key: str) -> FileView | None:
+        """The first published file with this key (``hostfile``), or None."""
+        return next((f for f in self.files.values() if f.key == key), None)
 
-@dataclass(frozen=True, slots=True)
-class Change:
-    """One difference between two looks: what changed and how."""
 
-    subject: str
-    what: str
-    tone: Tone = Tone.PLAIN
+def empty() -> Snapshot:
+    """The look before anything was seen."""
+    return Snapshot(job=None, pods={}, scalers={})
 
 
 def pod_status(pod: ObjectView) -> str:
@@ -141,15 +275,85 @@ def pod_status(pod: ObjectView) -> str:
     return phase
 
 
-def _job_view(job: ObjectView) -> JobView:
-    status: Mapping[str, Any] = job.get("status") or {}
-    worker = ((job.get("spec") or {}).get("etReplicaSpecs") or {}).get("worker") or {}
-    return JobView(
-        phase=str(status.get("phase") or ""),
-        targets=tuple(status.get("targetWorkers") or ()),
-        members=tuple(status.get("currentWorkers") or ()),
-        replicas=int(worker.get("replicas") or 0),
+def _text(value: object) -> str:
+    return "" if value is None else str(value)
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _conditions(status: Mapping[str, Any]) -> tuple[ConditionView, ...]:
+    return tuple(
+        ConditionView(
+            type=_text(c.get("type")),
+            status=_text(c.get("status")),
+            reason=_text(c.get("reason")),
+            message=_text(c.get("message")),
+            since=_text(c.get("lastTransitionTime") or c.get("lastUpdateTime")),
+        )
+        for c in status.get("conditions") or ()
+        if isinstance(c, Mapping)
     )
+
+
+def _phase(status: Mapping[str, Any], conditions: Sequence[ConditionView]) -> str:
+    phase = status.get("phase")
+    if isinstance(phase, str) and phase:
+        return phase
+    true = [c for c in conditions if c.status == "True"]
+    finished = [c for c in true if c.type in _FINISHED_JOB]
+    # A finished job stays finished whatever else is True; otherwise the latest True condition.
+    chosen = finished[-1] if finished else (max(true, key=lambda c: c.since) if true else None)
+    return chosen.type if chosen else ""
+
+
+def _replicas(
+    kind: JobKind, job: ReplicatedJob | None, status: Mapping[str, Any]
+) -> tuple[ReplicaView, ...]:
+    desired = kind.desired_replicas(job)
+    reported: Mapping[str, Any] = status.get("replicaStatuses") or {}
+    out = []
+    for replica_type in [*desired, *(t for t in reported if t not in desired)]:
+        counts = reported.get(replica_type) or {}
+        out.append(
+            ReplicaView(
+                replica_type=replica_type,
+                desired=desired.get(replica_type),
+                active=_count(counts.get("active")),
+                succeeded=_count(counts.get("succeeded")),
+                failed=_count(counts.get("failed")),
+            )
+        )
+    return tuple(out)
+
+
+def _names(value: object) -> tuple[str, ...]:
+    return tuple(str(n) for n in value) if isinstance(value, list) else ()
+
+
+def _job_view(kind: JobKind, job: ObjectView) -> JobView:
+    status: Mapping[str, Any] = job.get("status") or {}
+    conditions = _conditions(status)
+    parsed = kind.parse(job)
+    fields = kind.member_fields(parsed)
+    return JobView(
+        kind=kind.kind,
+        name=objects.name(job),
+        phase=_phase(status, conditions),
+        conditions=conditions,
+        replicas=_replicas(kind, parsed, status),
+        targets=_names(status.get(fields.targets)) if fields else (),
+        members=_names(status.get(fields.current)) if fields else (),
+        created=_text(objects.meta(job).get("creationTimestamp")),
+    )
+
+
+def _ready(pod: ObjectView) -> str:
+    statuses = (pod.get("status") or {}).get("containerStatuses") or ()
+    containers = (pod.get("spec") or {}).get("containers") or ()
+    ready = sum(1 for s in statuses if isinstance(s, Mapping) and s.get("ready") is True)
+    return f"{ready}/{len(containers)}"
 
 
 def _pod_view(pod: ObjectView) -> PodView:
@@ -159,6 +363,10 @@ def _pod_view(pod: ObjectView) -> PodView:
         status=pod_status(pod),
         node=str((pod.get("spec") or {}).get("nodeName") or ""),
         ip=str(status.get("podIP") or ""),
+        replica_type=objects.labels(pod).get(REPLICA_TYPE, ""),
+        ready=_ready(pod),
+        restarts=pod_restarts(pod),
+        created=_text(objects.meta(pod).get("creationTimestamp")),
     )
 
 
@@ -182,22 +390,103 @@ def _scaler_view(scaler: ObjectView) -> ScalerView:
     )
 
 
-def snapshot(
-    job: ObjectView | None, pods: Iterable[ObjectView], scalers: Iterable[ObjectView]
-) -> Snapshot:
-    """Condense the job (None when absent), its pods and its scalers into a :class:`Snapshot`."""
-    views = {view.name: view for view in map(_pod_view, pods)}
-    scaler_views = {view.subject: view for view in map(_scaler_view, scalers)}
-    return Snapshot(
-        job=None if job is None else _job_view(job),
-        pods=dict(sorted(views.items())),
-        scalers=dict(sorted(scaler_views.items())),
+def _event_view(event: ObjectView) -> EventView:
+    involved: Mapping[str, Any] = event.get("involvedObject") or {}
+    return EventView(
+        name=objects.name(event),
+        type=_text(event.get("type")),
+        reason=_text(event.get("reason")),
+        message=_text(event.get("message")),
+        subject=f"{_text(involved.get('kind')).lower()}/{_text(involved.get('name'))}",
+        count=_count(event.get("count")) or 1,
+        last=_text(event.get("lastTimestamp") or event.get("eventTime") or ""),
     )
 
 
-def selects(scaler: ObjectView, job: str) -> bool:
-    """True when a ScaleOut or ScaleIn names ``job`` (``spec.selector.name``)."""
-    return bool(((scaler.get("spec") or {}).get("selector") or {}).get("name") == job)
+def owned_by(obj: ObjectView, kind: str, job: str) -> bool:
+    """True when ``obj`` is the job's: controlled by it, or an orphan (no controller at all)."""
+    controller = objects.controller_of(obj)
+    if controller is None:
+        return True
+    return controller.get("kind") == kind and controller.get("name") == job
+
+
+def selects(scaler: ObjectView, job: str, kind: JobKind) -> bool:
+    """True when a ScaleOut or ScaleIn resizes the job ``job`` of ``kind``.
+
+    ``spec.selector.name`` names the job; its kind is ``spec.selector.kind`` (and ``apiGroup``),
+    or, unset, the elastic kind of the scalers' own API group, as the operator reads it.
+    """
+    name = ((scaler.get("spec") or {}).get("selector") or {}).get("name")
+    return name == job and scaler_targets(scaler, kind.resource)
+
+
+def snapshot(
+    kind: JobKind,
+    name: str,
+    job: ObjectView | None,
+    pods: Iterable[ObjectView] = (),
+    scalers: Iterable[ObjectView] = (),
+    *,
+    config_maps: Mapping[str, ObjectView] | None = None,
+    events: Iterable[ObjectView] | None = None,
+) -> Snapshot:
+    """Condense what was read of the job called ``name`` into a :class:`Snapshot`.
+
+    Args:
+        kind: the job's kind.
+        name: the job's name.
+        job: the job (None when absent).
+        pods: pods with the job-name label; only the job's own are kept (module docstring).
+        scalers: ScaleOut and ScaleIn objects of the namespace; only those naming the job are
+            kept, and none for a kind that is not elastic.
+        config_maps: ConfigMaps by name, to read published files from; None: files not read.
+        events: Events of the namespace; only those about the job, its pods and its scalers are
+            kept. None: Events not read.
+    """
+    pod_views = {
+        view.name: view for view in (_pod_view(p) for p in pods if owned_by(p, kind.kind, name))
+    }
+    scaler_views = {
+        view.subject: view
+        for view in (_scaler_view(s) for s in scalers if kind.elastic and selects(s, name, kind))
+    }
+    files: dict[str, FileView] = {}
+    if config_maps is not None and job is not None:
+        for published in kind.files(kind.parse(job)):
+            holder = config_maps.get(published.config_map) or {}
+            content = (holder.get("data") or {}).get(published.key)
+            files[f"{published.config_map}/{published.key}"] = FileView(
+                config_map=published.config_map,
+                key=published.key,
+                path=published.path,
+                reader=published.reader,
+                content=None if content is None else str(content),
+            )
+    about = {kind.subject(name), *(f"pod/{p}" for p in pod_views), *scaler_views}
+    event_views = sorted(
+        (v for v in map(_event_view, events or ()) if v.subject in about),
+        key=lambda v: (v.last, v.name),
+    )
+    return Snapshot(
+        job=None if job is None else _job_view(kind, job),
+        pods=dict(sorted(pod_views.items())),
+        scalers=dict(sorted(scaler_views.items())),
+        files=files,
+        events={view.name: view for view in event_views},
+    )
+
+
+# --- changes -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One difference between two looks: what changed and how."""
+
+    subject: str
+    what: str
+    tone: Tone = Tone.PLAIN
 
 
 def _phase_tone(phase: str) -> Tone:
@@ -224,23 +513,39 @@ def _membership(label: str, before: Sequence[str], after: Sequence[str]) -> str:
     return f"{label} {' '.join(added + removed)}"
 
 
+def _replica_changes(subject: str, before: JobView, after: JobView, arrow: str) -> list[Change]:
+    out = []
+    for replica in after.replicas:
+        old = before.replica(replica.replica_type)
+        known = old is not None and None not in (old.desired, replica.desired)
+        if known and old is not None and replica.desired != old.desired:
+            what = f"{replica.replica_type} replicas {old.desired} {arrow} {replica.desired}"
+            out.append(Change(subject, what))
+    return out
+
+
 def _job_changes(
     subject: str, before: JobView | None, after: JobView | None, arrow: str
 ) -> list[Change]:
     if after is None:
         return [Change(subject, "deleted", Tone.WARN)] if before is not None else []
     if before is None:
-        out = [Change(subject, "created")]
-        before = JobView(phase="", targets=(), members=(), replicas=after.replicas)
+        out = [Change(after.subject, "created")]
+        before = JobView(kind=after.kind, name=after.name, phase="", replicas=after.replicas)
     else:
         out = []
+    subject = after.subject
     if after.phase != before.phase:
         what = (
             f"phase {before.phase} {arrow} {after.phase}"
             if before.phase
             else f"phase {after.phase}"
         )
+        outcome = after.outcome
+        if outcome is not None and outcome.type == after.phase == "Failed" and outcome.message:
+            what += f": {outcome.message}"
         out.append(Change(subject, what, _phase_tone(after.phase)))
+    out += _replica_changes(subject, before, after, arrow)
     if set(after.targets) != set(before.targets):
         out.append(Change(subject, _membership("workers", before.targets, after.targets)))
     if set(after.members) != set(before.members):
@@ -257,10 +562,13 @@ def _pod_changes(before: PodView | None, after: PodView | None, arrow: str) -> l
     where = f" on {after.node}" if after.node and (before is None or not before.node) else ""
     if before is None:
         return [Change(subject, f"created, {after.status}{where}", _pod_tone(after.status))]
+    out = []
     if after.status != before.status:
         what = f"{before.status} {arrow} {after.status}{where}"
-        return [Change(subject, what, _pod_tone(after.status))]
-    return []
+        out.append(Change(subject, what, _pod_tone(after.status)))
+    if after.restarts > before.restarts:
+        out.append(Change(subject, f"restarted ({after.restarts} in all)", Tone.WARN))
+    return out
 
 
 def _scaler_changes(
@@ -287,23 +595,59 @@ def _scaler_changes(
     return out
 
 
+def _lines(content: str | None) -> list[str]:
+    return [line for line in (content or "").splitlines() if line.strip()]
+
+
+def _file_changes(before: FileView | None, after: FileView | None) -> list[Change]:
+    view = after or before
+    assert view is not None
+    old = _lines(before.content if before is not None else None)
+    new = _lines(after.content if after is not None else None)
+    if old == new:
+        return []
+    if not new:
+        return [Change(view.subject, f"{view.key} removed", Tone.WARN)]
+    added = [f"+{line}" for line in new if line not in old]
+    removed = [f"-{line}" for line in old if line not in new]
+    if not added and not removed:
+        return [Change(view.subject, f"{view.key} reordered")]
+    return [Change(view.subject, f"{view.key} {' '.join(added + removed)}")]
+
+
+def _event_changes(before: Mapping[str, EventView], after: Mapping[str, EventView]) -> list[Change]:
+    out = []
+    for name, event in after.items():
+        old = before.get(name)
+        if old is not None and old.count >= event.count:
+            continue
+        repeats = f" (x{event.count})" if event.count > 1 else ""
+        tone = Tone.WARN if event.type == "Warning" else Tone.PLAIN
+        what = f"{event.type} {event.reason}: {event.message}{repeats}"
+        out.append(Change(event.subject, what, tone))
+    return out
+
+
 def changes(
-    before: Snapshot | None, after: Snapshot, job: str, *, arrow: str = "->"
+    before: Snapshot | None, after: Snapshot, subject: str, *, arrow: str = "->"
 ) -> list[Change]:
     """What differs from ``before`` (None: nothing seen yet) to ``after``, in a stable order.
 
     Args:
         before: the previous look, or None for the first one.
         after: the new look.
-        job: the job's name (the subject of job changes).
+        subject: the job's ``<kind>/<name>`` (the subject of its deletion).
         arrow: how a transition is drawn (``->``, or a Unicode arrow on a terminal).
     """
-    old = before or Snapshot(job=None, pods={}, scalers={})
-    out = _job_changes(f"trainingjob/{job}", old.job, after.job, arrow)
+    old = before or empty()
+    out = _job_changes(subject, old.job, after.job, arrow)
     for name in sorted(set(old.pods) | set(after.pods)):
         if old.pods.get(name) != after.pods.get(name):
             out += _pod_changes(old.pods.get(name), after.pods.get(name), arrow)
     for key in sorted(set(old.scalers) | set(after.scalers)):
         if old.scalers.get(key) != after.scalers.get(key):
             out += _scaler_changes(old.scalers.get(key), after.scalers.get(key), arrow)
+    for key in [*old.files, *(k for k in after.files if k not in old.files)]:
+        out += _file_changes(old.files.get(key), after.files.get(key))
+    out += _event_changes(old.events, after.events)
     return out

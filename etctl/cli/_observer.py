@@ -1,9 +1,9 @@
-"""Following a TrainingJob as a user does: narrating each change, waiting with limits.
+"""Following a job of any kind as a user does: narrating each change, waiting with limits.
 
 An :class:`Observer` reads the states a :class:`~etctl.cli._feed.Feed` queues, writes every change
 between consecutive states on a :class:`~etctl.cli._timeline.Timeline` as it arrives, and waits
 for conditions with a timeout each: :meth:`Observer.until` for the job, its pods and its scalers,
-:meth:`Observer.hostfile` for the hostfile as the launcher reads it (``cat`` through
+:meth:`Observer.hostfile` for a hostfile as the pod that reads it sees it (``cat`` through
 ``pods/exec``, the path ``kubectl exec`` takes), and :meth:`Observer.poll` for anything else that
 must be asked for again and again. Changes keep being narrated during every wait.
 
@@ -23,15 +23,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
 from etctl.cli._feed import Feed
-from etctl.cli._jobview import Snapshot, changes
+from etctl.cli._jobview import Snapshot, changes, empty
 from etctl.cli._timeline import Timeline
 from etctl.errors import EtctlError
 from etctl.runtime import Clock, RealClock
 
-__all__ = ["HOSTFILE", "Observer", "StepFailed", "describe", "hosts_of"]
-
-HOSTFILE = "/etc/edl/hostfile"
-"""Where the launcher reads its hostfile (the hostfile pusher keeps it current)."""
+__all__ = ["Observer", "StepFailed", "describe", "hosts_of"]
 
 _EXEC_TIMEOUT = 10.0
 
@@ -42,14 +39,18 @@ class StepFailed(Exception):
     """A demo step did not happen (in time, or at all); the message says what and why."""
 
 
-def describe(snapshot: Snapshot) -> str:
-    """The state a wait was stuck in, in one line: the job's phase, and pods not Running."""
+def describe(snapshot: Snapshot, subject: str = "the job") -> str:
+    """The state a wait was stuck in, in one line: the job's phase, and pods not Running.
+
+    ``subject`` names the job when it does not exist (``tfjob/mnist``).
+    """
     parts = []
     if snapshot.job is None:
-        parts.append("the TrainingJob does not exist")
+        parts.append(f"{subject} does not exist")
     else:
         parts.append(f"job phase {snapshot.job.phase or '(none yet)'}")
-        parts.append(f"{len(snapshot.job.members)} worker(s) in the hostfile")
+        if snapshot.job.targets or snapshot.job.members:
+            parts.append(f"{len(snapshot.job.members)} worker(s) in the hostfile")
     stuck = [
         f"{pod.name} {pod.status}" for pod in snapshot.pods.values() if pod.status != "Running"
     ]
@@ -61,8 +62,18 @@ def describe(snapshot: Snapshot) -> str:
 
 
 def hosts_of(hostfile: str) -> list[str]:
-    """The host names of a hostfile (``<pod>:<slots>`` per line), in order."""
-    return [line.split(":", 1)[0].strip() for line in hostfile.splitlines() if line.strip()]
+    """The host names of a hostfile, in order.
+
+    Each line is ``<host>:<slots>`` (Horovod, Intel MPI, MPICH) or ``<host> slots=<n>``
+    (OpenMPI, DeepSpeed); a host given by its FQDN (``<pod>.<service>.<ns>.svc``) counts as its
+    pod, the first label. Comments and blank lines are skipped.
+    """
+    hosts = []
+    for line in hostfile.splitlines():
+        words = line.split("#", 1)[0].split()
+        if words:
+            hosts.append(words[0].split(":", 1)[0].split(".", 1)[0])
+    return hosts
 
 
 class Observer:
@@ -91,7 +102,7 @@ class Observer:
         self._clock: Clock = clock or RealClock()
         self._poll = poll_interval
         self._spin = spin_interval
-        self.last: Snapshot = Snapshot(job=None, pods={}, scalers={})
+        self.last: Snapshot = empty()
 
     def catch_up(self) -> Snapshot:
         """Narrate every state the feed queued since the last call; return the latest."""
@@ -100,7 +111,7 @@ class Observer:
         return self.last
 
     def _narrate(self, state: Snapshot) -> None:
-        for change in changes(self.last, state, self.feed.job, arrow=self.timeline.arrow):
+        for change in changes(self.last, state, self.feed.subject, arrow=self.timeline.arrow):
             self.timeline.change(change.subject, change.what, tone=change.tone)
         self.last = state
 
@@ -142,7 +153,8 @@ class Observer:
             state = self.catch_up()
             if done(state):
                 return state
-            await self._wait_more(what, deadline, timeout, describe(state), self._spin)
+            why = describe(state, self.feed.subject)
+            await self._wait_more(what, deadline, timeout, why, self._spin)
 
     async def poll(
         self,
@@ -174,27 +186,30 @@ class Observer:
                 return result
             await self._wait_more(what, deadline, timeout, problem, self._poll)
 
-    async def read_hostfile(self, launcher: str) -> str:
-        """The launcher's hostfile, read with ``cat`` through ``pods/exec``.
+    async def read_file(self, pod: str, path: str) -> str:
+        """A file in ``pod``, read with ``cat`` through ``pods/exec``.
 
         Raises:
             StepFailed: the command failed.
             EtctlError: the exec was refused or could not run.
         """
         result = await self.client.exec(
-            self.feed.namespace, launcher, ["cat", HOSTFILE], timeout=_EXEC_TIMEOUT
+            self.feed.namespace, pod, ["cat", path], timeout=_EXEC_TIMEOUT
         )
         if result.exit_code != 0:
             detail = result.stderr.decode(errors="replace").strip()
-            msg = f"cat {HOSTFILE} in {launcher} exited {result.exit_code}: {detail}"
+            msg = f"cat {path} in {pod} exited {result.exit_code}: {detail}"
             raise StepFailed(msg)
         return result.stdout.decode(errors="replace")
 
-    async def hostfile(self, launcher: str, members: Sequence[str], *, timeout: float) -> str:
-        """Read the launcher's hostfile until it lists exactly ``members``; return it.
+    async def hostfile(
+        self, reader: str, path: str, members: Sequence[str], *, timeout: float
+    ) -> str:
+        """Read the hostfile at ``path`` in ``reader`` until it lists exactly ``members``.
 
-        The hostfile pusher rewrites the file after the membership changed, so a read may briefly
-        see the previous content; reads are repeated until it matches or ``timeout`` passes.
+        Whatever delivers the hostfile (a pusher, the kubelet's ConfigMap sync) rewrites it after
+        the membership changed, so a read may briefly see the previous content; reads are
+        repeated until it matches or ``timeout`` passes. Returns the content.
 
         Raises:
             StepFailed: it never matched (what it listed last is in the message).
@@ -202,11 +217,11 @@ class Observer:
         wanted = sorted(members)
 
         async def attempt() -> tuple[str | None, str]:
-            content = await self.read_hostfile(launcher)
+            content = await self.read_file(reader, path)
             listed = hosts_of(content)
             if sorted(listed) == wanted:
                 return content, ""
             return None, f"it lists {', '.join(listed) or 'nothing'}"
 
-        what = f"the launcher's hostfile to list {len(wanted)} workers"
+        what = f"the hostfile in {reader} to list {len(wanted)} workers"
         return await self.poll(what, attempt, timeout=timeout)

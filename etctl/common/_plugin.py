@@ -30,7 +30,9 @@ Optional capabilities, each one method, detected once when the plugin is registe
   objects and the ``/scale`` subresource resize (the machinery is :mod:`etctl.common._scaling`);
   the plugin says where its job records them (:class:`Members`, :class:`MemberFields`);
 * :class:`RunsControllers`: controllers of the kind's own besides the job controller (TrainingJob's
-  hostfile pusher), registered once when the operator is wired.
+  hostfile pusher), registered once when the operator is wired;
+* :class:`PublishesFiles`: files the kind renders into ConfigMaps for its pods (a hostfile), so
+  tools that show a job (``etctl status``) can show them as the pods read them.
 
 Invariants the controller guarantees to plugins: hooks are called with a :class:`JobState` built
 from one consistent read of the cache; they are pure (no I/O, no clock other than ``state.now``),
@@ -70,6 +72,8 @@ __all__ = [
     "Members",
     "PlansReplicas",
     "PolicyRule",
+    "PublishedFile",
+    "PublishesFiles",
     "ReplicaRef",
     "RestartsWholeJob",
     "RunsControllers",
@@ -260,6 +264,23 @@ class Members:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class PublishedFile:
+    """A file a job kind renders into one of the job's ConfigMaps for its pods to read.
+
+    Attributes:
+        config_map: the ConfigMap's name (in the job's namespace, owned by the job).
+        key: the ConfigMap key holding the file's content; also how tools title it.
+        path: where the pods that read it find it (``/etc/edl/hostfile``).
+        reader: the pod that reads it (``<job>-launcher``), or ``""`` when every pod does.
+    """
+
+    config_map: str
+    key: str
+    path: str
+    reader: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Elasticity:
     """How an elastic job's members may be resized now, as its plugin reads the job.
 
@@ -441,6 +462,15 @@ class RunsControllers(Protocol):
         ...
 
 
+@runtime_checkable
+class PublishesFiles(Protocol[JobT_contra]):
+    """The kind renders files (a hostfile) into ConfigMaps its pods read."""
+
+    def published_files(self, job: JobT_contra) -> Sequence[PublishedFile]:
+        """The files worth showing a person, in the order to show them (pure, no I/O)."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class Capabilities:
     """A plugin's optional capabilities, resolved once at registration (None when absent)."""
@@ -454,6 +484,7 @@ class Capabilities:
     rbac: DeclaresRBAC | None = None
     elastic: ScalesElastically[Any] | None = None
     controllers: RunsControllers | None = None
+    files: PublishesFiles[Any] | None = None
     owned_resources: tuple[Resource, ...] = field(default=())
 
     @classmethod
@@ -470,5 +501,6 @@ class Capabilities:
             rbac=plugin if isinstance(plugin, DeclaresRBAC) else None,
             elastic=plugin if isinstance(plugin, ScalesElastically) else None,
             controllers=plugin if isinstance(plugin, RunsControllers) else None,
+            files=plugin if isinstance(plugin, PublishesFiles) else None,
             owned_resources=tuple(extra.owned_resources) if extra else (),
         )

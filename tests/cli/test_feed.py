@@ -11,6 +11,7 @@ from typing import Any
 
 from etctl.cli._demo_manifests import JOB, NAMESPACE, scaleout_manifest, trainingjob_manifest
 from etctl.cli._feed import Feed
+from etctl.cli._jobkinds import JobKind
 from etctl.cli._jobview import Snapshot
 from etctl.common import JOB_NAME, SCALEOUTS, crd_manifest
 from etctl.jobs.trainingjob._api import TRAININGJOBS
@@ -19,6 +20,7 @@ from etctl.runtime import PODS
 from etctl.testing import ApiServer, Fault
 from tests.runtime._realtime import client_of
 
+KIND = JobKind.of(TrainingJobPlugin(), "trainingjob")
 CRDS = [crd_manifest(resource) for resource in TrainingJobPlugin().custom_resources]
 
 
@@ -32,7 +34,7 @@ def pod(name: str, job: str = JOB) -> dict[str, Any]:
 @asynccontextmanager
 async def following(server: ApiServer, tmp_path: Path) -> AsyncIterator[Feed]:
     async with client_of(server, tmp_path) as client, asyncio.TaskGroup() as group:
-        feed = Feed(client, namespace=NAMESPACE, job=JOB)
+        feed = Feed(client, KIND, namespace=NAMESPACE, job=JOB)
         task = group.create_task(feed.run(), name="test:feed")
         try:
             await asyncio.wait_for(feed.wait_synced(), timeout=5)
@@ -60,7 +62,9 @@ async def test_the_first_lists_give_the_current_state(tmp_path: Path) -> None:
             assert feed.synced
             latest = feed.latest()
             assert latest.job is not None
-            assert latest.job.replicas == 3
+            worker = latest.job.replica("worker")
+            assert worker is not None
+            assert worker.desired == 3
             # Only the job's own pods, by the job-name label.
             assert list(latest.pods) == ["elastic-mnist-worker-0"]
             assert latest.pods["elastic-mnist-worker-0"].status == "Pending"

@@ -21,7 +21,7 @@ from etctl.errors import NotFound, TransportError
 from etctl.jobs.trainingjob._api import TRAININGJOBS
 from etctl.runtime import PODS
 from etctl.testing import ApiServer, KubeletConfig
-from tests.cli.test_feed import CRDS, pod
+from tests.cli.test_feed import CRDS, KIND, pod
 from tests.runtime._realtime import client_of
 
 
@@ -40,7 +40,7 @@ async def watching(tmp_path: Path, *, kubelet: bool = False) -> AsyncIterator[Wa
         client_of(server, tmp_path) as client,
         asyncio.TaskGroup() as group,
     ):
-        feed = Feed(client, namespace=NAMESPACE, job="elastic-mnist")
+        feed = Feed(client, KIND, namespace=NAMESPACE, job="elastic-mnist")
         out = io.StringIO()
         observer = Observer(feed, Timeline(out, steps=1, environ={}), poll_interval=0.01)
         task = group.create_task(feed.run(), name="test:feed")
@@ -52,23 +52,31 @@ async def watching(tmp_path: Path, *, kubelet: bool = False) -> AsyncIterator[Wa
 
 
 def test_describe_says_where_a_wait_was_stuck() -> None:
-    assert describe(Snapshot(job=None, pods={}, scalers={})) == (
-        "the TrainingJob does not exist; no pods"
+    assert describe(Snapshot(job=None, pods={}, scalers={}), "trainingjob/tj") == (
+        "trainingjob/tj does not exist; no pods"
     )
     job = {"metadata": {"name": "tj"}, "status": {"phase": "Created", "currentWorkers": ["a"]}}
     pods = [
         {"metadata": {"name": "a"}, "spec": {"nodeName": "n"}, "status": {"phase": "Running"}},
         {"metadata": {"name": "b"}, "spec": {}, "status": {"phase": "Pending"}},
     ]
-    assert describe(snapshot(job, pods, [])) == (
+    assert describe(snapshot(KIND, "tj", job, pods, [])) == (
         "job phase Created; 1 worker(s) in the hostfile; pods not running: b Pending"
     )
-    assert describe(snapshot(job, pods[:1], [])).endswith("1 pod(s), all Running")
+    assert describe(snapshot(KIND, "tj", job, pods[:1], [])).endswith("1 pod(s), all Running")
+    # A kind without an elastic membership says nothing of a hostfile.
+    tfjob = {"metadata": {"name": "tf"}, "status": {"conditions": []}}
+    assert describe(snapshot(KIND, "tf", tfjob, [], [])) == "job phase (none yet); no pods"
 
 
 def test_hosts_of_a_hostfile() -> None:
     assert hosts_of("w-0:1\nw-1:2\n\n") == ["w-0", "w-1"]
     assert hosts_of("") == []
+    # OpenMPI's and DeepSpeed's form, FQDNs, comments.
+    assert hosts_of("# hosts\nj-worker-0.j.ns.svc slots=2\nj-worker-1 slots=2 # late\n") == [
+        "j-worker-0",
+        "j-worker-1",
+    ]
 
 
 async def test_until_narrates_each_change_and_returns_the_state_that_held(tmp_path: Path) -> None:
@@ -95,7 +103,8 @@ async def test_until_gives_up_with_what_it_awaited_and_the_state(tmp_path: Path)
         with pytest.raises(StepFailed) as failed:
             await env.observer.until("the job to run", lambda s: False, timeout=0.2)
         assert str(failed.value) == (
-            "the job to run: not done after 0.2s (the TrainingJob does not exist; no pods)"
+            "the job to run: not done after 0.2s "
+            "(trainingjob/elastic-mnist does not exist; no pods)"
         )
 
 
@@ -149,17 +158,19 @@ async def test_the_hostfile_is_read_through_exec_until_it_matches(tmp_path: Path
             timeout=5,
         )
         assert written.exit_code == 0, written.stderr
-        content = await env.observer.hostfile("elastic-mnist-launcher", ["w-1", "w-0"], timeout=5)
+        path = "/etc/edl/hostfile"
+        launcher_name = "elastic-mnist-launcher"
+        content = await env.observer.hostfile(launcher_name, path, ["w-1", "w-0"], timeout=5)
         assert content == "w-0:1\nw-1:1\n"
         with pytest.raises(StepFailed) as failed:
-            await env.observer.hostfile("elastic-mnist-launcher", ["w-0"], timeout=0.1)
+            await env.observer.hostfile(launcher_name, path, ["w-0"], timeout=0.1)
         assert "to list 1 workers: not done after 0.1s (it lists w-0, w-1)" in str(failed.value)
         removed = await client.exec(
             NAMESPACE, "elastic-mnist-launcher", ["rm", "/etc/edl/hostfile"], timeout=5
         )
         assert removed.exit_code == 0, removed.stderr
         with pytest.raises(StepFailed) as unreadable:
-            await env.observer.read_hostfile("elastic-mnist-launcher")
+            await env.observer.read_file(launcher_name, path)
         assert "exited 1: cat: can't open '/etc/edl/hostfile'" in str(unreadable.value)
         with pytest.raises(NotFound):
-            await env.observer.read_hostfile("elastic-mnist-launcher-2")
+            await env.observer.read_file("elastic-mnist-launcher-2", path)

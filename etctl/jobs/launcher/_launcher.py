@@ -100,6 +100,13 @@ class LauncherLayout:
         """Where the launcher finds ConfigMap key ``key`` through the mount."""
         return f"{self.config_mount}/{key}"
 
+    def read_path(self, key: str) -> str:
+        """Where the launcher reads ConfigMap key ``key``: its live copy, else the mount."""
+        for copy in self.live:
+            if copy.key == key:
+                return copy.path
+        return self.path(key)
+
     @property
     def pushed(self) -> tuple[LiveFile, ...]:
         """The live copies the membership pusher rewrites."""

@@ -17,6 +17,7 @@ RestartsWholeJob       ``spec.restartPolicy: OnFailure`` restarts every pod, up 
 DeclaresRBAC           what the operator needs for the above (:func:`operator_rules`)
 ScalesElastically      the workers are an elastic membership (:mod:`._scaling`)
 RunsControllers        the hostfile pusher (:mod:`._setup`)
+PublishesFiles         the hostfile in ``<job>-config``, where the launcher reads it
 =====================  ==========================================================================
 
 What every launcher/worker kind does (the files, the launcher's decoration and gate, the ssh key,
@@ -51,6 +52,7 @@ from etctl.common import (
     JobSettings,
     JobState,
     PolicyRule,
+    PublishedFile,
     ReplicaRef,
     ReplicaSpec,
     SizeLimits,
@@ -62,6 +64,7 @@ from etctl.common import (
 from etctl.jobs import launcher as shared
 from etctl.jobs.launcher import (
     DEFAULT_EXEC_TIMEOUT,
+    HOSTFILE_KEY,
     LAUNCHER_RESOURCES,
     launcher_objects,
     ssh_secret,
@@ -77,7 +80,7 @@ from etctl.jobs.trainingjob._api import (
     TrainingJobReplicaType,
     validate_trainingjob,
 )
-from etctl.jobs.trainingjob._layout import config_data, decorate_launcher
+from etctl.jobs.trainingjob._layout import LAYOUT, config_data, decorate_launcher
 from etctl.jobs.trainingjob._names import (
     SSH_SECRET_ANNOTATION,
     config_name,
@@ -301,6 +304,18 @@ class TrainingJobPlugin:
     def setup_controllers(self, manager: Manager, settings: JobSettings) -> None:
         """Register the hostfile pusher."""
         setup_hostfile_pusher(manager, exec_timeout=self.exec_timeout)
+
+    def published_files(self, job: TrainingJob) -> Sequence[PublishedFile]:
+        """The hostfile: ``<job>-config``'s ``hostfile``, where the launcher reads it."""
+        name = job.metadata.name
+        return (
+            PublishedFile(
+                config_map=config_name(name),
+                key=HOSTFILE_KEY,
+                path=LAYOUT.read_path(HOSTFILE_KEY),
+                reader=launcher_name(name),
+            ),
+        )
 
     # -- helpers
 
