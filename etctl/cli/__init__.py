@@ -4,7 +4,9 @@
 * ``etctl manifests``: the install manifests for the enabled plugins (:mod:`etctl.cli._manifests`);
 * ``etctl crds``: the CRD files of every registered job kind (:mod:`etctl.cli._crds`);
 * ``etctl sandbox``: an embedded cluster with the operator, and ``--demo`` of an elastic job
-  (:mod:`etctl.cli._sandbox`).
+  (:mod:`etctl.cli._sandbox`);
+* ``etctl status`` and ``etctl watch``: a job of any registered kind on any cluster, shown once
+  or followed until it finishes (:mod:`etctl.cli._status`).
 
 In Python, :func:`run_sandbox` starts the same sandbox as ``etctl sandbox`` (with
 :class:`SandboxOptions`), hands a :class:`Sandbox` to your coroutine once the operator's caches
@@ -28,6 +30,7 @@ from etctl.cli import _crds as crds
 from etctl.cli import _manifests as manifests
 from etctl.cli import _run as run
 from etctl.cli import _sandbox as sandbox
+from etctl.cli import _status as status
 
 if TYPE_CHECKING:
     from etctl.cli._embedded import Sandbox, run_sandbox
@@ -65,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     manifests.add_parser(commands)
     crds.add_parser(commands)
     sandbox.add_parser(commands)
+    status.add_parsers(commands)
     for command in commands.choices.values():
         # Each command reports its own unknown arguments (see main).
         command.set_defaults(command_parser=command)

@@ -303,9 +303,13 @@ def _phase(status: Mapping[str, Any], conditions: Sequence[ConditionView]) -> st
         return phase
     true = [c for c in conditions if c.status == "True"]
     finished = [c for c in true if c.type in _FINISHED_JOB]
-    # A finished job stays finished whatever else is True; otherwise the latest True condition.
-    chosen = finished[-1] if finished else (max(true, key=lambda c: c.since) if true else None)
-    return chosen.type if chosen else ""
+    if finished:  # a finished job stays finished, whatever else is still True
+        return finished[-1].type
+    if not true:
+        return ""
+    # The latest True condition; of two set in the same second, the one listed later.
+    _, latest = max(enumerate(true), key=lambda item: (item[1].since, item[0]))
+    return latest.type
 
 
 def _replicas(
@@ -647,7 +651,8 @@ def changes(
     for key in sorted(set(old.scalers) | set(after.scalers)):
         if old.scalers.get(key) != after.scalers.get(key):
             out += _scaler_changes(old.scalers.get(key), after.scalers.get(key), arrow)
-    for key in [*old.files, *(k for k in after.files if k not in old.files)]:
-        out += _file_changes(old.files.get(key), after.files.get(key))
+    if after.job is not None:  # a deleted job's files are not read: its deletion says it all
+        for key in [*old.files, *(k for k in after.files if k not in old.files)]:
+            out += _file_changes(old.files.get(key), after.files.get(key))
     out += _event_changes(old.events, after.events)
     return out

@@ -73,7 +73,7 @@ from etctl.runtime._handler import (
     EventHandler,
     MapFunc,
 )
-from etctl.runtime._kubeconfig import ClusterConfig
+from etctl.runtime._kubeconfig import ClusterConfig, context_namespace, in_cluster_available
 from etctl.runtime._lease import LeaderElectionConfig
 from etctl.runtime._manager import Manager, RunnableFunc
 from etctl.runtime._manager_options import SERVICE_ACCOUNT_NAMESPACE, ManagerOptions
@@ -215,7 +215,9 @@ __all__ = [
     "WorkQueue",
     "and_",
     "compose",
+    "context_namespace",
     "default_controller_rate_limiter",
+    "in_cluster_available",
     "not_",
     "objects",
     "or_",

@@ -49,6 +49,7 @@ from etctl.runtime._clock import Clock, RealClock
 
 __all__ = [
     "ClusterConfig",
+    "context_namespace",
     "default_kubeconfig_path",
     "in_cluster_available",
     "load_in_cluster",
@@ -214,8 +215,11 @@ def in_cluster_available(environ: Mapping[str, str] | None = None) -> bool:
     return bool(env.get(SERVICE_HOST_ENV_NAME)) and bool(env.get(SERVICE_PORT_ENV_NAME))
 
 
-def _read_user(path_list: str, context: str | None) -> Mapping[str, Any]:
-    """The ``user`` entry the chosen context refers to (first file that defines it wins)."""
+def _merged(path_list: str) -> tuple[dict[str, Any], str | None]:
+    """The contexts and users of a kubeconfig list, and its current context, merged as kubectl.
+
+    The first file that defines an entry (or sets ``current-context``) wins.
+    """
     merged: dict[str, Any] = {"contexts": [], "users": []}
     current: str | None = None
     for raw in path_list.split(os.pathsep):
@@ -229,9 +233,43 @@ def _read_user(path_list: str, context: str | None) -> Mapping[str, Any]:
         merged["contexts"].extend(data.get("contexts") or [])
         merged["users"].extend(data.get("users") or [])
         current = current or data.get("current-context")
+    return merged, current
+
+
+def _context(path_list: str, context: str | None) -> Mapping[str, Any]:
+    """The ``context`` entry of the named context (or the current one); empty when absent."""
+    merged, current = _merged(path_list)
     wanted = context or current
     ctx = next((c for c in merged["contexts"] if c.get("name") == wanted), None)
-    user_name = ((ctx or {}).get("context") or {}).get("user")
+    value = (ctx or {}).get("context") or {}
+    return value if isinstance(value, Mapping) else {}
+
+
+def context_namespace(
+    path: str | os.PathLike[str] | None = None, context: str | None = None
+) -> str:
+    """The namespace a kubeconfig context names (``""`` when it names none), as kubectl reads it.
+
+    Args:
+        path: the file or ``:``-separated list (``None``: ``$KUBECONFIG`` or ``~/.kube/config``).
+        context: the context (``None``: the current one).
+
+    Raises:
+        ConfigError: a file is not a kubeconfig.
+    """
+    paths = os.fspath(path) if path is not None else default_kubeconfig_path()
+    try:
+        namespace = _context(paths, context).get("namespace")
+    except (OSError, yaml.YAMLError) as exc:
+        msg = f"kubeconfig {paths} is unusable: {exc}"
+        raise ConfigError(msg) from exc
+    return namespace if isinstance(namespace, str) else ""
+
+
+def _read_user(path_list: str, context: str | None) -> Mapping[str, Any]:
+    """The ``user`` entry the chosen context refers to (first file that defines it wins)."""
+    merged, _ = _merged(path_list)
+    user_name = _context(path_list, context).get("user")
     user = next((u for u in merged["users"] if u.get("name") == user_name), None)
     value = (user or {}).get("user") or {}
     return value if isinstance(value, Mapping) else {}

@@ -12,7 +12,7 @@ import yaml
 from aiohttp import web
 
 from etctl.errors import ConfigError, Unauthorized
-from etctl.runtime import PODS, Client, ClientOptions, FakeClock
+from etctl.runtime import PODS, Client, ClientOptions, FakeClock, context_namespace
 from etctl.runtime._kubeconfig import (
     default_kubeconfig_path,
     in_cluster_available,
@@ -212,3 +212,34 @@ def json_response_always() -> Handler:
         return json_response(POD)
 
     return handler
+
+
+def test_the_context_namespace_is_read_as_kubectl_merges_files(tmp_path: Path) -> None:
+    def kubeconfig(name: str, current: str | None, contexts: dict[str, str | None]) -> Path:
+        config: dict[str, object] = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "contexts": [
+                {"name": ctx, "context": {"cluster": "c", "user": "u", "namespace": ns}}
+                if ns
+                else {"name": ctx, "context": {"cluster": "c", "user": "u"}}
+                for ctx, ns in contexts.items()
+            ],
+        }
+        if current:
+            config["current-context"] = current
+        path = tmp_path / name
+        path.write_text(yaml.safe_dump(config))
+        return path
+
+    first = kubeconfig("first", "a", {"a": "team-a", "b": None})
+    second = kubeconfig("second", "b", {"a": "shadowed", "c": "team-c"})
+    merged = f"{first}:{second}"
+    # The first file that sets current-context, and the first definition of a context, win.
+    assert context_namespace(merged) == "team-a"
+    assert context_namespace(merged, "b") == ""
+    assert context_namespace(merged, "c") == "team-c"
+    assert context_namespace(merged, "missing") == ""
+    (tmp_path / "broken").write_text("- not\n- a mapping\n")
+    with pytest.raises(ConfigError, match="is not a mapping"):
+        context_namespace(tmp_path / "broken")
