@@ -18,7 +18,7 @@ from etctl.common import CustomResource, crd_manifest
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
-CRD_DIR = ROOT / "manifests" / "crds"
+CRD_DIR = ROOT / "manifests" / "base" / "crds"
 
 
 def load_yaml(path: Path) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """The operator image (Dockerfile) agrees with the Deployment that runs it and with the package.
 
 There is no container engine in the test environment, so the Dockerfile is read, not built: its
-instructions are parsed and checked against manifests/manager/deployment.yaml (image tag, user,
+instructions are parsed and checked against manifests/base/manager/deployment.yaml (image tag, user,
 ports, command, the writable /tmp) and against the package (version, Python version).
 """
 
@@ -12,10 +12,13 @@ import re
 import shlex
 import tomllib
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, distribution
 from pathlib import Path
 from typing import Any
 
 import yaml
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from etctl import __version__
 
@@ -84,7 +87,7 @@ def dockerfile() -> list[Instruction]:
 
 def operator_container() -> tuple[dict[str, Any], dict[str, Any]]:
     """The Deployment's pod spec and its operator container."""
-    text = (ROOT / "manifests" / "manager" / "deployment.yaml").read_text()
+    text = (ROOT / "manifests" / "base" / "manager" / "deployment.yaml").read_text()
     (deployment,) = [d for d in yaml.safe_load_all(text) if d]
     pod = deployment["spec"]["template"]["spec"]
     (container,) = pod["containers"]
@@ -115,10 +118,10 @@ def test_the_user_is_the_deployments_numeric_non_root_user() -> None:
     assert context["runAsNonRoot"] is True
 
 
-def test_the_base_is_a_slim_python_of_the_supported_version() -> None:
+def test_the_base_is_a_slim_python_of_the_supported_version_pinned_by_digest() -> None:
     found = dockerfile()
     base = default_args(found)["PYTHON_IMAGE"]
-    assert re.fullmatch(r"python:3\.11-slim(-\w+)?", base), base
+    assert re.fullmatch(r"python:3\.11-slim(-\w+)?@sha256:[0-9a-f]{64}", base), base
     assert all(i.argument.split()[0] == "${PYTHON_IMAGE}" for i in found if i.keyword == "FROM")
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert project["requires-python"] == ">=3.11"
@@ -182,3 +185,66 @@ def test_the_build_context_holds_only_what_the_build_copies() -> None:
     assert copied == allowed
     for name in copied:
         assert (ROOT / name).exists(), name
+
+
+LOCK = ROOT / "requirements.lock"
+
+
+def locked() -> dict[str, tuple[str, list[str]]]:
+    """The lock file's pins: normalized name -> (version, hashes)."""
+    pins: dict[str, tuple[str, list[str]]] = {}
+    for entry in re.split(r"\n(?=\S)", LOCK.read_text(encoding="utf-8")):
+        if entry.startswith("#") or not entry.strip():
+            continue
+        requirement = entry.split(" \\", 1)[0].split(";", 1)[0].strip()
+        name, _, version = requirement.partition("==")
+        hashes = re.findall(r"--hash=sha256:([0-9a-f]{64})", entry)
+        pins[canonicalize_name(name)] = (version, hashes)
+    return pins
+
+
+def test_every_dependency_is_pinned_with_hashes_and_satisfies_pyproject() -> None:
+    pins = locked()
+    assert pins, "requirements.lock pins nothing"
+    for name, (version, hashes) in pins.items():
+        assert re.fullmatch(r"[0-9][0-9A-Za-z.+!-]*", version), f"{name} is not pinned: {version}"
+        assert hashes, f"{name} has no hash"
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    for line in project["dependencies"]:
+        requirement = Requirement(line)
+        name = canonicalize_name(requirement.name)
+        assert name in pins, f"{name} is a dependency the lock does not pin: refresh it"
+        version = pins[name][0]
+        assert requirement.specifier.contains(version, prereleases=True), (
+            f"the lock pins {name}=={version}, outside pyproject's {requirement.specifier}"
+        )
+
+
+def test_the_lock_is_closed_under_the_dependencies_of_what_it_pins() -> None:
+    pins = locked()
+    environment = {"python_version": "3.11", "sys_platform": "linux", "extra": ""}
+    for name in pins:
+        try:
+            requires = distribution(name).requires or []
+        except PackageNotFoundError:
+            continue  # not installed here (another platform's dependency): nothing to read
+        for line in requires:
+            requirement = Requirement(line)
+            if requirement.marker is not None and not requirement.marker.evaluate(environment):
+                continue
+            needed = canonicalize_name(requirement.name)
+            assert needed in pins, f"{name} needs {needed}, which the lock does not pin"
+
+
+def test_the_lock_is_installed_by_hash_before_the_source() -> None:
+    header = LOCK.read_text(encoding="utf-8").splitlines()[:2]
+    command = header[1].lstrip("# ")
+    assert command.startswith("uv pip compile pyproject.toml --generate-hashes"), header
+    build = stages(dockerfile())[0]
+    runs = [i.exec_form() or [] for i in build if i.keyword == "RUN"]
+    (from_lock,) = [argv for argv in runs if "requirements.lock" in argv]
+    assert "--require-hashes" in from_lock
+    (package,) = [argv for argv in runs if argv and argv[-1] == "/src"]
+    assert "--no-deps" in package  # nothing but the lock's pins reaches the image
+    copies = [i.argument.split()[0] for i in build if i.keyword == "COPY"]
+    assert copies.index("requirements.lock") < copies.index("etctl")

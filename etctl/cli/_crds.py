@@ -23,7 +23,7 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         help="write or check the CRDs of the registered job kinds",
         description="Write one YAML file per CRD of every registered job kind, or check them.",
     )
-    parser.add_argument("out_dir", nargs="?", default=Path("manifests/crds"), type=Path)
+    parser.add_argument("out_dir", nargs="?", default=Path("manifests/base/crds"), type=Path)
     parser.add_argument(
         "--check", action="store_true", help="exit 1 when the files differ from the generator"
     )

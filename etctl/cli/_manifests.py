@@ -1,8 +1,11 @@
 """``etctl manifests``: print, write or check the install manifests of the enabled plugins.
 
-* no ``--out``: every document as one YAML stream on standard output
-  (``etctl manifests | kubectl apply --server-side -f -``);
-* ``--out DIR``: the kustomize tree (``kubectl apply -k DIR``), one file per object;
+* no ``--out``: what one overlay installs (``--overlay``, standalone by default) as one YAML
+  stream on standard output (``etctl manifests | kubectl apply --server-side -f -``); the
+  committed ``manifests/install.yaml`` is the standalone one;
+* ``--out DIR``: the kustomize tree, a base and its overlays, one file per object, plus the
+  release file (``kubectl apply -k DIR/overlays/kubeflow``, ``kubectl apply -k DIR`` for the
+  standalone overlay, ``kubectl apply --server-side -f DIR/install.yaml``);
 * ``--out DIR --check``: exit 1 listing every file that differs from what would be written, or that
   the generator wrote once and no longer produces (CI runs this on the committed ``manifests/``).
 """
@@ -14,7 +17,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from etctl.cli._render import DEFAULT_IMAGE, ManifestOptions, render, render_stream
+from etctl.cli._render import (
+    DEFAULT_IMAGE,
+    OVERLAYS,
+    STANDALONE,
+    ManifestOptions,
+    render,
+    render_stream,
+)
 from etctl.cli._settings import GANG_SCHEDULERS
 from etctl.cli._values import parse_list, parse_namespace
 from etctl.common import check_files, discover, write_files
@@ -35,6 +45,12 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--out", type=Path, default=None, metavar="DIR", help="write the kustomize tree into DIR"
+    )
+    parser.add_argument(
+        "--overlay",
+        choices=OVERLAYS,
+        default=STANDALONE,
+        help="without --out: the overlay to print, standalone (default) or kubeflow",
     )
     parser.add_argument(
         "--check",
@@ -99,6 +115,7 @@ def command(args: argparse.Namespace) -> int:
         image=args.image,
         gang_scheduler=args.gang_scheduler,
         jobs=tuple(sorted(set(args.jobs))),
+        overlay=args.overlay,
     )
     plugins = [entry.plugin for entry in entries if entry.plugin is not None]
     if args.out is None:

@@ -1,34 +1,62 @@
-"""Rendering of the install manifests: the kustomize tree ``etctl manifests`` writes.
+"""The install manifests `etctl manifests` renders: a kustomize tree and a one-file release.
 
-One function, :func:`render`, builds every file of the kustomize tree committed under
-``manifests/``::
+:func:`render` builds every file of the tree committed under ``manifests/``, laid out as the
+anchors' users expect (mpi-operator's and training-operator's ``base`` plus ``overlays``)::
 
-    kustomization.yaml          namespace etctl-system, every file below
-    namespace.yaml
-    crds/<group>_<plural>.yaml  the plugins' CRDs (as ``etctl crds`` writes them)
-    rbac/                       service account, ClusterRole from the plugins' needs + binding,
-                                leader-election Role + binding (the operator's namespace only)
-    manager/deployment.yaml     the operator: non-root, read-only root filesystem, seccomp
-                                RuntimeDefault, no privilege escalation, all capabilities dropped,
-                                probes on 8081, metrics on 8080
-    manager/metrics-service.yaml
+    kustomization.yaml              the standalone overlay: ``kubectl apply -k manifests/``
+    install.yaml                    the standalone install as one file (``--server-side``)
+    base/kustomization.yaml         every file below, in namespace etctl-system
+    base/crds/<group>_<plural>.yaml the plugins' CRDs (as ``etctl crds`` writes them)
+    base/rbac/                      service account, ClusterRole from the plugins' needs +
+                                    binding, leader-election Role + binding (the operator's
+                                    namespace only), and per job kind the ClusterRoles
+                                    aggregated into admin, edit and view (:mod:`._userroles`)
+    base/manager/deployment.yaml    the operator: non-root, read-only root filesystem, seccomp
+                                    RuntimeDefault, no privilege escalation, all capabilities
+                                    dropped, probes on 8081, metrics on 8080
+    base/manager/metrics-service.yaml
+    overlays/standalone/            its own namespace (``--namespace``, etctl-system), created
+    overlays/kubeflow/              into Kubeflow's ``kubeflow`` namespace (not created), the
+                                    job kinds' roles also aggregated into kubeflow-admin/edit/view
+                                    (``aggregate-to-kubeflow.yaml``, strategic-merge patches)
 
-The same documents stream to standard output as one multi-document YAML for ``kubectl apply -f -``.
-Rendering is deterministic (sorted keys, no anchors), so a golden test diffs the committed tree
-against it and any new permission or setting is a reviewable diff.
+:func:`render_stream` renders what one overlay installs, computed here rather than by kustomize:
+``install.yaml`` is the standalone one, and a test checks that ``kubectl kustomize`` of each
+overlay gives exactly these objects. Rendering is deterministic (sorted keys, no anchors), so a
+golden test diffs the committed tree against it and any new permission or setting is a reviewable
+diff.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from etctl._version import __version__
 from etctl.cli._rbac import LEADER_ELECTION_RULES, cluster_role_rules, rule_to_dict
+from etctl.cli._userroles import KUBEFLOW_LABELS, ROLES, role_name, user_roles
 from etctl.common import CustomResource, JobPlugin, crd_manifest, dump_yaml, render_manifests
+from etctl.errors import ConfigError
 
-__all__ = ["DEFAULT_IMAGE", "ManifestOptions", "render", "render_stream"]
+__all__ = [
+    "DEFAULT_IMAGE",
+    "KUBEFLOW",
+    "KUBEFLOW_NAMESPACE",
+    "OVERLAYS",
+    "STANDALONE",
+    "ManifestOptions",
+    "render",
+    "render_stream",
+]
+
+STANDALONE = "standalone"
+KUBEFLOW = "kubeflow"
+OVERLAYS = (STANDALONE, KUBEFLOW)
+"""The overlays of the tree: the operator alone in its namespace, or inside Kubeflow."""
+KUBEFLOW_NAMESPACE = "kubeflow"
+"""The namespace of a Kubeflow platform, where the kubeflow overlay installs the operator."""
 
 DEFAULT_IMAGE = f"ghcr.io/etctl/etctl:{__version__}"
 """The operator image the Deployment runs (override with ``--image`` or kustomize ``images``)."""
@@ -49,12 +77,15 @@ class ManifestOptions:
         image: the operator image.
         gang_scheduler: grant the PodGroups of this scheduler and pass it to the operator.
         jobs: the plugins the operator enables (``--jobs``); empty: every installed one.
+        overlay: what :func:`render_stream` renders: ``standalone`` (in ``namespace``, which it
+            creates) or ``kubeflow`` (in ``kubeflow``, roles aggregated into Kubeflow's too).
     """
 
     namespace: str = "etctl-system"
     image: str = DEFAULT_IMAGE
     gang_scheduler: str = ""
     jobs: tuple[str, ...] = ()
+    overlay: str = STANDALONE
 
 
 def _dump(*documents: dict[str, Any]) -> str:
@@ -76,8 +107,9 @@ def _meta(name: str, namespace: str | None = None, **labels: str) -> dict[str, A
     return meta
 
 
-def _rbac(plugins: Sequence[JobPlugin[Any]], options: ManifestOptions) -> dict[str, dict[str, Any]]:
-    ns = options.namespace
+def _rbac(
+    plugins: Sequence[JobPlugin[Any]], options: ManifestOptions, ns: str, *, kubeflow: bool
+) -> dict[str, dict[str, Any]]:
     subject = [{"kind": "ServiceAccount", "name": _NAME, "namespace": ns}]
     rules = cluster_role_rules(plugins, gang_scheduler=options.gang_scheduler)
     api = "rbac.authorization.k8s.io"
@@ -113,6 +145,11 @@ def _rbac(plugins: Sequence[JobPlugin[Any]], options: ManifestOptions) -> dict[s
             "roleRef": {"apiGroup": api, "kind": "Role", "name": f"{_NAME}-leader-election"},
             "subjects": subject,
         },
+        **{
+            f"rbac/{role_name(plugin, role)}-role.yaml": document
+            for plugin in plugins
+            for role, document in user_roles(plugin, _labels(), kubeflow=kubeflow).items()
+        },
     }
 
 
@@ -140,7 +177,7 @@ def _probe(path: str, *, initial: int, period: int) -> dict[str, Any]:
     }
 
 
-def _deployment(options: ManifestOptions) -> dict[str, Any]:
+def _deployment(options: ManifestOptions, namespace: str) -> dict[str, Any]:
     selector = {"app.kubernetes.io/name": "etctl", "app.kubernetes.io/component": "operator"}
     container = {
         "name": "operator",
@@ -180,7 +217,7 @@ def _deployment(options: ManifestOptions) -> dict[str, Any]:
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": _meta(_NAME, options.namespace),
+        "metadata": _meta(_NAME, namespace),
         "spec": {
             "replicas": 1,
             "selector": {"matchLabels": selector},
@@ -206,11 +243,11 @@ def _deployment(options: ManifestOptions) -> dict[str, Any]:
     }
 
 
-def _metrics_service(options: ManifestOptions) -> dict[str, Any]:
+def _metrics_service(namespace: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": _meta(f"{_NAME}-metrics", options.namespace),
+        "metadata": _meta(f"{_NAME}-metrics", namespace),
         "spec": {
             "selector": {
                 "app.kubernetes.io/name": "etctl",
@@ -237,48 +274,98 @@ def _crds(plugins: Sequence[JobPlugin[Any]]) -> list[CustomResource]:
 
 
 def _documents(
-    plugins: Sequence[JobPlugin[Any]], options: ManifestOptions, *, crds: bool = True
+    plugins: Sequence[JobPlugin[Any]],
+    options: ManifestOptions,
+    *,
+    overlay: str | None,
+    crds: bool = True,
 ) -> list[tuple[str, dict[str, Any]]]:
-    """Every document but the kustomization, with its file, in apply order.
+    """The documents of the base (``overlay=None``) or what an overlay installs, in apply order.
 
-    The order is namespace, CRDs, RBAC, operator; a CRD's file is named as the CRD generator
-    names it (``crds/<group>_<plural>.yaml``). ``crds=False`` leaves the CRDs out, for a caller
-    that renders them itself.
+    Each comes with its file in the base. The order is namespace (standalone only), CRDs, RBAC,
+    operator; a CRD's file is named as the CRD generator names it (``crds/<group>_<plural>.yaml``).
+    ``crds=False`` leaves the CRDs out, for a caller that renders them itself.
+
+    Raises:
+        ConfigError: an unknown overlay.
     """
+    if overlay not in (None, *OVERLAYS):
+        msg = f"unknown overlay {overlay!r} (known: {', '.join(OVERLAYS)})"
+        raise ConfigError(msg)
+    kubeflow = overlay == KUBEFLOW
+    namespace = KUBEFLOW_NAMESPACE if kubeflow else options.namespace
+    first: list[tuple[str, dict[str, Any]]] = []
+    if overlay == STANDALONE:
+        first.append(("namespace.yaml", _namespace(namespace)))
     return [
-        (
-            "namespace.yaml",
-            {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(options.namespace)},
-        ),
+        *first,
         *(
             (f"crds/{resource.group}_{resource.plural}.yaml", crd_manifest(resource))
             for resource in (_crds(plugins) if crds else ())
         ),
-        *_rbac(plugins, options).items(),
-        ("manager/deployment.yaml", _deployment(options)),
-        ("manager/metrics-service.yaml", _metrics_service(options)),
+        *_rbac(plugins, options, namespace, kubeflow=kubeflow).items(),
+        ("manager/deployment.yaml", _deployment(options, namespace)),
+        ("manager/metrics-service.yaml", _metrics_service(namespace)),
     ]
 
 
+def _namespace(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(name)}
+
+
+def _kustomization(**fields: Any) -> str:
+    return _dump(
+        {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", **fields}
+    )
+
+
+def _kubeflow_patches(plugins: Sequence[JobPlugin[Any]]) -> str:
+    """Strategic-merge patches adding Kubeflow's aggregation labels to the job kinds' roles."""
+    return _dump(
+        *(
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRole",
+                "metadata": {"name": role_name(plugin, role), "labels": KUBEFLOW_LABELS[role]},
+            }
+            for plugin in plugins
+            for role in ROLES
+        )
+    )
+
+
 def render(plugins: Sequence[JobPlugin[Any]], options: ManifestOptions) -> dict[str, str]:
-    """Every file of the kustomize tree, by path relative to the tree's root, sorted."""
+    """Every file of the tree, by path relative to the tree's root, sorted."""
     # The CRD files are written exactly as the CRD generator writes them, with its header.
-    files: dict[str, str] = {
+    base: dict[str, str] = {
         f"crds/{name}": text for name, text in render_manifests(_crds(plugins)).items()
     }
-    files.update({path: _dump(doc) for path, doc in _documents(plugins, options, crds=False)})
-    resources = ["namespace.yaml", *sorted(p for p in files if p != "namespace.yaml")]
-    files["kustomization.yaml"] = _dump(
-        {
-            "apiVersion": "kustomize.config.k8s.io/v1beta1",
-            "kind": "Kustomization",
-            "namespace": options.namespace,
-            "resources": resources,
-        }
+    documents = _documents(plugins, options, overlay=None, crds=False)
+    base.update({path: _dump(doc) for path, doc in documents})
+    files = {f"base/{path}": text for path, text in base.items()}
+    files["base/kustomization.yaml"] = _kustomization(
+        namespace=options.namespace, resources=sorted(base)
     )
+    files["overlays/standalone/namespace.yaml"] = _dump(_namespace(options.namespace))
+    files["overlays/standalone/kustomization.yaml"] = _kustomization(
+        namespace=options.namespace, resources=["namespace.yaml", "../../base"]
+    )
+    files["overlays/kubeflow/aggregate-to-kubeflow.yaml"] = _kubeflow_patches(plugins)
+    files["overlays/kubeflow/kustomization.yaml"] = _kustomization(
+        namespace=KUBEFLOW_NAMESPACE,
+        resources=["../../base"],
+        patches=[{"path": "aggregate-to-kubeflow.yaml"}],
+    )
+    files["kustomization.yaml"] = _kustomization(resources=["overlays/standalone"])
+    standalone = dataclasses.replace(options, overlay=STANDALONE)
+    files["install.yaml"] = render_stream(plugins, standalone)
     return dict(sorted(files.items()))
 
 
 def render_stream(plugins: Sequence[JobPlugin[Any]], options: ManifestOptions) -> str:
-    """All documents in one YAML stream, in apply order: namespace, CRDs, RBAC, operator."""
-    return _dump(*(doc for _, doc in _documents(plugins, options)))
+    """What ``options.overlay`` installs, as one YAML stream in apply order.
+
+    Raises:
+        ConfigError: an unknown overlay.
+    """
+    return _dump(*(doc for _, doc in _documents(plugins, options, overlay=options.overlay)))

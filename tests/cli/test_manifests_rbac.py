@@ -1,10 +1,11 @@
-"""The committed manifests/ under enforced RBAC: the operator's grants are enough, and no more.
+"""The committed manifests under enforced RBAC: the grants are enough, and no more.
 
 The embedded API server enforces RBAC (with Kubernetes 1.35's rule that a WebSocket exec also needs
-``create``, the stricter of the two behaviours). The manifests are installed as ``kubectl apply -k``
-would (the namespace set by the kustomization; the Deployment is left out, since the test runs the
-operator itself), and the operator is assembled as ``etctl run`` assembles it, authenticated as its
-ServiceAccount, electing a leader in its namespace.
+``create``, the stricter of the two behaviours). The release file ``manifests/install.yaml`` is
+installed (the Deployment left out, since the test runs the operator itself), and the operator is
+assembled as ``etctl run`` assembles it, authenticated as its ServiceAccount, electing a leader in
+its namespace. People get the job kinds through the aggregated ``etctl-<plural>-edit`` and
+``-view`` roles.
 """
 
 from __future__ import annotations
@@ -62,18 +63,16 @@ KINDS = {
 
 
 def manifests() -> tuple[str, list[dict[str, Any]]]:
-    """The operator's namespace and the documents of manifests/, as kustomize would emit them."""
-    kustomization = yaml.safe_load((MANIFESTS / "kustomization.yaml").read_text())
-    namespace = kustomization["namespace"]
-    documents = []
-    for file in kustomization["resources"]:
-        for doc in yaml.safe_load_all((MANIFESTS / file).read_text()):
-            if not doc or doc["kind"] == "Deployment":
-                continue
-            resource = KINDS[doc["kind"]]
-            if resource.namespaced:
-                doc["metadata"]["namespace"] = namespace
-            documents.append(doc)
+    """The operator's namespace and the documents of the release file, manifests/install.yaml.
+
+    The Deployment is left out: the operator runs in the test, as its ServiceAccount.
+    """
+    documents = [
+        doc
+        for doc in yaml.safe_load_all((MANIFESTS / "install.yaml").read_text())
+        if doc and doc["kind"] != "Deployment"
+    ]
+    namespace = next(d for d in documents if d["kind"] == "Namespace")["metadata"]["name"]
     return namespace, documents
 
 
@@ -275,3 +274,42 @@ def _tfjob_state(env: Cluster, name: str) -> str:
     conditions = (job.get("status") or {}).get("conditions") or []
     true = [c["type"] for c in conditions if c.get("status") == "True"]
     return true[-1] if true else ""
+
+
+async def test_the_edit_and_view_roles_give_people_the_job_kinds(tmp_path: Path) -> None:
+    async with enforced(tmp_path) as env:
+        await env.client.create(NAMESPACES, {"metadata": {"name": "team"}})
+        for user, role in (("alice", "etctl-tfjobs-edit"), ("bob", "etctl-tfjobs-view")):
+            await env.client.create(SERVICEACCOUNTS, {"metadata": {"name": user}}, namespace="team")
+            binding = {
+                "metadata": {"name": user},
+                "roleRef": {"apiGroup": _RBAC, "kind": "ClusterRole", "name": role},
+                "subjects": [{"kind": "ServiceAccount", "name": user, "namespace": "team"}],
+            }
+            await env.client.create(ROLEBINDINGS, binding, namespace="team")
+
+        def kubeconfig(user: str) -> Path:
+            path = tmp_path / f"{user}.kubeconfig"
+            return env.server.write_service_account_kubeconfig(path, namespace="team", name=user)
+
+        job = tfjob("mnist", namespace="team", Worker=replica(1))
+        async with await Client.from_kubeconfig(kubeconfig("alice")) as alice:
+            await alice.create(TFJOBS, job, namespace="team")
+            await alice.get(TFJOBS, "mnist", namespace="team")
+            # The status is the operator's.
+            with pytest.raises(Forbidden):
+                await alice.patch(
+                    TFJOBS,
+                    "mnist",
+                    {"status": {"conditions": []}},
+                    namespace="team",
+                    subresource="status",
+                )
+            # Only where the binding is.
+            with pytest.raises(Forbidden):
+                await alice.list(TFJOBS, namespace="default")
+        async with await Client.from_kubeconfig(kubeconfig("bob")) as bob:
+            listed = await bob.list(TFJOBS, namespace="team")
+            assert [item["metadata"]["name"] for item in listed.items] == ["mnist"]
+            with pytest.raises(Forbidden):
+                await bob.delete(TFJOBS, "mnist", namespace="team")

@@ -8,6 +8,7 @@ import yaml
 
 from etctl.cli._render import DEFAULT_IMAGE, ManifestOptions, render, render_stream
 from etctl.common import CustomResource, discover, render_manifests
+from etctl.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "manifests"
@@ -40,20 +41,35 @@ def test_committed_manifests_are_what_etctl_manifests_renders(files: dict[str, s
 def test_crds_are_the_crd_generators(files: dict[str, str]) -> None:
     resources: list[CustomResource] = [r for p in PLUGINS for r in p.custom_resources]
     for name, text in render_manifests(resources).items():
-        assert files[f"crds/{name}"] == text
+        assert files[f"base/crds/{name}"] == text
 
 
-def test_kustomization_lists_every_file(files: dict[str, str]) -> None:
-    kustomization = one(files, "kustomization.yaml")
-    assert kustomization["namespace"] == "etctl-system"
-    assert sorted(kustomization["resources"]) == sorted(
-        p for p in files if p != "kustomization.yaml"
+def test_the_base_lists_every_file_and_the_overlays_use_it(files: dict[str, str]) -> None:
+    base = one(files, "base/kustomization.yaml")
+    assert base["namespace"] == "etctl-system"
+    assert sorted(base["resources"]) == sorted(
+        p.removeprefix("base/")
+        for p in files
+        if p.startswith("base/") and p != "base/kustomization.yaml"
     )
-    assert kustomization["resources"][0] == "namespace.yaml"
+    standalone = one(files, "overlays/standalone/kustomization.yaml")
+    assert standalone["namespace"] == "etctl-system"
+    assert standalone["resources"] == ["namespace.yaml", "../../base"]
+    assert one(files, "overlays/standalone/namespace.yaml")["metadata"]["name"] == "etctl-system"
+    kubeflow = one(files, "overlays/kubeflow/kustomization.yaml")
+    assert kubeflow["namespace"] == "kubeflow"
+    assert kubeflow["resources"] == ["../../base"]
+    # kubectl apply -k manifests/ installs the standalone overlay.
+    assert one(files, "kustomization.yaml")["resources"] == ["overlays/standalone"]
+
+
+def test_the_release_file_is_the_standalone_stream(files: dict[str, str]) -> None:
+    assert files["install.yaml"] == render_stream(PLUGINS, ManifestOptions())
+    assert files["install.yaml"] == render_stream(PLUGINS, ManifestOptions(overlay="standalone"))
 
 
 def test_operator_pod_is_locked_down(files: dict[str, str]) -> None:
-    deployment = one(files, "manager/deployment.yaml")
+    deployment = one(files, "base/manager/deployment.yaml")
     pod = deployment["spec"]["template"]["spec"]
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert pod["securityContext"]["runAsUser"] != 0
@@ -78,15 +94,15 @@ def test_operator_pod_is_locked_down(files: dict[str, str]) -> None:
 
 
 def test_leader_election_is_namespaced(files: dict[str, str]) -> None:
-    role = one(files, "rbac/leader-election-role.yaml")
+    role = one(files, "base/rbac/leader-election-role.yaml")
     assert role["kind"] == "Role"
     assert role["metadata"]["namespace"] == "etctl-system"
     assert {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"]}.items() <= role["rules"][
         0
     ].items()
-    cluster_role = one(files, "rbac/cluster-role.yaml")
+    cluster_role = one(files, "base/rbac/cluster-role.yaml")
     assert all("leases" not in rule["resources"] for rule in cluster_role["rules"])
-    binding = one(files, "rbac/cluster-role-binding.yaml")
+    binding = one(files, "base/rbac/cluster-role-binding.yaml")
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": "etctl-operator", "namespace": "etctl-system"}
     ]
@@ -97,28 +113,104 @@ def test_options_reach_the_deployment_and_roles() -> None:
         namespace="ml", image="registry/etctl:dev", gang_scheduler="volcano", jobs=("tfjob",)
     )
     files = render(PLUGINS, options)
-    container = one(files, "manager/deployment.yaml")["spec"]["template"]["spec"]["containers"][0]
+    container = one(files, "base/manager/deployment.yaml")["spec"]["template"]["spec"][
+        "containers"
+    ][0]
     assert container["image"] == "registry/etctl:dev"
     assert "--gang-scheduler=volcano" in container["args"]
     assert "--jobs=tfjob" in container["args"]
-    rules = one(files, "rbac/cluster-role.yaml")["rules"]
+    rules = one(files, "base/rbac/cluster-role.yaml")["rules"]
     assert any(rule["resources"] == ["podgroups"] for rule in rules)
-    assert one(files, "kustomization.yaml")["namespace"] == "ml"
+    assert one(files, "base/kustomization.yaml")["namespace"] == "ml"
+    assert one(files, "overlays/standalone/kustomization.yaml")["namespace"] == "ml"
+    assert one(files, "overlays/kubeflow/kustomization.yaml")["namespace"] == "kubeflow"
 
 
-def test_stream_holds_every_object_of_the_tree(files: dict[str, str]) -> None:
+def key(doc: dict[str, Any]) -> tuple[str, str, str]:
+    return (doc["kind"], doc["metadata"].get("namespace", ""), doc["metadata"]["name"])
+
+
+def test_stream_holds_every_object_of_the_base_and_the_namespace(files: dict[str, str]) -> None:
     streamed = docs(render_stream(PLUGINS, ManifestOptions()))
     tree = [
-        doc for path, text in files.items() if path != "kustomization.yaml" for doc in docs(text)
+        doc
+        for path, text in files.items()
+        if path.startswith("base/") and path != "base/kustomization.yaml"
+        for doc in docs(text)
     ]
-    key = lambda d: (d["kind"], d["metadata"]["name"])  # noqa: E731
-    assert sorted(map(key, streamed)) == sorted(map(key, tree))
+
+    def names(found: list[dict[str, Any]]) -> list[tuple[str, str]]:
+        return sorted((k, n) for k, _, n in map(key, found))
+
+    assert names(streamed) == sorted([*names(tree), ("Namespace", "etctl-system")])
     assert streamed[0]["kind"] == "Namespace"
     assert [d["kind"] for d in streamed].index("CustomResourceDefinition") == 1
 
 
+def test_the_job_kinds_are_aggregated_into_the_users_roles(files: dict[str, str]) -> None:
+    edit = one(files, "base/rbac/etctl-trainingjobs-edit-role.yaml")
+    labels = edit["metadata"]["labels"]
+    assert labels["rbac.authorization.k8s.io/aggregate-to-edit"] == "true"
+    assert not any("kubeflow" in label for label in labels)
+    grants = {(r["resources"][0], tuple(r["verbs"])) for r in edit["rules"]}
+    write = ("get", "list", "watch", "create", "update", "patch", "delete", "deletecollection")
+    assert {
+        ("trainingjobs", write),
+        ("trainingjobs/status", ("get",)),
+        ("trainingjobs/scale", ("get", "update", "patch")),
+        ("scaleins", write),
+        ("scaleouts", write),
+    } <= grants
+    view = one(files, "base/rbac/etctl-tfjobs-view-role.yaml")
+    assert view["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-view"] == "true"
+    assert {(r["resources"][0], tuple(r["verbs"])) for r in view["rules"]} == {
+        ("tfjobs", ("get", "list", "watch")),
+        ("tfjobs/status", ("get",)),
+    }
+    admin = one(files, "base/rbac/etctl-tfjobs-admin-role.yaml")
+    assert admin["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-admin"] == "true"
+    # Kubeflow's overlay aggregates them into kubeflow-<role> too.
+    kubeflow = docs(render_stream(PLUGINS, ManifestOptions(overlay="kubeflow")))
+    roles = {d["metadata"]["name"]: d for d in kubeflow if d["kind"] == "ClusterRole"}
+    base_edit = one(files, "base/rbac/etctl-tfjobs-edit-role.yaml")
+    assert roles["etctl-tfjobs-edit"]["metadata"]["labels"] == {
+        **base_edit["metadata"]["labels"],
+        "rbac.authorization.kubeflow.org/aggregate-to-kubeflow-edit": "true",
+    }
+    assert roles["etctl-tfjobs-edit"]["rules"] == base_edit["rules"]
+    assert "Namespace" not in {d["kind"] for d in kubeflow}
+    namespaced = {d["metadata"].get("namespace") for d in kubeflow if d["kind"] != "ClusterRole"}
+    assert namespaced - {None} == {"kubeflow"}
+
+
+def test_an_unknown_overlay_is_refused() -> None:
+    with pytest.raises(ConfigError, match="unknown overlay 'dev'"):
+        render_stream(PLUGINS, ManifestOptions(overlay="dev"))
+
+
 @pytest.mark.kubectl
-def test_kustomize_builds_the_committed_tree() -> None:
+@pytest.mark.parametrize("overlay", ["standalone", "kubeflow"])
+def test_kustomize_renders_each_overlay_as_the_generator_does(overlay: str) -> None:
+    kubectl = shutil.which("kubectl")
+    assert kubectl is not None
+    out = subprocess.run(
+        [kubectl, "kustomize", str(MANIFESTS / "overlays" / overlay)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout
+    built = {key(doc): doc for doc in docs(out)}
+    rendered = {
+        key(doc): doc for doc in docs(render_stream(PLUGINS, ManifestOptions(overlay=overlay)))
+    }
+    assert sorted(built) == sorted(rendered)
+    for found, doc in built.items():
+        assert doc == rendered[found], found
+
+
+@pytest.mark.kubectl
+def test_kustomize_of_the_root_is_the_release_file() -> None:
     kubectl = shutil.which("kubectl")
     assert kubectl is not None
     out = subprocess.run(
@@ -128,12 +220,5 @@ def test_kustomize_builds_the_committed_tree() -> None:
         check=True,
         timeout=60,
     ).stdout
-    objects = docs(out)
-    kinds = {d["kind"] for d in objects}
-    assert {"Namespace", "CustomResourceDefinition", "ClusterRole", "Role", "Deployment"} <= kinds
-    namespaced = [
-        d
-        for d in objects
-        if d["kind"] in {"Deployment", "Role", "RoleBinding", "ServiceAccount", "Service"}
-    ]
-    assert {d["metadata"]["namespace"] for d in namespaced} == {"etctl-system"}
+    release = (MANIFESTS / "install.yaml").read_text(encoding="utf-8")
+    assert {key(d): d for d in docs(out)} == {key(d): d for d in docs(release)}

@@ -3,10 +3,10 @@
 A :class:`CustomResource` describes one kind (group, names, scope, versions with their pydantic
 model, printer columns and subresources); :func:`crd_manifest` turns it into an
 ``apiextensions.k8s.io/v1`` CustomResourceDefinition whose schemas come from
-:func:`etctl.common.openapi_schema`. Nothing in ``manifests/crds/`` is written by hand:
+:func:`etctl.common.openapi_schema`. Nothing in ``manifests/base/crds/`` is written by hand:
 
-    etctl crds [manifests/crds]          # write one YAML file per CRD
-    etctl crds --check [manifests/crds]  # exit 1 if the files are stale
+    etctl crds [manifests/base/crds]          # write one YAML file per CRD
+    etctl crds --check [manifests/base/crds]  # exit 1 if the files are stale
 
 The resources come from the job plugin registry (:mod:`etctl.common._registry`, the ``etctl.jobs``
 entry-point group): every registered kind's ``custom_resources``, so a third-party job package gets

@@ -1,4 +1,4 @@
-"""The CRD files under ``manifests/crds/``: rendered, written, checked, and the kinds they cover.
+"""The CRD files under ``manifests/base/crds/``: rendered, written, checked, and their kinds.
 
 One YAML file per CRD (``<group>_<plural>.yaml``), each starting with a header that marks it as
 generated; :func:`check_manifests` reports files that differ from the generator's output and

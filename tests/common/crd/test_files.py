@@ -64,4 +64,4 @@ def test_builtin_resources_are_discovered_through_entry_points() -> None:
 
 def test_committed_manifests_match_the_generator() -> None:
     problems = check_manifests(CRD_DIR, discover().custom_resources())
-    assert problems == [], "regenerate with: etctl crds manifests/crds"
+    assert problems == [], "regenerate with: etctl crds manifests/base/crds"

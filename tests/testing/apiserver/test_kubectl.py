@@ -19,7 +19,7 @@ from tests.testing.apiserver._client import WIDGET_CRD
 
 pytestmark = pytest.mark.kubectl
 
-CRDS_DIR = Path(__file__).resolve().parents[3] / "manifests" / "crds"
+CRDS_DIR = Path(__file__).resolve().parents[3] / "manifests" / "base" / "crds"
 
 WIDGET: dict[str, Any] = {
     "apiVersion": "example.com/v1",
