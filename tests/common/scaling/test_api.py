@@ -86,7 +86,7 @@ def test_parsed_scaler_fields() -> None:
         load_yaml(EXAMPLES / "trainingjob" / "scale-in-pod-names.yaml")
     )
     assert by_names.spec.to_delete == ToDelete(pod_names=["elastic-training-worker-1"])
-    assert by_names.metadata.generate_name == "scalein-sample-"
+    assert by_names.metadata.name == "scalein-by-name"
     scripted = ScaleOut.model_validate(
         load_yaml(EXAMPLES / "trainingjob" / "scale-out-script.yaml")
     )

@@ -78,7 +78,9 @@ def test_schema_defaults_equal_model_defaults(path: Path) -> None:
 
 
 def test_parsed_fields_and_replica_order() -> None:
-    job = TFJob.model_validate(load_yaml(EXAMPLES / "tfjob" / "estimator-chief-ps-evaluator.yaml"))
+    manifest = load_yaml(EXAMPLES / "tfjob" / "estimator-chief-ps-evaluator.yaml")
+    manifest["metadata"]["namespace"] = "kubeflow"  # as kubectl apply -n kubeflow sets it
+    job = TFJob.model_validate(manifest)
     assert list(job.replica_specs()) == ["PS", "Worker", "Chief", "Evaluator"]
     assert job.spec.success_policy is SuccessPolicy.ALL_WORKERS
     assert job.run_policy().clean_pod_policy is CleanPodPolicy.RUNNING

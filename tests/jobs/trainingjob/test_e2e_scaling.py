@@ -83,7 +83,7 @@ async def test_et_operator_scalers_out_and_in(tmp_path: Path) -> None:
         assert done["toDeletePods"] == [w(2)]
         await eventually(lambda: w(2) not in env.pods())
         assert await env.hostfile() == hosts(0, 1)
-        # By name (generateName, as et-operator's example has it).
+        # By name.
         created = env.apply(example("scale-in-pod-names.yaml"))
         name = objects.name(created)
         done = await finished(env, SCALEINS, name)

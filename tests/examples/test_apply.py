@@ -1,0 +1,121 @@
+"""Every example applies as examples/README.md says, on the embedded API server.
+
+The README's steps: install the CRDs (``kubectl apply -f manifests/base/crds/``, or the operator
+example's own CRD), then ``kubectl apply -f`` each example into the current namespace. Each
+example is sent as ``kubectl apply --server-side --dry-run=server`` sends it (an apply patch,
+admitted, defaulted and validated, stored nowhere), and, where kubectl is installed, through
+kubectl itself, client-side as written in the README, with a server-side dry run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from etctl.common import discover
+from etctl.jobs.tfjob import TFJOBS
+from etctl.jobs.trainingjob import SCALEINS, SCALEOUTS, TRAININGJOBS
+from etctl.runtime import CRDS, PatchType, Resource
+from etctl.testing import ApiServer
+from tests.runtime._realtime import client_of
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+CRD_DIR = ROOT / "manifests" / "base" / "crds"
+OPERATOR_CRD = EXAMPLES / "operator" / "crd.yaml"
+GREETINGS = Resource("example.etctl.dev", "v1", "greetings", "Greeting")
+RESOURCES = {
+    "TFJob": TFJOBS,
+    "TrainingJob": TRAININGJOBS,
+    "ScaleIn": SCALEINS,
+    "ScaleOut": SCALEOUTS,
+    "Greeting": GREETINGS,
+}
+FILES = sorted(p for p in EXAMPLES.glob("*/*.yaml") if p != OPERATOR_CRD)
+
+
+def load(path: Path) -> list[dict[str, Any]]:
+    return [doc for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")) if doc]
+
+
+def crds() -> list[dict[str, Any]]:
+    return [doc for path in sorted(CRD_DIR.glob("*.yaml")) for doc in load(path)]
+
+
+def test_every_example_is_named_and_namespace_free() -> None:
+    # kubectl apply needs a name; a namespace in the file would fight ``-n`` and need creating.
+    for path in FILES:
+        for doc in load(path):
+            meta = doc["metadata"]
+            assert meta.get("name"), f"{path.name}: kubectl apply needs metadata.name"
+            assert "namespace" not in meta, f"{path.name}: applies into the current namespace"
+            assert doc["kind"] in RESOURCES, f"{path.name}: a kind this test does not know"
+
+
+def test_the_committed_crds_are_every_registered_kinds() -> None:
+    names = {doc["metadata"]["name"] for doc in crds()}
+    assert names == {resource.name for resource in discover().custom_resources()}
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
+async def test_the_example_applies_server_side(tmp_path: Path, path: Path) -> None:
+    async with ApiServer(crds=[*crds(), *load(OPERATOR_CRD)]) as server:
+        async with client_of(server, tmp_path) as client:
+            for doc in load(path):
+                applied = await client.patch(
+                    RESOURCES[doc["kind"]],
+                    doc["metadata"]["name"],
+                    doc,
+                    namespace="default",
+                    patch_type=PatchType.APPLY,
+                    field_manager="kubectl",
+                    dry_run=True,
+                )
+                assert applied["metadata"]["namespace"] == "default"
+                assert applied["spec"]  # defaulted and validated, then not stored
+            listed = await client.list(RESOURCES[load(path)[0]["kind"]], namespace="default")
+            assert listed.items == []
+
+
+@pytest.mark.kubectl
+async def test_kubectl_applies_every_example_as_the_readme_says(tmp_path: Path) -> None:
+    kubectl = shutil.which("kubectl")
+    assert kubectl is not None
+    async with ApiServer() as server:
+        kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
+
+        async def run(*args: str) -> str:
+            # Not subprocess.run: the server answers on this event loop, which must keep running.
+            process = await asyncio.create_subprocess_exec(
+                kubectl,
+                "--kubeconfig",
+                str(kubeconfig),
+                *args,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+            )
+            out, err = await asyncio.wait_for(process.communicate(), timeout=60)
+            assert process.returncode == 0, (out + err).decode()
+            return out.decode()
+
+        await run("apply", "-f", str(CRD_DIR))
+        await run("apply", "-f", str(OPERATOR_CRD))
+        async with client_of(server, tmp_path) as client:
+            for doc in [*crds(), *load(OPERATOR_CRD)]:
+                await server_established(client, doc["metadata"]["name"])
+        for directory in ("tfjob", "trainingjob", "operator"):
+            files = [p for p in FILES if p.parent.name == directory]
+            paths = (arg for p in files for arg in ("-f", str(p)))
+            out = await run("apply", "--dry-run=server", *paths)
+            assert out.count("(server dry run)") == sum(len(load(p)) for p in files), out
+
+
+async def server_established(client: Any, name: str) -> None:
+    crd = await client.get(CRDS, name)
+    conditions = {c["type"]: c["status"] for c in crd.get("status", {}).get("conditions", [])}
+    assert conditions.get("Established") == "True", name
