@@ -177,6 +177,11 @@ class HttpApi:
             response = error_response(error)
         except web.HTTPException:
             raise
+        except ConnectionResetError:
+            # The client went away (a watch it stopped, a process that exited): nothing failed
+            # here, and nobody is left to read an answer (recorded as nginx's 499).
+            log.debug("client disconnected", method=request.method, path=request.path)
+            response = web.Response(status=499, reason="Client Closed Request")
         except Exception as exc:
             log.exception("request failed", method=request.method, path=request.path)
             response = error_response(st.internal_error(f"{type(exc).__name__}: {exc}"))
