@@ -21,6 +21,7 @@ Every exception etctl raises on purpose derives from :class:`EtctlError`::
     │   └── ServerError         5xx
     ├── CacheSyncError          an informer did not sync in time (carries the last list error)
     ├── LeaderElectionLost      this process stopped being the leader
+    ├── Fenced                  a leader-only write or exec refused: this process may no longer lead
     └── TerminalError           a reconcile failure that must not be retried
 
 Only :mod:`etctl.runtime._client` converts ``kubernetes_asyncio`` exceptions into this tree; every
@@ -40,6 +41,7 @@ __all__ = [
     "ConfigError",
     "Conflict",
     "EtctlError",
+    "Fenced",
     "Forbidden",
     "Gone",
     "Invalid",
@@ -210,6 +212,15 @@ class CacheSyncError(EtctlError):
 
 class LeaderElectionLost(EtctlError):
     """This process lost the leader lease; every leader-only task has been stopped."""
+
+
+class Fenced(EtctlError):
+    """A leader-only write or exec was refused before it was sent: leadership may have passed.
+
+    Raised by the client for work started under a leader's fence once the elector's renew deadline
+    has passed (see :mod:`etctl.runtime._fence`). Nothing reached the server; the process is about
+    to stop its leader-only work, so this is never retried.
+    """
 
 
 class TerminalError(EtctlError):

@@ -20,11 +20,14 @@ fire-and-forget) and keeps these invariants:
   renewed throughout, and released only once leader-only work has stopped, so a successor takes
   over at once; event recorders flush; the cache and the HTTP server stop last. :meth:`run` then
   returns normally. A second signal skips what is left of the grace period.
-* **Fencing.** When leadership is lost, every leader-only task is cancelled at once (a reconcile in
-  flight included) and awaited before anything else, inside the window between the renew deadline
-  and the moment another candidate may take over; :meth:`run` then raises
-  :class:`~etctl.errors.LeaderElectionLost` after stopping everything else without grace. A binary
-  exits non-zero and is restarted: a manager never leads twice.
+* **Fencing.** Leader-only work runs under the elector's fence (:mod:`etctl.runtime._fence`):
+  from the renew deadline on, its writes and execs are refused (:class:`~etctl.errors.Fenced`)
+  before they are sent and no reconcile starts, even when the process resumes from a pause and
+  its reconciles run before the election loop does. When leadership is lost, every leader-only
+  task is cancelled at once (a reconcile in flight included) and awaited before anything else,
+  inside the window between the renew deadline and the moment another candidate may take over;
+  :meth:`run` then raises :class:`~etctl.errors.LeaderElectionLost` after stopping everything else
+  without grace. A binary exits non-zero and is restarted: a manager never leads twice.
 
 Cancelling the task that awaits :meth:`run` shuts down gracefully as well, then lets the
 cancellation through. The client is shared, not closed: whoever made it closes it.
@@ -33,6 +36,7 @@ cancellation through. The client is shared, not closed: whoever made it closes i
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import random
 import signal
 from collections.abc import Awaitable, Callable
@@ -45,6 +49,7 @@ from etctl.runtime._cache import Cache
 from etctl.runtime._client import Client
 from etctl.runtime._clock import Clock, RealClock
 from etctl.runtime._controller import Controller
+from etctl.runtime._fence import fenced_context
 from etctl.runtime._health import Checker, Checks, HttpServer, ping
 from etctl.runtime._leader import LeaderElector, LeaderState
 from etctl.runtime._manager_options import ManagerOptions
@@ -358,23 +363,34 @@ class Manager:
         """Start the controllers, then the runnables, that run only while leading (or never do).
 
         Each task is recorded as soon as it starts (leader-only work in ``_leader_tasks``, the rest
-        in ``_other_tasks``), so a stop finds every one that started.
+        in ``_other_tasks``), so a stop finds every one that started. Leader-only work starts under
+        the elector's fence (:mod:`etctl.runtime._fence`): its writes and execs are refused once
+        the renew deadline has passed, whether or not the election loop has noticed yet.
         """
         tasks = self._leader_tasks if leader else self._other_tasks
+        context = fenced_context(self.elector) if leader and self.elector is not None else None
         for name, controller in self._controllers.items():
             if bool(controller.needs_leader_election) == leader:
-                tasks.append(self._spawn(group, f"controller:{name}", controller.run))
+                tasks.append(
+                    self._spawn(group, f"controller:{name}", controller.run, context=context)
+                )
         for runnable in self._runnables.values():
             if bool(runnable.needs_leader_election) == leader:
-                tasks.append(self._spawn(group, runnable.name, runnable.fn))
+                tasks.append(self._spawn(group, runnable.name, runnable.fn, context=context))
 
     def _spawn(
-        self, group: asyncio.TaskGroup, name: str, fn: RunnableFunc, *, finishable: bool = True
+        self,
+        group: asyncio.TaskGroup,
+        name: str,
+        fn: RunnableFunc,
+        *,
+        finishable: bool = True,
+        context: contextvars.Context | None = None,
     ) -> asyncio.Task[None]:
         work = guarded(
             name, fn, on_failure=self._fail, finishable=finishable, quiet=(LeaderElectionLost,)
         )
-        return group.create_task(work, name=f"manager:{name}")
+        return group.create_task(work, name=f"manager:{name}", context=context)
 
     def _start_recorder(
         self, group: asyncio.TaskGroup, component: str, recorder: EventRecorder
@@ -411,8 +427,11 @@ class Manager:
         self.fenced_at = self.clock.monotonic()
         deadline = elector.fence_deadline
         if deadline is not None and self.fenced_at >= deadline:
-            log.error(
-                "leader-only work outlived the lease: another leader may have overlapped",
+            # A pause (SIGSTOP, a frozen VM) past the lease: another candidate may lead already.
+            # The fence refused every write since the renew deadline, so none overlapped.
+            log.warning(
+                "leader-only work stopped after the lease could have passed to another candidate; "
+                "its writes were fenced since the renew deadline",
                 late_by=self.fenced_at - deadline,
             )
         else:
