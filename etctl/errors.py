@@ -18,7 +18,8 @@ Every exception etctl raises on purpose derives from :class:`EtctlError`::
     │   ├── UnsupportedMediaType 415
     │   ├── Invalid             422 (field errors in ``details.causes``)
     │   ├── TooManyRequests     429 (``retry_after`` from the Retry-After header)
-    │   └── ServerError         5xx
+    │   ├── ServerError         5xx
+    │   └── ExecFailed          an exec stream ended with a failure, not an exit code
     ├── CacheSyncError          an informer did not sync in time (carries the last list error)
     ├── LeaderElectionLost      this process stopped being the leader
     ├── Fenced                  a leader-only write or exec refused: this process may no longer lead
@@ -41,6 +42,7 @@ __all__ = [
     "ConfigError",
     "Conflict",
     "EtctlError",
+    "ExecFailed",
     "Fenced",
     "Forbidden",
     "Gone",
@@ -200,6 +202,16 @@ class ServerError(ApiError):
     """5xx: the server failed; transient."""
 
     code = 500
+
+
+class ExecFailed(ApiError):
+    """An exec whose stream ended with a failure ``Status`` instead of the command's exit code.
+
+    The upgrade went through, so unlike an exec refused with an HTTP error (any other
+    :class:`ApiError` from ``exec``) the command may have started: the runtime reports a command it
+    could not start and one it lost track of alike. ``status``, ``reason`` and ``message`` are the
+    Status's.
+    """
 
 
 class CacheSyncError(EtctlError):

@@ -613,8 +613,10 @@ class Client:
             stdout, stderr and the exit code (a non-zero exit code is a result, not an error).
 
         Raises:
-            ApiError: the exec was refused (no such pod or container, 403, or a 429/5xx that
-                outlasted the retries) or the command could not start: the command never ran.
+            ExecFailed: the stream ended with a failure instead of an exit code (the runtime could
+                not start the command, or lost it): the command may have run.
+            ApiError: any other: the upgrade was refused (no such pod, 403, or a 429/5xx that
+                outlasted the retries): the command never ran.
             RequestNotSent: the connection could not be opened: the command never ran.
             Fenced: leader-only work whose fence lapsed (nothing was sent).
             TransportError: the answer was lost, the stream broke or ``timeout`` passed: the

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from aiohttp import WSMsgType, web
 
-from etctl.errors import ApiError, NotFound, TransportError
+from etctl.errors import ApiError, ExecFailed, NotFound, TransportError
 from tests.runtime.scripted import client_for, json_response, scripted_server, status_body
 
 EXIT_3 = {
@@ -108,8 +108,11 @@ async def test_a_failure_without_an_exit_code_is_an_api_error(tmp_path: Path) ->
     async with scripted_server() as server:
         server.handler = exec_server(status=failure)
         async with await client_for(server.url, tmp_path) as client:
-            with pytest.raises(ApiError, match="not found"):
+            with pytest.raises(ExecFailed, match="not found") as failed:
                 await client.exec("ns", "p", ["ls"], timeout=5)
+    # After the upgrade: the command may have started, and the Status's fields are kept.
+    assert (failed.value.status, failed.value.reason) == (500, "InternalError")
+    assert len(server.seen) == 1  # never retried
 
 
 async def test_a_refused_upgrade_maps_the_status(tmp_path: Path) -> None:

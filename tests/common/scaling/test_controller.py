@@ -302,9 +302,9 @@ def _exists(env: Env, res: Any, name: str) -> bool:
 async def test_a_script_outcome_survives_a_change_of_its_scaler(tmp_path: Path) -> None:
     async with scaling_env(tmp_path) as env:
         await running_job(env)
-        # The script's exec is held for 10 s of the clock (no kubelet answers it afterwards:
-        # the exec fails, which is an outcome too).
-        env.cluster.server.inject(Fault(resource="pods", subresource="exec", delay=10))
+        # The script's exec is held for 10 s of the clock, then refused for good (a 403): the
+        # script never ran, which is an outcome too.
+        env.cluster.server.inject(Fault(resource="pods", subresource="exec", delay=10, status=403))
         spec = {"selector": {"name": "tj"}, "toAdd": {"count": 1}, "script": "/scale.sh"}
         env.create_scaler(SCALEOUTS, "more", spec)
         await env.until(lambda: len(env.status()["targetWorkers"]) == 3)
@@ -326,7 +326,7 @@ async def test_a_script_outcome_survives_a_change_of_its_scaler(tmp_path: Path) 
         env.follow_targets()  # the failed scale-out rolls its worker back
         await env.until(lambda: finished(env, SCALEOUTS, "more"))
         done = env.scaler_status(SCALEOUTS, "more")
-        # The script ran (and failed): its outcome is recorded, not taken for an interruption.
-        assert conditions(done)["ScriptExecuted"] == ("False", "ScriptFailed")
-        assert conditions(done)["ScaleFailed"] == ("True", "ScriptFailed")
+        # Its outcome (it never started) is recorded, not taken for an interruption.
+        assert conditions(done)["ScriptExecuted"] == ("False", "ScriptNotStarted")
+        assert conditions(done)["ScaleFailed"] == ("True", "ScriptNotStarted")
         assert env.scaler(SCALEOUTS, "more")["metadata"]["labels"] == {"team": "a"}
