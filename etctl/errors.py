@@ -22,6 +22,7 @@ Every exception etctl raises on purpose derives from :class:`EtctlError`::
     │   └── ExecFailed          an exec stream ended with a failure, not an exit code
     ├── CacheSyncError          an informer did not sync in time (carries the last list error)
     ├── LeaderElectionLost      this process stopped being the leader
+    ├── ShutdownIncomplete      the graceful shutdown ran out: work was cancelled, events dropped
     ├── Fenced                  a leader-only write or exec refused: this process may no longer lead
     └── TerminalError           a reconcile failure that must not be retried
 
@@ -53,6 +54,7 @@ __all__ = [
     "RequestEntityTooLarge",
     "RequestNotSent",
     "ServerError",
+    "ShutdownIncomplete",
     "TerminalError",
     "TooManyRequests",
     "TransportError",
@@ -224,6 +226,16 @@ class CacheSyncError(EtctlError):
 
 class LeaderElectionLost(EtctlError):
     """This process lost the leader lease; every leader-only task has been stopped."""
+
+
+class ShutdownIncomplete(EtctlError):
+    """A graceful shutdown did not finish what was running.
+
+    Its grace period ran out (or a second signal cut it short) while reconciles or runnables still
+    ran, which were cancelled, or while Events were still unsent, which were dropped. Everything
+    has stopped; the message says what was lost. controller-runtime's manager returns an error in
+    this case too, and a binary exits non-zero.
+    """
 
 
 class Fenced(EtctlError):

@@ -125,6 +125,9 @@ class Controller:
         self._started = False
         self._working = False
         self._stopping = asyncio.Event()
+        self.abandoned = 0
+        """Reconciles cancelled because they outlasted ``shutdown_grace`` when the controller
+        stopped (0 after a complete drain)."""
         # controller-runtime pre-creates every series at zero, so rates and alerts work from the
         # first scrape; the children are kept to keep label lookups off the reconcile path.
         self._total = {result: metrics.RECONCILE_TOTAL.labels(name, result) for result in _RESULTS}
@@ -195,6 +198,7 @@ class Controller:
                 self._stopping.set()
                 clog.info("stopping controller", in_flight=self._queue.processing)
                 if not await self._queue.shut_down_with_drain(self._shutdown_grace):
+                    self.abandoned = self._queue.processing
                     clog.warning(
                         "reconciles still running after the grace period are cancelled",
                         in_flight=self._queue.processing,

@@ -19,7 +19,11 @@ fire-and-forget) and keeps these invariants:
   let reconciles in flight finish; nothing starts after), then the other runnables; the lease is
   renewed throughout, and released only once leader-only work has stopped, so a successor takes
   over at once; event recorders flush; the cache and the HTTP server stop last. :meth:`run` then
-  returns normally. A second signal skips what is left of the grace period.
+  returns normally, unless the shutdown was incomplete: when the grace period ran out (or a second
+  signal, which skips what is left of it, cut it short) while work still ran, which was
+  cancelled, or while Events were unsent, which were dropped, :meth:`run` raises
+  :class:`~etctl.errors.ShutdownIncomplete` saying what was lost (controller-runtime's manager
+  returns an error too).
 * **Fencing.** Leader-only work runs under the elector's fence (:mod:`etctl.runtime._fence`):
   from the renew deadline on, its writes and execs are refused (:class:`~etctl.errors.Fenced`)
   before they are sent and no reconcile starts, even when the process resumes from a pause and
@@ -42,7 +46,7 @@ import signal
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from etctl.errors import LeaderElectionLost
+from etctl.errors import LeaderElectionLost, ShutdownIncomplete
 from etctl.log import get_logger
 from etctl.runtime._builder import ControllerBuilder, ReconcilerLike
 from etctl.runtime._cache import Cache
@@ -121,6 +125,7 @@ class Manager:
         self._hurry = asyncio.Event()  # skip what is left of the grace period
         self._stopping = False
         self._failure: Exception | None = None
+        self._lost: list[str] = []  # what an incomplete shutdown cancelled or dropped
         self._leader_tasks: list[asyncio.Task[None]] = []
         self._other_tasks: list[asyncio.Task[None]] = []
         self._recorder_tasks: list[asyncio.Task[None]] = []
@@ -288,6 +293,8 @@ class Manager:
             LeaderElectionLost: leadership was lost; leader-only work has been stopped.
             OSError: a bind address is unusable.
             RuntimeError: the manager ran before.
+            ShutdownIncomplete: the shutdown cancelled work or dropped Events (grace period over,
+                or a second signal).
             Exception: the first error a runnable or controller raised.
         """
         if self._started:
@@ -313,6 +320,9 @@ class Manager:
                 await self._server.stop()
             if self._failure is not None:
                 raise self._failure
+            if self._lost:
+                msg = "the graceful shutdown was incomplete: " + "; ".join(self._lost)
+                raise ShutdownIncomplete(msg)
         except Exception as exc:
             if not self._ready.is_set():
                 self._start_error = exc
@@ -447,6 +457,9 @@ class Manager:
         log.info("stopping", grace_seconds=grace)
         await self._stop_tasks("leader-only", self._leader_tasks, deadline)
         await self._stop_tasks("other", self._other_tasks, deadline)
+        abandoned = sum(controller.abandoned for controller in self._controllers.values())
+        if abandoned:
+            self._lost.append(f"{abandoned} reconcile(s) cancelled past the grace period")
         await self._stop_election()
         await self._flush_recorders(deadline)
         await stop_now(self._cache_tasks)
@@ -462,8 +475,11 @@ class Manager:
         remaining = deadline - self.clock.monotonic()
         if await unless(lambda: wait_tasks(self.clock, pending, remaining), self._hurry):
             return
+        still = [task for task in pending if not task.done()]
         log.warning("grace period over: cancelling what is still running", tasks=what)
         await stop_now(pending)
+        if still:
+            self._lost.append(f"{len(still)} {what} task(s) cancelled before they finished")
 
     async def _stop_election(self) -> None:
         elector = self.elector
@@ -488,6 +504,7 @@ class Manager:
         unsent = sum(recorder.pending for recorder in self._recorders.values())
         if unsent:
             log.warning("events still unsent at shutdown are dropped", events=unsent)
+            self._lost.append(f"{unsent} event(s) dropped unsent")
         await stop_now(self._recorder_tasks)
 
     def __repr__(self) -> str:

@@ -20,7 +20,7 @@ import pytest
 import pytest_asyncio
 from prometheus_client.parser import text_string_to_metric_families
 
-from etctl.errors import CacheSyncError, LeaderElectionLost
+from etctl.errors import CacheSyncError, LeaderElectionLost, ShutdownIncomplete
 from etctl.runtime import (
     CONFIGMAPS,
     EVENTS,
@@ -469,7 +469,10 @@ async def test_the_grace_period_bounds_the_shutdown(server: ApiServer, client: C
         await clock.advance(0.5)
         assert op.task is not None
         await eventually(op.task.done)
-    assert ended_with(op) is None
+    # The reconcile was cancelled: the shutdown is reported incomplete, not as a clean stop.
+    error = ended_with(op)
+    assert isinstance(error, ShutdownIncomplete)
+    assert "1 reconcile(s) cancelled past the grace period" in str(error)
     assert cancelled == [10.0]
 
 
@@ -491,14 +494,15 @@ async def test_signals_stop_gracefully_and_a_second_one_skips_the_grace(
     op = operator(client, clock, lease=None)
     op.manager.controller("sig", reconcile).for_(CONFIGMAPS).build()
     await client.create(CONFIGMAPS, configmap("sig"))
-    async with asyncio.TaskGroup() as group:
-        task = group.create_task(op.manager.run(handle_signals=True))
-        await eventually(lambda: op.work.started == [0.0] and in_flight == [0.0])
-        os.kill(os.getpid(), signal.SIGTERM)
-        await eventually(lambda: op.work.stopped == [0.0])  # leader-only work stops first...
-        assert not task.done()  # ...while the reconcile gets its grace period
-        os.kill(os.getpid(), signal.SIGINT)
-        await eventually(task.done)
+    task = asyncio.create_task(op.manager.run(handle_signals=True))
+    await eventually(lambda: op.work.started == [0.0] and in_flight == [0.0])
+    os.kill(os.getpid(), signal.SIGTERM)
+    await eventually(lambda: op.work.stopped == [0.0])  # leader-only work stops first...
+    assert not task.done()  # ...while the reconcile gets its grace period
+    os.kill(os.getpid(), signal.SIGINT)
+    # The second signal cut the reconcile short: an incomplete shutdown, not a clean one.
+    with pytest.raises(ShutdownIncomplete, match="cancelled"):
+        await asyncio.wait_for(task, timeout=10)
     assert cancelled == [0.0]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handlers removed
 
