@@ -184,6 +184,15 @@ class ScalerAdoption:
         status = {"conditions": [c.to_dict() for c in conditions], "phase": latest_type(conditions)}
         await self._writer.patch_status(self.scalers, raw, status)
         self._recorder.event(raw, "Normal", "Adopted", message)
+        log.info(
+            "scaler adopted",
+            kind=self.scalers.kind,
+            namespace=objects.namespace(raw),
+            name=objects.name(raw),
+            job=job_name,
+            reason="Adopted",
+            message=message,
+        )
 
     async def _mark_missing(self, raw: ObjectView, scaler: ScaleOut | ScaleIn) -> None:
         kind = self.jobs.kind
@@ -207,3 +216,12 @@ class ScalerAdoption:
         status = {"conditions": [c.to_dict() for c in conditions], "phase": latest_type(conditions)}
         await self._writer.patch_status(self.scalers, raw, status)
         self._recorder.event(raw, "Warning", reason, message)
+        log.warning(
+            "scaler's job not found",
+            kind=self.scalers.kind,
+            namespace=objects.namespace(raw),
+            name=objects.name(raw),
+            job=job_name,
+            reason=reason,
+            message=message,
+        )

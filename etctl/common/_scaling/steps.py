@@ -30,6 +30,7 @@ from etctl.common._control import Recorder
 from etctl.common._scaling import metrics
 from etctl.common._scaling.api import SCALEINS, SCALEOUTS, ScaleStep, phase_of
 from etctl.common._scaling.desired import DesiredCount
+from etctl.common._scaling.journal import scaler_changed
 from etctl.common._scaling.machine import script_finished
 from etctl.common._scaling.observe import Observation, ObservedScaler, parse_scaler
 from etctl.common._scaling.scaler import Direction, Note, Outcome, Scaler, ScriptRun, Transition
@@ -145,6 +146,16 @@ class ScalerSteps:
         if names.phase is not None:
             fields[names.phase] = phase_of(conditions)
         seen.refresh(await self._writer.patch_status(self.jobs, seen.raw, fields))
+        failed = scaler is None and not reason.endswith("Succeeded")
+        (log.warning if failed else log.info)(
+            "job scaling" if scaler is not None else "job scaling ended",
+            kind=self.kind,
+            namespace=seen.namespace,
+            name=seen.name,
+            scaler=scaler,
+            reason=reason,
+            message=message,
+        )
 
     async def apply(
         self, seen: Observation, active: ObservedScaler, t: Transition
@@ -153,6 +164,7 @@ class ScalerSteps:
         res = SCALEOUTS if active.scaler.direction is Direction.OUT else SCALEINS
         if t.status is not None:
             written = await self._writer.patch_status(res, active.raw, t.status.to_dict())
+            scaler_changed(res.kind, active.raw, active.scaler.status, t.status, job=seen.name)
             active = seen.scaler_written(active, written)
         if t.targets is not None:
             await self._settle(seen, active, t)
@@ -308,6 +320,15 @@ class ScalerSteps:
             res = SCALEOUTS if observed.scaler.direction is Direction.OUT else SCALEINS
             await self._writer.patch_status(res, observed.raw, finished)
             self._recorder.event(observed.raw, "Warning", "JobFinished", message)
+            log.warning(
+                "scaler failed",
+                kind=res.kind,
+                namespace=objects.namespace(observed.raw),
+                name=objects.name(observed.raw),
+                job=seen.name,
+                reason="JobFinished",
+                message=message,
+            )
             direction = "out" if observed.scaler.direction is Direction.OUT else "in"
             metrics.SCALE_OPERATIONS.labels(
                 kind=self.kind, direction=direction, result=Outcome.FAILED

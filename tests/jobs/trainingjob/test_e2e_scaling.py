@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from structlog.testing import capture_logs
 
 from etctl.common import SCALEINS, SCALEOUTS
 from etctl.jobs.trainingjob._api import TRAININGJOBS
@@ -380,6 +381,32 @@ async def test_a_script_exec_refused_before_it_started_is_retried_and_runs_once(
 async def test_a_script_exec_refused_for_good_fails_the_scaler_as_never_started(
     tmp_path: Path,
 ) -> None:
+    with capture_logs() as logs:
+        await _refused_for_good(tmp_path)
+    name = "elastic-training-scaleout-script"
+    lines = [
+        (e["log_level"], e["event"], e.get("step"), e.get("reason"))
+        for e in logs
+        if e.get("kind") == "ScaleOut" and e.get("name") == name
+    ]
+    # Each written change of the scaler, once, failures at warning, with its context.
+    assert lines == [
+        ("info", "scaler adopted", None, "Adopted"),
+        ("info", "scaler step changed", "Creating", "ScalingStart"),
+        ("info", "scaler step changed", "Joining", "ScalingStart"),
+        ("info", "scaler step changed", "Script", "ScalingStart"),
+        ("warning", "scaler step changed", "RollingBack", "ScriptNotStarted"),
+        ("warning", "scaler failed", "Done", "ScriptNotStarted"),
+    ], "\n".join(map(str, lines))
+    ended = [
+        (e["log_level"], e.get("reason"))
+        for e in logs
+        if e["event"] == "job scaling ended" and e.get("kind") == "TrainingJob"
+    ]
+    assert ended == [("warning", "ScalingOutFailed")]
+
+
+async def _refused_for_good(tmp_path: Path) -> None:
     async with cluster(tmp_path) as env, operator(env):
         await started(env)
         await install_script(env)
