@@ -13,7 +13,9 @@ others to their kind's:
   finished, because the cache may simply lag behind a job created with it: when the job appears,
   the job's event maps to the scalers naming it (an index on ``spec.selector.name``,
   :func:`selector_index`), the scaler is adopted and ``Failed`` turns False (reason
-  ``<Kind>Found``);
+  ``<Kind>Found``); the first status write (either) records ``status.queuedResourceVersion``,
+  the scaler's version before any write of ours, which orders the scalers created in one second
+  (see :func:`~etctl.common._scaling.selection.fifo`);
 * **a scaler never acts on a job created after it**: a scaler whose ``creationTimestamp`` is
   earlier than its job's (both are whole seconds, from the API server's clock) was meant for
   another job of that name, or for none, and would resize a brand-new job nobody asked to resize.
@@ -157,16 +159,18 @@ class ScalerAdoption:
     async def _adopt(self, raw: ObjectView, scaler: ScaleOut | ScaleIn) -> None:
         owner = objects.controller_of(raw)
         job_name = scaler.spec.selector.name
+        # The version before any write of ours: the order of creation among scalers of a second.
+        version = objects.resource_version(raw)
         if owner is not None:
             if self._is_job(owner) and not scaler.status.adopted():
                 job = self._cache.get(
                     self.jobs, str(owner.get("name")), namespace=objects.namespace(raw)
                 )
-                await self._mark_adopted(raw, scaler, job)
+                await self._mark_adopted(raw, scaler, job, version)
             return
         job = self._cache.get(self.jobs, job_name, namespace=objects.namespace(raw))
         if job is None or objects.is_terminating(job):
-            await self._mark_missing(raw, scaler)
+            await self._mark_missing(raw, scaler, version)
             return
         job_created = _created(job)
         scaler_created = scaler.metadata.creation_timestamp
@@ -181,7 +185,7 @@ class ScalerAdoption:
             )
         except NotFound:
             return
-        await self._mark_adopted(adopted, scaler, job)
+        await self._mark_adopted(adopted, scaler, job, version)
 
     def _is_job(self, owner: object) -> bool:
         if not isinstance(owner, dict):
@@ -190,7 +194,7 @@ class ScalerAdoption:
         return owner.get("kind") == self.jobs.kind and group == self.jobs.group
 
     async def _mark_adopted(
-        self, raw: ObjectView, scaler: ScaleOut | ScaleIn, job: ObjectView | None
+        self, raw: ObjectView, scaler: ScaleOut | ScaleIn, job: ObjectView | None, version: str
     ) -> None:
         now = self._clock.now()
         conditions = list(scaler.status.conditions)
@@ -216,7 +220,12 @@ class ScalerAdoption:
             message=message,
             now=now,
         )
-        status = {"conditions": [c.to_dict() for c in conditions], "phase": latest_type(conditions)}
+        status: dict[str, object] = {
+            "conditions": [c.to_dict() for c in conditions],
+            "phase": latest_type(conditions),
+        }
+        if scaler.status.queued_resource_version is None and version:
+            status["queuedResourceVersion"] = version
         await self._writer.patch_status(self.scalers, raw, status)
         self._recorder.event(raw, "Normal", "Adopted", message)
         log.info(
@@ -271,7 +280,9 @@ class ScalerAdoption:
             message=message,
         )
 
-    async def _mark_missing(self, raw: ObjectView, scaler: ScaleOut | ScaleIn) -> None:
+    async def _mark_missing(
+        self, raw: ObjectView, scaler: ScaleOut | ScaleIn, version: str
+    ) -> None:
         kind = self.jobs.kind
         reason = f"{kind}NotFound"
         failed = get_condition(scaler.status.conditions, JobConditionType.FAILED)
@@ -290,7 +301,12 @@ class ScalerAdoption:
             message=message,
             now=self._clock.now(),
         )
-        status = {"conditions": [c.to_dict() for c in conditions], "phase": latest_type(conditions)}
+        status: dict[str, object] = {
+            "conditions": [c.to_dict() for c in conditions],
+            "phase": latest_type(conditions),
+        }
+        if scaler.status.queued_resource_version is None and version:
+            status["queuedResourceVersion"] = version
         await self._writer.patch_status(self.scalers, raw, status)
         self._recorder.event(raw, "Warning", reason, message)
         log.warning(
