@@ -8,12 +8,11 @@ from collections.abc import MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from structlog.testing import capture_logs
-
 from etctl.common import JOB_ROLE, JobSettings, replica_labels
 from etctl.jobs.tfjob._api import TFJOBS
 from etctl.runtime import EVENTS, objects
 from etctl.testing import Fault, wait_idle
+from tests._logs import captured_logs
 from tests.common._operator import Operator, advance_idle, eventually, running
 from tests.jobs.tfjob._cluster import NAMESPACE, TFCluster, replica, tf_cluster, tfjob
 
@@ -311,7 +310,7 @@ async def test_a_pod_the_server_refuses_as_invalid_is_reported_on_the_job(
 ) -> None:
     async with tf_cluster(tmp_path) as c:
         op = c.operator()
-        with capture_logs() as logs:
+        with captured_logs() as logs:
             await _refused_then_fixed(c, op)
     assert lifecycle(logs, "broken") == [
         ("info", "job created", "TFJobCreated"),
@@ -388,7 +387,7 @@ def lifecycle(logs: Sequence[MutableMapping[str, Any]], name: str) -> list[tuple
 async def test_every_transition_is_logged_once_with_its_reason(tmp_path: Path) -> None:
     async with tf_cluster(tmp_path) as c:
         op = c.operator()
-        with capture_logs() as logs:
+        with captured_logs() as logs:
             async with running(op):
                 await c.create(tfjob("life", Worker=replica(2, policy="ExitCode")))
                 await eventually(lambda: c.state("life") == "Running")

@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from structlog.testing import capture_logs
 
 from etctl.common import SCALEINS, SCALEOUTS
 from etctl.jobs.trainingjob._api import TRAININGJOBS
 from etctl.runtime import ROLES, objects
 from etctl.testing import Behaviour, Fault, PodPolicy, wait_idle
+from tests._logs import captured_logs
 from tests.common._operator import advance_idle
 from tests.jobs.trainingjob._operator import (
     JOB,
@@ -381,7 +381,7 @@ async def test_a_script_exec_refused_before_it_started_is_retried_and_runs_once(
 async def test_a_script_exec_refused_for_good_fails_the_scaler_as_never_started(
     tmp_path: Path,
 ) -> None:
-    with capture_logs() as logs:
+    with captured_logs() as logs:
         await _refused_for_good(tmp_path)
     name = "elastic-training-scaleout-script"
     lines = [
