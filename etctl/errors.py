@@ -18,9 +18,12 @@ Every exception etctl raises on purpose derives from :class:`EtctlError`::
     │   ├── UnsupportedMediaType 415
     │   ├── Invalid             422 (field errors in ``details.causes``)
     │   ├── TooManyRequests     429 (``retry_after`` from the Retry-After header)
-    │   └── ServerError         5xx
+    │   ├── ServerError         5xx
+    │   └── ExecFailed          an exec stream ended with a failure, not an exit code
     ├── CacheSyncError          an informer did not sync in time (carries the last list error)
     ├── LeaderElectionLost      this process stopped being the leader
+    ├── ShutdownIncomplete      the graceful shutdown ran out: work was cancelled, events dropped
+    ├── Fenced                  a leader-only write or exec refused: this process may no longer lead
     └── TerminalError           a reconcile failure that must not be retried
 
 Only :mod:`etctl.runtime._client` converts ``kubernetes_asyncio`` exceptions into this tree; every
@@ -40,6 +43,8 @@ __all__ = [
     "ConfigError",
     "Conflict",
     "EtctlError",
+    "ExecFailed",
+    "Fenced",
     "Forbidden",
     "Gone",
     "Invalid",
@@ -49,6 +54,7 @@ __all__ = [
     "RequestEntityTooLarge",
     "RequestNotSent",
     "ServerError",
+    "ShutdownIncomplete",
     "TerminalError",
     "TooManyRequests",
     "TransportError",
@@ -200,6 +206,16 @@ class ServerError(ApiError):
     code = 500
 
 
+class ExecFailed(ApiError):
+    """An exec whose stream ended with a failure ``Status`` instead of the command's exit code.
+
+    The upgrade went through, so unlike an exec refused with an HTTP error (any other
+    :class:`ApiError` from ``exec``) the command may have started: the runtime reports a command it
+    could not start and one it lost track of alike. ``status``, ``reason`` and ``message`` are the
+    Status's.
+    """
+
+
 class CacheSyncError(EtctlError):
     """An informer's cache did not sync before its deadline.
 
@@ -210,6 +226,25 @@ class CacheSyncError(EtctlError):
 
 class LeaderElectionLost(EtctlError):
     """This process lost the leader lease; every leader-only task has been stopped."""
+
+
+class ShutdownIncomplete(EtctlError):
+    """A graceful shutdown did not finish what was running.
+
+    Its grace period ran out (or a second signal cut it short) while reconciles or runnables still
+    ran, which were cancelled, or while Events were still unsent, which were dropped. Everything
+    has stopped; the message says what was lost. controller-runtime's manager returns an error in
+    this case too, and a binary exits non-zero.
+    """
+
+
+class Fenced(EtctlError):
+    """A leader-only write or exec was refused before it was sent: leadership may have passed.
+
+    Raised by the client for work started under a leader's fence once the elector's renew deadline
+    has passed (see :mod:`etctl.runtime._fence`). Nothing reached the server; the process is about
+    to stop its leader-only work, so this is never retried.
+    """
 
 
 class TerminalError(EtctlError):

@@ -13,9 +13,13 @@ In Python, :func:`run_sandbox` starts the same sandbox as ``etctl sandbox`` (wit
 have synced, and stops everything when it returns. They are loaded on first use, so ``etctl run``
 never imports the embedded API server.
 
-Exit statuses follow the usual conventions: 0 success (a SIGTERM drain included), 1 a failure while
-running (a cache that cannot sync, a lost lease), 2 a usage error (an unknown flag, a bad value in a
-flag or an ``ETCTL_`` variable), always with a one-line message and never a traceback.
+Exit statuses follow the usual conventions, always with a one-line message and never a traceback:
+
+* 0: success, a SIGTERM drain that finished its work included;
+* 1: a failure while running: a cache that cannot sync, a lost lease, or a shutdown whose grace
+  period ran out (or that a second signal cut short) while reconciles still ran or Events were
+  unsent, which were cancelled or dropped (controller-runtime's manager returns an error then);
+* 2: a usage error (an unknown flag, a bad value in a flag or an ``ETCTL_`` variable).
 """
 
 from __future__ import annotations

@@ -5,10 +5,13 @@ or variable named), picks the plugins (``--jobs``, default every installed one),
 pod's service account, else ``--kubeconfig``/``$KUBECONFIG``/``~/.kube/config``, with
 ``--context``) and runs the :class:`~etctl.runtime.Manager` until SIGTERM or SIGINT.
 
-Exit statuses: 0 after a graceful shutdown (in-flight reconciles finished, lease released); 1 when
-the operator cannot work, always with the reason logged: the cache did not sync (a missing CRD or
-a forbidden list shows up here as the reflector's last error, instead of an operator idling
-silently), the lease was lost, or the API server is unreachable; 2 for usage errors.
+Exit statuses: 0 after a complete graceful shutdown (in-flight reconciles finished, Events sent,
+lease released); 1 when the operator cannot work, always with the reason logged: the cache did not
+sync (a missing CRD or a forbidden list shows up here as the reflector's last error, instead of an
+operator idling silently), the lease was lost, the API server is unreachable, or the shutdown was
+incomplete (its grace period ran out, or a second signal cut it short, while reconciles still ran
+or Events were unsent: they were cancelled or dropped, as controller-runtime reports with an
+error); 2 for usage errors.
 
 :func:`serve` is the same operator without the process concerns (argument parsing, logging setup,
 signal handlers, exit statuses), for embedding and for tests; :func:`build_manager` assembles it
@@ -30,7 +33,13 @@ import prometheus_client
 
 from etctl.cli._settings import RunSettings, SettingsError, add_run_arguments, settings_from
 from etctl.common import JobSettings, Registered, discover, setup_job_controller
-from etctl.errors import CacheSyncError, ConfigError, EtctlError, LeaderElectionLost
+from etctl.errors import (
+    CacheSyncError,
+    ConfigError,
+    EtctlError,
+    LeaderElectionLost,
+    ShutdownIncomplete,
+)
 from etctl.log import configure, get_logger
 from etctl.runtime import (
     SERVICE_ACCOUNT_NAMESPACE,
@@ -54,8 +63,9 @@ log = get_logger(__name__)
 
 _EPILOG = """\
 Every flag has an environment variable (shown in its help); a flag wins over its variable.
-Exit status: 0 after a graceful shutdown on SIGTERM or SIGINT, 1 when the operator cannot run
-(the reason is logged), 2 for a bad flag or variable.
+Exit status: 0 after a complete graceful shutdown on SIGTERM or SIGINT, 1 when the operator cannot
+run or its shutdown had to cancel work or drop Events (the reason is logged), 2 for a bad flag or
+variable.
 """
 
 
@@ -175,6 +185,7 @@ async def serve(
         ConfigError: no usable cluster configuration, or unusable options.
         CacheSyncError: the cache could not sync (missing CRD, forbidden list...).
         LeaderElectionLost: this process stopped leading.
+        ShutdownIncomplete: the shutdown cancelled reconciles or dropped Events.
     """
     async with await _client(settings) as client:
         manager = build_manager(client, settings, entries, clock=clock)
@@ -219,4 +230,5 @@ def command(args: argparse.Namespace) -> int:
 _FAILURES: dict[type[EtctlError], str] = {
     CacheSyncError: "the cache did not sync: are the CRDs installed, and may RBAC list them?",
     LeaderElectionLost: "leadership lost; exiting so that a new process can stand",
+    ShutdownIncomplete: "the graceful shutdown ran out of time: work was cancelled or lost",
 }

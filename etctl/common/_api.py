@@ -222,6 +222,8 @@ class JobConditionType(StrEnum):
     SCALE_SUCCEEDED = "ScaleSucceeded"
     SCALE_FAILED = "ScaleFailed"
     SCRIPT_EXECUTED = "ScriptExecuted"
+    REPLICA_FAILURE = "ReplicaFailure"
+    """A pod cannot be created (the server refused it as invalid); removed once pods are."""
 
 
 # --- spec pieces --------------------------------------------------------------------------------

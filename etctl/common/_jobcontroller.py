@@ -20,7 +20,11 @@
 7. **Extra objects** (:mod:`etctl.common._children`).
 8. **Replicas** (:mod:`etctl.common._replicas`): scale, restart, create pods and services.
 9. **Status** (:mod:`etctl.common._status`): computed by pure functions, the plugin's verdict
-   included, and written once as a guarded merge patch when it changed. When that write conflicts
+   included, and written once as a guarded merge patch when it changed. A pod the server refused
+   as invalid (a 422: the template is wrong, and no retry heals it) sets the condition
+   ``ReplicaFailure`` (reason ``PodInvalid``, the server's message) and a Warning Event, while the
+   create keeps being retried with backoff; the condition goes once pods are created again.
+   Transient errors (5xx, 429, timeouts) only back off. When that write conflicts
    with a change of the job, what the reconcile did (restarts, a failure enforced by deleting
    every pod) is applied to the job as it is now (:meth:`~etctl.common._writer.JobWriter.record`);
    the rest is judged again by the next reconcile.
@@ -336,6 +340,8 @@ class JobController(Generic[JobT]):
             )
         if rnd.restarting is not None:
             changes.append(rnd.restarting)
+        if rnd.refused:
+            changes.append(self._refused(rnd))
         status = compute_status(
             rnd.job.status,
             changes=changes,
@@ -344,6 +350,8 @@ class JobController(Generic[JobT]):
             restart_count=rnd.restart_count,
             now=rnd.now,
         )
+        if rnd.created and not rnd.refused:
+            status = _without(status, JobConditionType.REPLICA_FAILURE)
         extra = self._extended(rnd, status, state)
         patch = status_patch(stored_status(rnd.raw), status, extra)
         if patch is not None:
@@ -358,6 +366,17 @@ class JobController(Generic[JobT]):
             raise rnd.errors[0]
         return Result(requeue_after=min(rnd.requeue)) if rnd.requeue else Result()
 
+    def _refused(self, rnd: Round[JobT]) -> ConditionChange:
+        """``ReplicaFailure``: the server refused a pod as invalid, which no retry can heal."""
+        name, error = rnd.refused[0]
+        message = (
+            f"pod {name} of {self.kind} {rnd.name} cannot be created: {error.message}; the "
+            "operator keeps retrying with backoff, but only a fix of the job's pod template helps"
+        )
+        return ConditionChange(
+            JobConditionType.REPLICA_FAILURE, ConditionStatus.TRUE, "PodInvalid", message
+        )
+
     def _extended(
         self, rnd: Round[JobT], status: JobStatus, state: JobState[JobT]
     ) -> dict[str, Any]:
@@ -369,6 +388,14 @@ class JobController(Generic[JobT]):
             owned = {name: getattr(status, name) for name in JobStatus.model_fields}
             job = job.model_copy(update={"status": rnd.job.status.model_copy(update=owned)})
         return dict(extender.extend_status(job, state))
+
+
+def _without(status: JobStatus, cond_type: str) -> JobStatus:
+    """``status`` without the condition ``cond_type`` (the same object when it has none)."""
+    kept = [c for c in status.conditions if c.type != cond_type]
+    if len(kept) == len(status.conditions):
+        return status
+    return status.model_copy(update={"conditions": kept})
 
 
 def _index_by_job(cache: ChildReader, res: Resource) -> None:

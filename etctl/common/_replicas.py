@@ -53,7 +53,8 @@ from etctl.common._services import finish_service
 from etctl.common._slots import ReplicaPods, fill, parse_indexes
 from etctl.common._status import ConditionChange
 from etctl.common._tracking import replica_key
-from etctl.errors import EtctlError
+from etctl.errors import EtctlError, Invalid
+from etctl.log import get_logger
 from etctl.runtime import (
     PODS,
     SERVICES,
@@ -66,6 +67,8 @@ from etctl.runtime import (
 )
 
 __all__ = ["ReplicaSync", "delete_all", "delete_child"]
+
+log = get_logger(__name__)
 
 JobT = TypeVar("JobT", bound=ReplicatedJob)
 
@@ -200,6 +203,14 @@ class ReplicaSync(Generic[JobT]):
         )
         rnd.restarting = rnd.restarting or _restarting(rnd, ref.replica_type)
         self._control.recorder.event(rnd.raw, "Warning", f"{rnd.kind}Restarting", message)
+        log.warning(
+            "job restarting",
+            kind=rnd.kind,
+            namespace=rnd.namespace,
+            name=rnd.name,
+            reason=f"{rnd.kind}Restarting",
+            message=message,
+        )
 
     # -- creation
 
@@ -226,6 +237,9 @@ class ReplicaSync(Generic[JobT]):
         async def write(pod: KubeObject) -> EtctlError | None:
             try:
                 created = await self._control.create(rnd.raw, PODS, pod, key=key)
+            except Invalid as exc:
+                rnd.pod_refused(objects.name(pod), exc)
+                return exc
             except EtctlError as exc:
                 return exc
             if created is not None:

@@ -8,7 +8,8 @@ reconcile (the next one observes the world again). It keeps:
   PodGroup;
 * the decisions: condition changes in the order they were decided, the new start time and restart
   count, whether the whole job restarted, timers to requeue for, and errors of writes that failed
-  (raised only after the status is written, so a failed write never loses a recorded restart);
+  (raised only after the status is written, so a failed write never loses a recorded restart),
+  and the pods the server refused as invalid (reported as the ``ReplicaFailure`` condition);
   :meth:`Round.delta` is the part of them that records what the round did to the world (restarts,
   a failure enforced by deleting every pod), which the status must carry even when the job changed
   meanwhile;
@@ -38,7 +39,7 @@ from etctl.common._labels import replica_selector, replica_type_of, selector_str
 from etctl.common._plugin import JobSettings, JobState, PlansReplicas, ReplicaRef
 from etctl.common._slots import default_plan
 from etctl.common._status import ConditionChange, StatusDelta, replica_statuses
-from etctl.errors import EtctlError
+from etctl.errors import EtctlError, Invalid
 from etctl.runtime import PODS, SERVICES, ObjectView, Resource, objects
 
 __all__ = ["Round"]
@@ -70,6 +71,8 @@ class Round(Generic[JobT]):
     requeue: list[float] = field(default_factory=list)
     errors: list[EtctlError] = field(default_factory=list)
     restarts: int = 0
+    refused: list[tuple[str, Invalid]] = field(default_factory=list)
+    created: int = 0
     planner: PlansReplicas[Any] | None = None
     _plans: dict[str, tuple[ReplicaRef, ...]] | None = field(default=None, init=False)
     _deleted: set[str] = field(default_factory=set, init=False)
@@ -171,6 +174,11 @@ class Round(Generic[JobT]):
         """A pod was created during the round."""
         self._positions[objects.name(pod)] = len(self.pods)
         self.pods.append(pod)
+        self.created += 1
+
+    def pod_refused(self, name: str, error: Invalid) -> None:
+        """The server refused to create pod ``name`` as invalid (a 422: retrying cannot heal it)."""
+        self.refused.append((name, error))
 
     def service_deleted(self, service: ObjectView) -> None:
         """A service was deleted during the round."""

@@ -19,14 +19,18 @@ children, lowers it when the cache shows the write:
 * a DELETE (or a tombstone) observes the deletion.
 
 The handler then enqueues the controlling job, as controller-runtime's ``EnqueueRequestForOwner``.
-It never filters events itself and must run without predicates that drop creates or deletes.
+A child with no controller at all (an orphan: made by hand, or left behind by an orphaning delete)
+enqueues its *would-be* owner instead, the job its ``job-name`` label names when its name starts
+with ``<job>-``, as the ReplicaSet controller enqueues the owners an orphan matches: claiming
+(:mod:`etctl.common._claim`) then adopts it at once, not at some unrelated later reconcile. The
+handler never filters events itself and must run without predicates that drop creates or deletes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from etctl.common._labels import replica_type_of
+from etctl.common._labels import JOB_NAME, replica_type_of
 from etctl.runtime import (
     PODS,
     SERVICES,
@@ -97,7 +101,7 @@ class ChildEventHandler:
             self._expectations.creation_observed(key)
             if objects.is_terminating(event.obj):
                 self._expectations.deletion_observed(key, objects.name(event.obj))
-        return self._owners.create(event)
+        return [*self._owners.create(event), *_would_be_owner(event.obj)]
 
     def update(self, event: UpdateEvent) -> Iterable[Request]:
         """Observe a deletion that started; enqueue the old and new controlling jobs."""
@@ -105,7 +109,7 @@ class ChildEventHandler:
             key = self._key(event.new)
             if key is not None:
                 self._expectations.deletion_observed(key, objects.name(event.new))
-        return self._owners.update(event)
+        return [*self._owners.update(event), *_would_be_owner(event.new)]
 
     def delete(self, event: DeleteEvent) -> Iterable[Request]:
         """Observe a deletion; enqueue the controlling job."""
@@ -116,3 +120,13 @@ class ChildEventHandler:
 
     def __repr__(self) -> str:
         return f"ChildEventHandler({self._owner.kind}, {self._child})"
+
+
+def _would_be_owner(obj: ObjectView) -> list[Request]:
+    """The job an orphan could belong to (its ``job-name`` label, its name's prefix), if any."""
+    if objects.controller_of(obj) is not None or objects.is_terminating(obj):
+        return []
+    job = objects.labels(obj).get(JOB_NAME)
+    if not job or not objects.name(obj).startswith(f"{job}-"):
+        return []
+    return [Request(objects.namespace(obj), job)]

@@ -21,9 +21,14 @@ that dies between the act and the write: that restart is not counted (the pod it
 with its history), which errs on the side of one more restart, never of a lost job.
 
 **Transitions.** After a successful write, every condition that became True (or a Suspended that
-became False: a resume) is announced once: an Event with the condition's reason and message
-(Warning for Failed), and the job counters of :mod:`etctl.common._jobmetrics`. Restarting is
-announced where the restart happens, pod by pod.
+became False: a resume) is announced once: a log line with the job's kind, namespace and name, the
+condition, its reason and message (``job running``, ``job failed``...: info, warning for a failure,
+Failed or ReplicaFailure), an Event with the condition's reason and message (Warning for failures)
+and the job counters of :mod:`etctl.common._jobmetrics`. Conditions turning False as a consequence
+(Running once the job finished) are logged at debug; a ReplicaFailure that went away (pods are
+created again) is logged at info. A reconcile that writes nothing announces nothing, so a
+transition is logged once however often the job is reconciled. Restarting is announced where the
+restart happens, pod by pod.
 """
 
 from __future__ import annotations
@@ -49,11 +54,32 @@ log = get_logger(__name__)
 # makes five attempts too).
 _RECORD_ATTEMPTS = 5
 
+# Conditions whose turning True is announced as a Warning Event (the rest: Normal).
+_WARNINGS = frozenset({JobConditionType.FAILED.value, JobConditionType.REPLICA_FAILURE.value})
+
 _COUNTERS = {
     JobConditionType.CREATED.value: jobmetrics.JOBS_CREATED,
     JobConditionType.SUCCEEDED.value: jobmetrics.JOBS_SUCCESSFUL,
     JobConditionType.FAILED.value: jobmetrics.JOBS_FAILED,
 }
+
+
+def _transition(cond_type: str, status: ConditionStatus, *, resumed: bool) -> str:
+    """The log message of a condition change: ``job running``, ``job failed``, ``job resumed``."""
+    if resumed:
+        return "job resumed"
+    words = {
+        JobConditionType.CREATED.value: "created",
+        JobConditionType.RUNNING.value: "running",
+        JobConditionType.SUCCEEDED.value: "succeeded",
+        JobConditionType.FAILED.value: "failed",
+        JobConditionType.SUSPENDED.value: "suspended",
+        JobConditionType.SCALING.value: "scaling",
+        JobConditionType.REPLICA_FAILURE.value: "cannot create its pods",
+    }
+    if status is ConditionStatus.TRUE and cond_type in words:
+        return f"job {words[cond_type]}"
+    return f"job condition {cond_type} is {status.value}"
 
 
 class JobWriter:
@@ -158,9 +184,10 @@ class JobWriter:
         """Events and counters for the transitions between two written condition lists."""
         kind = str(job.get("kind") or self._resource.kind)
         namespace = objects.namespace(job)
+        jlog = log.bind(kind=kind, namespace=namespace, name=objects.name(job))
         previous = {condition.type: condition for condition in before}
         for condition in after:
-            old = previous.get(condition.type)
+            old = previous.pop(condition.type, None)
             if (
                 old is not None
                 and old.status is condition.status
@@ -174,12 +201,25 @@ class JobWriter:
                 and old is not None
                 and old.status is ConditionStatus.TRUE
             )
-            if condition.status is ConditionStatus.TRUE or resumed:
-                failed = condition.type == JobConditionType.FAILED
+            failed = condition.type in _WARNINGS and condition.status is ConditionStatus.TRUE
+            announced = condition.status is ConditionStatus.TRUE or resumed
+            level = jlog.warning if failed else jlog.info if announced else jlog.debug
+            level(
+                _transition(condition.type, condition.status, resumed=resumed),
+                condition=condition.type,
+                status=condition.status.value,
+                reason=condition.reason,
+                message=condition.message,
+            )
+            if announced:
                 event_type: EventType = "Warning" if failed else "Normal"
                 self._recorder.event(job, event_type, condition.reason, condition.message)
             counter = _COUNTERS.get(condition.type)
             if counter is not None and condition.status is ConditionStatus.TRUE:
                 counter.labels(namespace=namespace, kind=kind).inc()
+        if JobConditionType.REPLICA_FAILURE.value in previous:
+            jlog.info(
+                "job creates its pods again", condition=JobConditionType.REPLICA_FAILURE.value
+            )
         if restarts:
             jobmetrics.JOBS_RESTARTED.labels(namespace=namespace, kind=kind).inc(restarts)

@@ -4,7 +4,8 @@ A :class:`Caller` turns the transport's single attempts into what the client's v
 answer or the mapped error, after retrying transient failures as the request's
 :class:`~etctl.runtime._retry.RetrySafety` allows, on the injected clock. A 401 reloads the
 credentials once (an exec plugin's token may have been revoked early, a token file rotated) and
-repeats the attempt before the error is final.
+repeats the attempt before the error is final. Every attempt of a write (any method but GET,
+HEAD and OPTIONS) first checks the fence of the task it runs in (:mod:`etctl.runtime._fence`).
 """
 
 from __future__ import annotations
@@ -16,12 +17,16 @@ import aiohttp
 
 from etctl.errors import TransportError, Unauthorized
 from etctl.runtime._clock import Clock
+from etctl.runtime._fence import check_fence
 from etctl.runtime._retry import RetryPolicy, RetrySafety, run_with_retries
 from etctl.runtime._transport import Query, RawResponse, Transport, error_from_response
 
 __all__ = ["Caller"]
 
 T = TypeVar("T")
+
+_READS = frozenset({"GET", "HEAD", "OPTIONS"})
+"""Methods that change nothing: never fenced."""
 
 
 class Caller:
@@ -97,10 +102,13 @@ class Caller:
 
         Raises:
             ApiError: the last answer's error.
+            Fenced: a write of leader-only work whose fence lapsed (nothing was sent).
             TransportError: the last attempt got no answer.
         """
 
         async def once() -> RawResponse:
+            if method not in _READS:
+                check_fence(f"{method} {path}")
             try:
                 raw = await self.transport.request(
                     method,
@@ -120,6 +128,15 @@ class Caller:
             return raw
 
         return await self._call(once, safety=safety, what=f"{method} {path}")
+
+    async def upgrade(self, attempt: Callable[[], Awaitable[T]], *, what: str) -> T:
+        """Run a protocol upgrade (an exec's websocket), retried while it provably never started.
+
+        ``attempt`` opens the connection; it is repeated, with backoff on the injected clock, after
+        a connection never made or a 429/5xx answer instead of the switch of protocols (see
+        ``RetrySafety.UNSTARTED``), and never after the answer was lost.
+        """
+        return await self._call(attempt, safety=RetrySafety.UNSTARTED, what=what)
 
     async def open_stream(
         self, path: str, *, query: Query, timeout: aiohttp.ClientTimeout

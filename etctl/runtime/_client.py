@@ -17,8 +17,10 @@ protocol in :mod:`etctl.runtime._exec`.
 Each write says whether repeating it is safe (:class:`~etctl.runtime._retry.RetrySafety`), and the
 caller retries only what may be retried: a named create is idempotent, a ``generateName`` create is
 retried only when the server provably did not act, a JSON patch only when it starts with a ``test``
-op, and a 409 never. ``exec`` runs a command over the remote-command WebSocket protocols under one
-hard timeout for the whole exchange; a non-zero exit code is a result, never an error.
+op, and a 409 never; a write of leader-only work first checks its fence (:mod:`etctl.runtime.
+_fence`). ``exec`` runs a command over the remote-command WebSocket protocols under one hard timeout
+for the whole exchange, retrying the connection only while the command provably never started; a
+non-zero exit code is a result, never an error.
 
 Guarantees:
 
@@ -62,6 +64,7 @@ from etctl.runtime._addressing import namespace_for, path_for
 from etctl.runtime._caller import Caller
 from etctl.runtime._client_options import ClientOptions
 from etctl.runtime._exec import PROTOCOLS, ExecResult, ExecSession
+from etctl.runtime._fence import check_fence
 from etctl.runtime._kubeconfig import (
     ClusterConfig,
     in_cluster_available,
@@ -601,12 +604,23 @@ class Client:
                 speaks ``v5.channel.k8s.io``).
             timeout: seconds for the whole exchange, connection included.
 
+        The connection is retried with backoff (the client's retry policy, on its clock) while
+        the command provably never started: the connection could not be opened, or the server
+        answered 429 or 5xx instead of switching protocols. Nothing else is repeated, so a command
+        runs at most once per call.
+
         Returns:
             stdout, stderr and the exit code (a non-zero exit code is a result, not an error).
 
         Raises:
-            ApiError: the exec was refused (no such pod or container, 403) or could not start.
-            TransportError: the connection failed or ``timeout`` passed.
+            ExecFailed: the stream ended with a failure instead of an exit code (the runtime could
+                not start the command, or lost it): the command may have run.
+            ApiError: any other: the upgrade was refused (no such pod, 403, or a 429/5xx that
+                outlasted the retries): the command never ran.
+            RequestNotSent: the connection could not be opened: the command never ran.
+            Fenced: leader-only work whose fence lapsed (nothing was sent).
+            TransportError: the answer was lost, the stream broke or ``timeout`` passed: the
+                command may have run, its outcome is unknown.
         """
         if not command:
             msg = "exec needs a command"
@@ -622,11 +636,16 @@ class Client:
         ]
         path = path_for(PODS, namespace, pod, "exec")
         transport = self._caller.transport
+
+        async def connect() -> aiohttp.ClientWebSocketResponse:
+            check_fence(f"exec in {namespace}/{pod}")
+            return await transport.ws_connect(
+                path, query=query, protocols=PROTOCOLS, timeout=timeout
+            )
+
         try:
             async with asyncio.timeout(timeout):
-                ws = await transport.ws_connect(
-                    path, query=query, protocols=PROTOCOLS, timeout=timeout
-                )
+                ws = await self._caller.upgrade(connect, what=f"exec {path}")
                 async with ws:
                     return await ExecSession(ws, stdin=stdin).run()
         except TimeoutError as exc:

@@ -12,8 +12,10 @@ Invariants of :class:`FakeClock`:
 * sleepers wake in deadline order (ties in the order they started sleeping), and the clock reads
   exactly each sleeper's deadline when it wakes;
 * a sleeper woken by ``advance`` runs (up to its next suspension on the clock or an idle queue)
-  before
-  ``advance`` moves on, so sleeps started by woken tasks that fall inside the window also fire.
+  before ``advance`` moves on, so sleeps started by woken tasks that fall inside the window also
+  fire;
+* :meth:`~FakeClock.jump` is the exception, on purpose: it models a paused process (SIGSTOP, then
+  SIGCONT), whose overdue timers all fire at once, late.
 """
 
 from __future__ import annotations
@@ -130,8 +132,26 @@ class FakeClock:
             self._now = max(self._now, deadline)
             future.set_result(None)
             await self.settle()
-        self._now = target
+        self._now = max(self._now, target)  # a jump() made while settling is kept
         await self.settle()
+
+    def jump(self, seconds: float) -> None:
+        """Move time forward at once, as a process stopped that long finds it when it resumes.
+
+        Unlike :meth:`advance`, nothing runs while time moves: every sleeper whose deadline fell
+        inside is woken together (their tasks run, in deadline order, once the caller yields) and
+        reads the new time, not its own deadline, as the timers of a process resumed after
+        SIGSTOP all fire late at once. Synchronous, so a test can call it at an exact point of the
+        code under test (right after an answer arrived, say).
+        """
+        if seconds < 0:
+            msg = "a clock cannot go backwards"
+            raise ValueError(msg)
+        self._now += seconds
+        while self._sleepers and self._sleepers[0][0] <= self._now:
+            _, _, future = heapq.heappop(self._sleepers)
+            if not future.done():
+                future.set_result(None)
 
 
 async def wait_event(clock: Clock, event: asyncio.Event, timeout: float | None) -> bool:

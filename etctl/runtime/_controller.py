@@ -14,7 +14,9 @@ semantics:
   - raises ``TerminalError``: not requeued; ``terminal_reconcile_errors_total``; ``error``.
   - runs past ``reconcile_timeout``: cancelled, requeued with backoff (``add_rate_limited``);
     ``reconcile_timeouts_total``; ``error``.
-  - raises another ``EtctlError``: requeued with backoff; ``error``.
+  - raises another ``EtctlError``: requeued with backoff; ``error``. A leader-only controller
+    whose fence lapsed (:mod:`etctl.runtime._fence`) does not call the reconciler at all: the key
+    fails with :class:`~etctl.errors.Fenced` this way.
   - raises anything else (a bug: Go would call it a panic): the traceback is logged, the key is
     requeued with backoff and the process survives; ``reconcile_panics_total``; ``error``.
   - returns ``Result(requeue_after=s)`` with ``s > 0``: ``forget`` (the backoff resets), then
@@ -45,6 +47,7 @@ from etctl.errors import ApiError, CacheSyncError, EtctlError, TerminalError
 from etctl.log import bind_context, get_logger
 from etctl.runtime import _metrics as metrics
 from etctl.runtime._clock import Clock
+from etctl.runtime._fence import check_fence
 from etctl.runtime._handler import EnqueueingHandler, EventHandler
 from etctl.runtime._predicate import Predicate
 from etctl.runtime._ratelimit import RateLimiter
@@ -122,6 +125,9 @@ class Controller:
         self._started = False
         self._working = False
         self._stopping = asyncio.Event()
+        self.abandoned = 0
+        """Reconciles cancelled because they outlasted ``shutdown_grace`` when the controller
+        stopped (0 after a complete drain)."""
         # controller-runtime pre-creates every series at zero, so rates and alerts work from the
         # first scrape; the children are kept to keep label lookups off the reconcile path.
         self._total = {result: metrics.RECONCILE_TOTAL.labels(name, result) for result in _RESULTS}
@@ -192,6 +198,7 @@ class Controller:
                 self._stopping.set()
                 clog.info("stopping controller", in_flight=self._queue.processing)
                 if not await self._queue.shut_down_with_drain(self._shutdown_grace):
+                    self.abandoned = self._queue.processing
                     clog.warning(
                         "reconciles still running after the grace period are cancelled",
                         in_flight=self._queue.processing,
@@ -290,6 +297,9 @@ class Controller:
         self._total["error"].inc()
 
     async def _call(self, request: Request) -> Result:
+        # A fenced leader (its renew deadline passed) starts no reconcile: one woken when the
+        # process resumes from a pause must not act before the election loop notices the loss.
+        check_fence(f"reconcile of {request}")
         try:
             if self._reconcile_timeout is None:
                 result = await self._reconciler.reconcile(request)

@@ -3,7 +3,8 @@
 Every websocket message carries one channel byte, then data: 0 stdin, 1 stdout, 2 stderr, 3 the
 final ``Status`` (JSON), 4 terminal resize. The exit code is in the status: ``Success`` means 0,
 ``Failure`` with reason ``NonZeroExitCode`` carries it as the ``ExitCode`` cause's message; any
-other failure (no such container, the runtime could not start the process) is an API error.
+other failure (no such container, the runtime could not start the process, or lost it while it
+ran) is an :class:`~etctl.errors.ExecFailed`: the command may have started.
 
 ``v5.channel.k8s.io`` is offered first: it adds channel 255, which lets the client close stdin so a
 command that reads to end of input (``cat``, ``sh -s``) terminates. ``v4.channel.k8s.io`` has no
@@ -19,7 +20,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-from etctl.errors import TransportError, api_error_from_status
+from etctl.errors import ExecFailed, TransportError, api_error_from_status
 
 __all__ = ["PROTOCOLS", "ExecResult", "ExecSession"]
 
@@ -60,7 +61,10 @@ def _exit_code(status: Any) -> int:
             except ValueError:
                 break
     code = status.get("code")
-    raise api_error_from_status(code if isinstance(code, int) else 500, status)
+    mapped = api_error_from_status(code if isinstance(code, int) else 500, status)
+    raise ExecFailed(
+        mapped.message, status=mapped.status, reason=mapped.reason, details=mapped.details
+    )
 
 
 class ExecSession:

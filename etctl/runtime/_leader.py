@@ -13,11 +13,17 @@ it over once it has not changed for ``lease_duration``. What this module guarant
   retries included), and a renew is cut at the renew deadline, so one hung connection cannot keep
   a leader believing in a lease that others already consider expired.
 * **Loss.** Leadership is lost when no renew succeeded within ``renew_deadline`` of the last one
-  that did (measured from when that request was sent), or as soon as another holder is seen.
-  :meth:`LeaderElector.hold` then raises :class:`~etctl.errors.LeaderElectionLost`. Other candidates
-  cannot take over before :attr:`LeaderElector.fence_deadline` (``lease_duration`` after that same
-  send time), which leaves ``lease_duration - renew_deadline`` for the caller to stop every
-  leader-only task (fencing).
+  that did (measured from when that request was *sent*: a renew whose answer arrives after a pause
+  extends nothing past its send time plus ``renew_deadline``), or as soon as another holder is
+  seen. :meth:`LeaderElector.hold` wakes at that deadline (it never sleeps past it) and then raises
+  :class:`~etctl.errors.LeaderElectionLost`. Other candidates cannot take over before
+  :attr:`LeaderElector.fence_deadline` (``lease_duration`` after that same send time), which leaves
+  ``lease_duration - renew_deadline`` for the caller to stop every leader-only task.
+* **Fence.** :meth:`LeaderElector.lapsed` says, from the clock alone, whether that deadline has
+  passed; it is the :class:`~etctl.runtime._fence.Fence` every leader-only write and exec checks
+  before it is sent (:mod:`etctl.runtime._fence`), so a process that resumes after a pause sends
+  nothing as a leader, whatever runs first on its event loop. A lost leadership is logged, not
+  recorded as an Event: the process may no longer write.
 * **Release.** :meth:`LeaderElector.release` clears the holder and sets ``leaseDurationSeconds`` to
   1, so a successor takes over within about a retry period instead of a lease duration.
 * ``leaseTransitions`` counts changes of holder; ``acquireTime`` and ``renewTime`` are written in
@@ -158,6 +164,31 @@ class LeaderElector:
             return None
         return self._renewed_sent_at + self.config.lease_duration
 
+    @property
+    def renew_deadline_at(self) -> float | None:
+        """The monotonic time at which leadership ends unless a renew sent before it succeeds."""
+        if self._renewed_sent_at is None:
+            return None
+        return self._renewed_sent_at + self.config.renew_deadline
+
+    def lapsed(self) -> str | None:
+        """Why leader-only work must stop now, or None while this candidate may act as leader.
+
+        The fence of leader-only work (:mod:`etctl.runtime._fence`): it lapses when this candidate
+        does not lead, or at :attr:`renew_deadline_at`, read on the clock at the moment of asking,
+        so it holds even before :meth:`hold` has noticed the loss.
+        """
+        deadline = self.renew_deadline_at
+        if self._state is not LeaderState.LEADER or deadline is None:
+            return f"this process does not lead (leader election state {self._state.value})"
+        late = self._clock.monotonic() - deadline
+        if late >= 0:
+            return (
+                f"no renew of lease {self.config.namespace}/{self.config.name} succeeded within "
+                f"{self.config.renew_deadline:g}s (deadline passed {late:.3f}s ago)"
+            )
+        return None
+
     def check(self) -> str | None:
         """Liveness: a reason when this process leads but has not renewed for too long, else None.
 
@@ -195,6 +226,11 @@ class LeaderElector:
     async def hold(self) -> None:
         """Renew the Lease every ``retry_period`` until leadership is lost.
 
+        The deadline is checked before every sleep and every attempt, and no sleep runs past it:
+        a renew that succeeded only after its deadline (its answer read after a pause) loses
+        leadership at once, and a leader whose renewals fail loses it at the deadline itself,
+        not a retry period later.
+
         Raises:
             LeaderElectionLost: no renew succeeded within ``renew_deadline`` of the last good one,
                 or another holder was observed.
@@ -204,17 +240,27 @@ class LeaderElector:
             msg = "hold() needs the lease: call acquire() first"
             raise RuntimeError(msg)
         while True:
-            await self._clock.sleep(self.config.retry_period)
             deadline = self._renewed_sent_at + self.config.renew_deadline
+            self._check_deadline(deadline)
+            await self._clock.sleep(
+                min(self.config.retry_period, deadline - self._clock.monotonic())
+            )
             while True:
-                if self._clock.monotonic() >= deadline:
-                    self._lost(f"no renew succeeded within {self.config.renew_deadline:g}s")
+                self._check_deadline(deadline)
                 if await self._try_acquire_or_renew(deadline=deadline):
                     break
                 if self._observed is not None and self._observed.holder != self.identity:
                     self._lost(f"the lease is now held by {self._observed.holder or 'nobody'}")
                 remaining = deadline - self._clock.monotonic()
                 await self._clock.sleep(min(self.config.retry_period, max(remaining, 0.0)))
+
+    def _check_deadline(self, deadline: float) -> None:
+        late = self._clock.monotonic() - deadline
+        if late >= 0:
+            self._lost(
+                f"no renew succeeded within {self.config.renew_deadline:g}s "
+                f"(deadline passed {late:.3f}s ago)"
+            )
 
     async def release(self) -> bool:
         """Give the Lease up: holder cleared, ``leaseDurationSeconds`` 1.
@@ -405,7 +451,8 @@ class LeaderElector:
     def _lost(self, why: str) -> NoReturn:
         self._log.error("leader election lost", reason=why)
         self._set_state(LeaderState.LOST)
-        self._event("stopped leading")
+        # No "stopped leading" Event: another candidate may lead by now, and a deposed leader
+        # writes nothing (the successor's "became leader" records the change).
         msg = f"leader election lost on lease {self.config.namespace}/{self.config.name}: {why}"
         raise LeaderElectionLost(msg)
 

@@ -19,12 +19,19 @@ fire-and-forget) and keeps these invariants:
   let reconciles in flight finish; nothing starts after), then the other runnables; the lease is
   renewed throughout, and released only once leader-only work has stopped, so a successor takes
   over at once; event recorders flush; the cache and the HTTP server stop last. :meth:`run` then
-  returns normally. A second signal skips what is left of the grace period.
-* **Fencing.** When leadership is lost, every leader-only task is cancelled at once (a reconcile in
-  flight included) and awaited before anything else, inside the window between the renew deadline
-  and the moment another candidate may take over; :meth:`run` then raises
-  :class:`~etctl.errors.LeaderElectionLost` after stopping everything else without grace. A binary
-  exits non-zero and is restarted: a manager never leads twice.
+  returns normally, unless the shutdown was incomplete: when the grace period ran out (or a second
+  signal, which skips what is left of it, cut it short) while work still ran, which was
+  cancelled, or while Events were unsent, which were dropped, :meth:`run` raises
+  :class:`~etctl.errors.ShutdownIncomplete` saying what was lost (controller-runtime's manager
+  returns an error too).
+* **Fencing.** Leader-only work runs under the elector's fence (:mod:`etctl.runtime._fence`):
+  from the renew deadline on, its writes and execs are refused (:class:`~etctl.errors.Fenced`)
+  before they are sent and no reconcile starts, even when the process resumes from a pause and
+  its reconciles run before the election loop does. When leadership is lost, every leader-only
+  task is cancelled at once (a reconcile in flight included) and awaited before anything else,
+  inside the window between the renew deadline and the moment another candidate may take over;
+  :meth:`run` then raises :class:`~etctl.errors.LeaderElectionLost` after stopping everything else
+  without grace. A binary exits non-zero and is restarted: a manager never leads twice.
 
 Cancelling the task that awaits :meth:`run` shuts down gracefully as well, then lets the
 cancellation through. The client is shared, not closed: whoever made it closes it.
@@ -33,18 +40,20 @@ cancellation through. The client is shared, not closed: whoever made it closes i
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import random
 import signal
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from etctl.errors import LeaderElectionLost
+from etctl.errors import LeaderElectionLost, ShutdownIncomplete
 from etctl.log import get_logger
 from etctl.runtime._builder import ControllerBuilder, ReconcilerLike
 from etctl.runtime._cache import Cache
 from etctl.runtime._client import Client
 from etctl.runtime._clock import Clock, RealClock
 from etctl.runtime._controller import Controller
+from etctl.runtime._fence import fenced_context
 from etctl.runtime._health import Checker, Checks, HttpServer, ping
 from etctl.runtime._leader import LeaderElector, LeaderState
 from etctl.runtime._manager_options import ManagerOptions
@@ -116,6 +125,7 @@ class Manager:
         self._hurry = asyncio.Event()  # skip what is left of the grace period
         self._stopping = False
         self._failure: Exception | None = None
+        self._lost: list[str] = []  # what an incomplete shutdown cancelled or dropped
         self._leader_tasks: list[asyncio.Task[None]] = []
         self._other_tasks: list[asyncio.Task[None]] = []
         self._recorder_tasks: list[asyncio.Task[None]] = []
@@ -283,6 +293,8 @@ class Manager:
             LeaderElectionLost: leadership was lost; leader-only work has been stopped.
             OSError: a bind address is unusable.
             RuntimeError: the manager ran before.
+            ShutdownIncomplete: the shutdown cancelled work or dropped Events (grace period over,
+                or a second signal).
             Exception: the first error a runnable or controller raised.
         """
         if self._started:
@@ -308,6 +320,9 @@ class Manager:
                 await self._server.stop()
             if self._failure is not None:
                 raise self._failure
+            if self._lost:
+                msg = "the graceful shutdown was incomplete: " + "; ".join(self._lost)
+                raise ShutdownIncomplete(msg)
         except Exception as exc:
             if not self._ready.is_set():
                 self._start_error = exc
@@ -358,23 +373,34 @@ class Manager:
         """Start the controllers, then the runnables, that run only while leading (or never do).
 
         Each task is recorded as soon as it starts (leader-only work in ``_leader_tasks``, the rest
-        in ``_other_tasks``), so a stop finds every one that started.
+        in ``_other_tasks``), so a stop finds every one that started. Leader-only work starts under
+        the elector's fence (:mod:`etctl.runtime._fence`): its writes and execs are refused once
+        the renew deadline has passed, whether or not the election loop has noticed yet.
         """
         tasks = self._leader_tasks if leader else self._other_tasks
+        context = fenced_context(self.elector) if leader and self.elector is not None else None
         for name, controller in self._controllers.items():
             if bool(controller.needs_leader_election) == leader:
-                tasks.append(self._spawn(group, f"controller:{name}", controller.run))
+                tasks.append(
+                    self._spawn(group, f"controller:{name}", controller.run, context=context)
+                )
         for runnable in self._runnables.values():
             if bool(runnable.needs_leader_election) == leader:
-                tasks.append(self._spawn(group, runnable.name, runnable.fn))
+                tasks.append(self._spawn(group, runnable.name, runnable.fn, context=context))
 
     def _spawn(
-        self, group: asyncio.TaskGroup, name: str, fn: RunnableFunc, *, finishable: bool = True
+        self,
+        group: asyncio.TaskGroup,
+        name: str,
+        fn: RunnableFunc,
+        *,
+        finishable: bool = True,
+        context: contextvars.Context | None = None,
     ) -> asyncio.Task[None]:
         work = guarded(
             name, fn, on_failure=self._fail, finishable=finishable, quiet=(LeaderElectionLost,)
         )
-        return group.create_task(work, name=f"manager:{name}")
+        return group.create_task(work, name=f"manager:{name}", context=context)
 
     def _start_recorder(
         self, group: asyncio.TaskGroup, component: str, recorder: EventRecorder
@@ -411,8 +437,11 @@ class Manager:
         self.fenced_at = self.clock.monotonic()
         deadline = elector.fence_deadline
         if deadline is not None and self.fenced_at >= deadline:
-            log.error(
-                "leader-only work outlived the lease: another leader may have overlapped",
+            # A pause (SIGSTOP, a frozen VM) past the lease: another candidate may lead already.
+            # The fence refused every write since the renew deadline, so none overlapped.
+            log.warning(
+                "leader-only work stopped after the lease could have passed to another candidate; "
+                "its writes were fenced since the renew deadline",
                 late_by=self.fenced_at - deadline,
             )
         else:
@@ -428,6 +457,9 @@ class Manager:
         log.info("stopping", grace_seconds=grace)
         await self._stop_tasks("leader-only", self._leader_tasks, deadline)
         await self._stop_tasks("other", self._other_tasks, deadline)
+        abandoned = sum(controller.abandoned for controller in self._controllers.values())
+        if abandoned:
+            self._lost.append(f"{abandoned} reconcile(s) cancelled past the grace period")
         await self._stop_election()
         await self._flush_recorders(deadline)
         await stop_now(self._cache_tasks)
@@ -443,8 +475,11 @@ class Manager:
         remaining = deadline - self.clock.monotonic()
         if await unless(lambda: wait_tasks(self.clock, pending, remaining), self._hurry):
             return
+        still = [task for task in pending if not task.done()]
         log.warning("grace period over: cancelling what is still running", tasks=what)
         await stop_now(pending)
+        if still:
+            self._lost.append(f"{len(still)} {what} task(s) cancelled before they finished")
 
     async def _stop_election(self) -> None:
         elector = self.elector
@@ -469,6 +504,7 @@ class Manager:
         unsent = sum(recorder.pending for recorder in self._recorders.values())
         if unsent:
             log.warning("events still unsent at shutdown are dropped", events=unsent)
+            self._lost.append(f"{unsent} event(s) dropped unsent")
         await stop_now(self._recorder_tasks)
 
     def __repr__(self) -> str:

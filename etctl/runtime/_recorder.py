@@ -14,7 +14,10 @@ Sending follows client-go's ``recordToSink``:
 * transport errors are retried up to 12 tries, 10 s apart, the first delay drawn uniformly from
   [0, 10 s) so that many recorders do not retry in step; all sleeps run on the injected clock;
 * an API rejection (AlreadyExists, a terminating namespace, Invalid, or any other ``Status``) is
-  final: logged, not retried.
+  final: logged, not retried;
+* an event recorded by leader-only work keeps that work's fence (:mod:`etctl.runtime._fence`):
+  once it has lapsed, the event is dropped unsent (counted in :attr:`EventRecorder.fenced`), so a
+  deposed leader writes no Event either.
 
 Events are named ``<involvedObject.name>.<hex nanoseconds>``, strictly increasing across every
 recorder that shares a clock, so two events in the same clock tick never collide (under a virtual
@@ -33,12 +36,13 @@ import weakref
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
-from etctl.errors import ApiError, NotFound, TransportError
+from etctl.errors import ApiError, Fenced, NotFound, TransportError
 from etctl.log import get_logger
 from etctl.runtime import _objects as objects
 from etctl.runtime._client import Client, PatchType
 from etctl.runtime._clock import Clock
 from etctl.runtime._correlator import Correlation, CorrelatorOptions, EventCorrelator
+from etctl.runtime._fence import Fence, check_fence, current_fence, under_fence
 from etctl.runtime._objects import KubeObject, ObjectView
 from etctl.runtime._resources import EVENTS
 
@@ -160,11 +164,15 @@ class EventRecorder:
         self._component = component
         self._instance = instance or os.environ.get("POD_NAME") or socket.gethostname()
         self._clock = clock
-        self._queue: asyncio.Queue[KubeObject] = asyncio.Queue(maxsize=queue_size)
+        self._queue: asyncio.Queue[tuple[KubeObject, Fence | None]] = asyncio.Queue(
+            maxsize=queue_size
+        )
         self._correlator = EventCorrelator(clock=clock, options=options)
         self._rng = rng or random.Random()  # noqa: S311 - jitter, not cryptography
         self.dropped = 0
         """Events dropped because the queue was full or the event could not be built."""
+        self.fenced = 0
+        """Events of leader-only work dropped unsent because its fence had lapsed."""
 
     # -- recording (synchronous, never raises)
 
@@ -179,7 +187,7 @@ class EventRecorder:
             self._drop("event could not be built", reason=reason, exc_info=True)
             return
         try:
-            self._queue.put_nowait(built)
+            self._queue.put_nowait((built, current_fence()))
         except asyncio.QueueFull:
             self._drop("event queue full", reason=reason)
 
@@ -248,9 +256,12 @@ class EventRecorder:
     async def run(self) -> None:
         """Send queued events until cancelled (run it in the manager's TaskGroup)."""
         while True:
-            event = await self._queue.get()
+            event, fence = await self._queue.get()
             try:
-                await self._send(event)
+                with under_fence(fence):
+                    await self._send(event)
+            except Fenced:
+                self._fenced(event)
             finally:
                 self._queue.task_done()
 
@@ -258,7 +269,15 @@ class EventRecorder:
         """Wait until every queued event has been processed (sent, skipped or given up)."""
         await self._queue.join()
 
+    def _fenced(self, event: KubeObject) -> None:
+        self.fenced += 1
+        log.debug(
+            "event of leader-only work dropped: leadership may have passed",
+            reason=event.get("reason"),
+        )
+
     async def _send(self, event: KubeObject) -> None:
+        check_fence("event")
         correlation = self._correlator.correlate(event)
         if correlation.skip:
             log.debug("event throttled by the spam filter", reason=event.get("reason"))

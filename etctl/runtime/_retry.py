@@ -13,7 +13,11 @@ Whether a transient failure may be retried depends on the request's :class:`Retr
 * ``UNSENT`` (creates with ``generateName``, unguarded JSON patches): a second success would be a
   second effect (a duplicate object, an element appended twice), so only failures where the server
   provably did not act are retried: the connection could not be opened, or a 429 (the server
-  throttles before it handles a request).
+  throttles before it handles a request);
+* ``UNSTARTED`` (the upgrade of an exec): the command starts only once the server switched
+  protocols, so any HTTP answer instead proves it never ran: a 429 or a 5xx is retried, as is a
+  connection never opened; a lost answer (the handshake timed out) is not, since the command may
+  be running.
 
 Delays grow exponentially from ``backoff_base`` up to ``backoff_cap`` with jitter (each delay drawn
 uniformly from its upper half), or follow the server's ``Retry-After`` (capped at
@@ -50,6 +54,7 @@ class RetrySafety(enum.Enum):
 
     IDEMPOTENT = "idempotent"
     UNSENT = "unsent"
+    UNSTARTED = "unstarted"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -83,6 +88,8 @@ def is_retryable(exc: BaseException, safety: RetrySafety) -> bool:
         return True
     if safety is RetrySafety.UNSENT:
         return False
+    if safety is RetrySafety.UNSTARTED:
+        return isinstance(exc, ServerError)
     return isinstance(exc, TransportError | ServerError)
 
 

@@ -259,3 +259,50 @@ async def test_the_library_keeps_prometheus_created_series() -> None:
     out, _ = await asyncio.wait_for(process.communicate(), timeout=20)
     assert process.returncode == 0
     assert b"probe_created " in out
+
+
+async def test_a_shutdown_whose_grace_period_runs_out_exits_1(tmp_path: Path) -> None:
+    async with ApiServer(crds=[crd_manifest(TFJOB)]) as server:
+        server.storage.create(NAMESPACES, {"metadata": {"name": "team"}})
+        kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
+        probes = free_port()
+        async with operator_process(
+            f"--kubeconfig={kubeconfig}",
+            f"--health-probe-bind-address=127.0.0.1:{probes}",
+            "--metrics-bind-address=0",
+            "--namespace=team",
+            "--jobs=tfjob",
+            "--graceful-shutdown-timeout=1s",
+        ) as process:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 20
+            while (await get(f"http://127.0.0.1:{probes}/readyz"))[0] != 200:
+                assert process.returncode is None, (await process.communicate())[1].decode()
+                assert loop.time() < deadline, "the operator never became ready"
+                await asyncio.sleep(0.05)
+            # Every request now hangs: the reconcile of a new job waits on its first write.
+            server.pause()
+            job = {
+                "apiVersion": "kubeflow.org/v1",
+                "kind": "TFJob",
+                "metadata": {"name": "stuck", "namespace": "team"},
+                "spec": {
+                    "tfReplicaSpecs": {
+                        "Worker": {
+                            "template": {"spec": {"containers": [{"name": "tf", "image": "tf"}]}}
+                        }
+                    }
+                },
+            }
+            server.storage.create(TFJOBS, job, namespace="team")
+            await eventually(lambda: bool(server.requests.find(name="stuck", code=0)))
+            process.send_signal(signal.SIGTERM)
+            _, err = await asyncio.wait_for(process.communicate(), timeout=20)
+            server.resume()
+        text = err.decode()
+        assert process.returncode == 1, text
+        last = json.loads(text.strip().splitlines()[-1])
+        assert last["level"] == "error"
+        assert last["msg"].startswith("the graceful shutdown ran out of time")
+        assert "reconcile(s) cancelled past the grace period" in last["error"]
+        assert "Traceback" not in text

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from aiohttp import WSMsgType, web
 
-from etctl.errors import ApiError, NotFound, TransportError
+from etctl.errors import ApiError, ExecFailed, NotFound, TransportError
 from tests.runtime.scripted import client_for, json_response, scripted_server, status_body
 
 EXIT_3 = {
@@ -108,8 +108,11 @@ async def test_a_failure_without_an_exit_code_is_an_api_error(tmp_path: Path) ->
     async with scripted_server() as server:
         server.handler = exec_server(status=failure)
         async with await client_for(server.url, tmp_path) as client:
-            with pytest.raises(ApiError, match="not found"):
+            with pytest.raises(ExecFailed, match="not found") as failed:
                 await client.exec("ns", "p", ["ls"], timeout=5)
+    # After the upgrade: the command may have started, and the Status's fields are kept.
+    assert (failed.value.status, failed.value.reason) == (500, "InternalError")
+    assert len(server.seen) == 1  # never retried
 
 
 async def test_a_refused_upgrade_maps_the_status(tmp_path: Path) -> None:
@@ -123,6 +126,66 @@ async def test_a_refused_upgrade_maps_the_status(tmp_path: Path) -> None:
                 await client.exec("ns", "p", ["ls"], timeout=5)
             with pytest.raises(ValueError, match="needs a command"):
                 await client.exec("ns", "p", [], timeout=5)
+
+
+@pytest.mark.parametrize(
+    ("status", "reason"),
+    [(429, "TooManyRequests"), (503, "ServiceUnavailable"), (500, "InternalError")],
+)
+async def test_an_upgrade_refused_for_a_while_is_retried_and_the_command_runs_once(
+    tmp_path: Path, status: int, reason: str
+) -> None:
+    # The server answers instead of switching protocols: the command provably never started, so
+    # trying again cannot run it twice.
+    refusals = [status, status]
+    runs: list[str] = []
+    ran = exec_server()
+
+    async def flaky(request: web.Request) -> web.StreamResponse:
+        if refusals:
+            code = refusals.pop()
+            return json_response(status_body(code, reason, "try again later"), code)
+        runs.append(request.query.getall("command")[0])
+        response: web.StreamResponse = await ran(request)
+        return response
+
+    async with scripted_server() as server:
+        server.handler = flaky
+        async with await client_for(server.url, tmp_path) as client:
+            result = await client.exec("ns", "p", ["echo", "hi"], timeout=5)
+            slept = list(client.options.clock.slept)  # type: ignore[attr-defined]
+    assert result.exit_code == 0
+    assert runs == ["echo"]
+    assert len(server.seen) == 3
+    assert len(slept) == 2  # backed off twice, on the client's clock
+
+
+async def test_a_lost_exec_answer_is_not_retried(tmp_path: Path) -> None:
+    # The upgrade went through and the stream broke: the command may have run; no second attempt.
+    async def broken(request: web.Request) -> web.StreamResponse:
+        ws = web.WebSocketResponse(protocols=("v5.channel.k8s.io",))
+        await ws.prepare(request)
+        await ws.close()
+        return ws
+
+    async with scripted_server() as server:
+        server.handler = broken
+        async with await client_for(server.url, tmp_path) as client:
+            with pytest.raises(TransportError, match="closed before"):
+                await client.exec("ns", "p", ["ls"], timeout=5)
+    assert len(server.seen) == 1
+
+
+async def test_a_permanent_refusal_is_not_retried(tmp_path: Path) -> None:
+    async def forbidden(_request: web.Request) -> web.StreamResponse:
+        return json_response(status_body(403, "Forbidden", "no exec for you"), 403)
+
+    async with scripted_server() as server:
+        server.handler = forbidden
+        async with await client_for(server.url, tmp_path) as client:
+            with pytest.raises(ApiError):
+                await client.exec("ns", "p", ["ls"], timeout=5)
+    assert len(server.seen) == 1
 
 
 async def test_exec_times_out(tmp_path: Path) -> None:

@@ -93,3 +93,27 @@ async def test_real_clock_is_aware_utc() -> None:
     before = clock.monotonic()
     await clock.sleep(0)
     assert clock.monotonic() >= before
+
+
+async def test_jump_wakes_every_overdue_sleeper_at_once_reading_the_new_time() -> None:
+    clock = FakeClock()
+    woke: list[tuple[str, float]] = []
+
+    async def sleeper(label: str, delay: float) -> None:
+        await clock.sleep(delay)
+        woke.append((label, clock.monotonic()))
+
+    async with asyncio.TaskGroup() as group:
+        group.create_task(sleeper("late", 10))
+        group.create_task(sleeper("early", 2))
+        group.create_task(sleeper("after", 30))
+        await clock.settle()
+        clock.jump(12)  # synchronous: nothing ran while time moved
+        assert woke == []
+        await clock.settle()
+        assert woke == [("early", 12.0), ("late", 12.0)]
+        assert clock.sleepers == 1
+        with pytest.raises(ValueError, match="backwards"):
+            clock.jump(-1)
+        await clock.advance(18)
+    assert woke[-1] == ("after", 30.0)

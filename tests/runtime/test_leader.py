@@ -305,3 +305,94 @@ async def test_leadership_changes_are_recorded_as_events_on_the_lease(election: 
     assert {e["involvedObject"]["kind"] for e in mine} == {"Lease"}
     assert {e["reason"] for e in mine} == {"LeaderElection"}
     assert all(objects.namespace(e) == "default" for e in mine)
+
+
+def pause_after_answer(election: Election, seconds: float) -> list[float]:
+    """Stop the process for ``seconds`` right after the next lease update's answer arrives.
+
+    The answer is in, its request was sent before the pause: what SIGSTOP just after a renew
+    looks like once SIGCONT comes. Returns the list the pause's end time is appended to.
+    """
+    real = election.client.replace
+    resumed: list[float] = []
+
+    async def replace(res: Any, obj: Any, **options: Any) -> Any:
+        written = await real(res, obj, **options)
+        if res == LEASES and not resumed:
+            election.clock.jump(seconds)
+            resumed.append(election.clock.monotonic())
+        return written
+
+    election.client.replace = replace  # type: ignore[method-assign]
+    return resumed
+
+
+async def test_a_renew_answered_after_a_pause_loses_leadership_at_once(
+    election: Election,
+) -> None:
+    a = election.candidate("a")
+    await a.acquire()
+    resumed = pause_after_answer(election, 12)
+    lost_at: list[float] = []
+
+    async def hold() -> None:
+        with pytest.raises(LeaderElectionLost, match="deadline passed"):
+            await a.hold()
+        lost_at.append(election.clock.monotonic())
+
+    async with asyncio.TaskGroup() as group:
+        holding = group.create_task(hold())
+        await election.step(2, lambda: bool(resumed))  # renew sent at 2 s; answered at 14 s
+        # The renew succeeded, but only up to 2 + 10 s: leadership is lost now, without waiting
+        # for another retry period, and the fence lapsed before hold() even looked.
+        await eventually(holding.done)
+    assert resumed == [14.0]
+    assert lost_at == [14.0]
+    assert a.renewed_at == 2.0
+    assert a.renew_deadline_at == 12.0
+    assert a.state is LeaderState.LOST
+    reason = a.lapsed()
+    assert reason is not None
+    assert "does not lead" in reason
+
+
+async def test_the_fence_lapses_at_the_renew_deadline_on_the_clock_alone(
+    election: Election,
+) -> None:
+    a = election.candidate("a")
+    assert a.lapsed() is not None  # not leading yet
+    await a.acquire()
+    assert a.lapsed() is None
+    await election.clock.advance(9.9)
+    assert a.lapsed() is None
+    await election.clock.advance(0.1)  # nobody renewed: 0 + 10 s
+    reason = a.lapsed()
+    assert reason is not None
+    assert "succeeded within 10s" in reason
+    assert a.is_leader  # hold() is not running: the fence does not wait for it
+
+
+async def test_a_failing_leader_loses_at_the_deadline_not_a_retry_period_later(
+    election: Election,
+) -> None:
+    a = election.candidate("a", renew_deadline=9.0)
+    await a.acquire()
+    # Every renew is refused at once (503): the attempts at 2, 4, 6 and 8 s fail; the deadline is
+    # 9 s, between two retry periods.
+    election.server.faults.add(Fault(verb="update", resource="leases", status=503, times=None))
+    election.server.faults.add(Fault(verb="get", resource="leases", status=503, times=None))
+    lost_at: list[float] = []
+
+    async def hold() -> None:
+        with pytest.raises(LeaderElectionLost):
+            await a.hold()
+        lost_at.append(election.clock.monotonic())
+
+    async with asyncio.TaskGroup() as group:
+        holding = group.create_task(hold())
+        for _ in range(4):
+            await election.step(2)
+            await asyncio.sleep(0.05)  # let the refused attempt finish
+        assert not holding.done()
+        await election.step(1, holding.done)
+    assert lost_at == [9.0]

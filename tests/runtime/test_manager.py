@@ -20,7 +20,7 @@ import pytest
 import pytest_asyncio
 from prometheus_client.parser import text_string_to_metric_families
 
-from etctl.errors import CacheSyncError, LeaderElectionLost
+from etctl.errors import CacheSyncError, LeaderElectionLost, ShutdownIncomplete
 from etctl.runtime import (
     CONFIGMAPS,
     EVENTS,
@@ -310,6 +310,82 @@ async def test_a_hung_renew_fences_leader_work_before_anyone_else_can_lead(
             await eventually(lambda: b.work.started == [16.0])
 
 
+_READS = ("get", "list", "watch")
+
+
+async def test_a_leader_paused_past_its_lease_sends_no_write_after_it_resumes(
+    server: ApiServer, client: Client, tmp_path: Path
+) -> None:
+    """SIGSTOP right after a renew, SIGCONT 16 s later: reconciles woken on resume are fenced."""
+    clock, lease = FakeClock(), unique_name("lease")
+    beat = unique_name("beat")
+    clients: dict[str, Client] = {}
+
+    def beating(op: str) -> Any:
+        async def reconcile(request: Request) -> Result:
+            # A leader-only write every 1.5 s of the clock, recording who wrote it and when, to
+            # another object (so that the write wakes nothing).
+            if request.name != beat:
+                return Result()
+            stamp = {"metadata": {"annotations": {"by": op, "at": str(clock.monotonic())}}}
+            await clients[op].patch(CONFIGMAPS, f"{beat}-out", stamp, namespace="default")
+            return Result(requeue_after=1.5)
+
+        return reconcile
+
+    def beats_of_a() -> list[Any]:
+        return [r for r in server.requests if r.user_agent == "replica-a" and r.verb == "patch"]
+
+    async with client_of(server, tmp_path, user_agent="replica-a") as client_a:
+        clients.update(a=client_a, b=client)
+        a = operator(client_a, clock, lease=lease, identity="a")
+        a.manager.controller("beat", beating("a")).for_(CONFIGMAPS).build()
+        b = operator(client, clock, lease=lease, identity="b")
+        b.manager.controller("beat", beating("b")).for_(CONFIGMAPS).build()
+        await client.create(CONFIGMAPS, configmap(f"{beat}-out"))
+        await client.create(CONFIGMAPS, configmap(beat))
+        real = client_a.replace
+        resumed: list[int] = []  # the request log's length when the process resumed
+        armed: list[bool] = []
+
+        async def replace(res: Any, obj: Any, **options: Any) -> Any:
+            written = await real(res, obj, **options)
+            if res == LEASES and armed and not resumed:
+                clock.jump(16.0)  # stopped just after the renew's answer arrived, for 16 s
+                resumed.append(len(server.requests))
+            return written
+
+        client_a.replace = replace  # type: ignore[method-assign]
+        async with running(a):
+            await eventually(lambda: a.manager.is_leader and a.work.started == [0.0])
+            async with running(b):
+                await eventually(lambda: b.elector_state is LeaderState.STANDBY)
+                await clock.advance(1.5)  # a's second write, answered before the pause
+                await eventually(lambda: [r.code for r in beats_of_a()] == [200, 200])
+                armed.append(True)
+                await clock.advance(0.5)  # a renews at 2 s, then the pause; a resumes at 18 s
+                await eventually(lambda: bool(resumed) and a.task is not None and a.task.done())
+                assert isinstance(ended_with(a), LeaderElectionLost)
+                assert a.manager.fenced_at == 18.0
+                for _ in range(12):  # b takes over 15 s after it last saw a renew
+                    if b.manager.is_leader:
+                        break
+                    await clock.advance(2.0)
+                    await asyncio.sleep(0.05)
+                await eventually(lambda: b.manager.is_leader)
+                await eventually(
+                    lambda: any(
+                        r.verb == "patch" and r.user_agent != "replica-a"
+                        for r in list(server.requests)[resumed[0] :]
+                    )
+                )
+    # Everything a sent was sent before the pause: its beats at 0 and 1.5 s, the renew at 2 s;
+    # after it, not one write (no beat, no Event, no release of the lease).
+    assert len(beats_of_a()) == 2
+    after = list(server.requests)[resumed[0] :]
+    assert [r for r in after if r.user_agent == "replica-a" and r.verb not in _READS] == []
+
+
 # -- graceful shutdown
 
 
@@ -393,7 +469,10 @@ async def test_the_grace_period_bounds_the_shutdown(server: ApiServer, client: C
         await clock.advance(0.5)
         assert op.task is not None
         await eventually(op.task.done)
-    assert ended_with(op) is None
+    # The reconcile was cancelled: the shutdown is reported incomplete, not as a clean stop.
+    error = ended_with(op)
+    assert isinstance(error, ShutdownIncomplete)
+    assert "1 reconcile(s) cancelled past the grace period" in str(error)
     assert cancelled == [10.0]
 
 
@@ -415,14 +494,15 @@ async def test_signals_stop_gracefully_and_a_second_one_skips_the_grace(
     op = operator(client, clock, lease=None)
     op.manager.controller("sig", reconcile).for_(CONFIGMAPS).build()
     await client.create(CONFIGMAPS, configmap("sig"))
-    async with asyncio.TaskGroup() as group:
-        task = group.create_task(op.manager.run(handle_signals=True))
-        await eventually(lambda: op.work.started == [0.0] and in_flight == [0.0])
-        os.kill(os.getpid(), signal.SIGTERM)
-        await eventually(lambda: op.work.stopped == [0.0])  # leader-only work stops first...
-        assert not task.done()  # ...while the reconcile gets its grace period
-        os.kill(os.getpid(), signal.SIGINT)
-        await eventually(task.done)
+    task = asyncio.create_task(op.manager.run(handle_signals=True))
+    await eventually(lambda: op.work.started == [0.0] and in_flight == [0.0])
+    os.kill(os.getpid(), signal.SIGTERM)
+    await eventually(lambda: op.work.stopped == [0.0])  # leader-only work stops first...
+    assert not task.done()  # ...while the reconcile gets its grace period
+    os.kill(os.getpid(), signal.SIGINT)
+    # The second signal cut the reconcile short: an incomplete shutdown, not a clean one.
+    with pytest.raises(ShutdownIncomplete, match="cancelled"):
+        await asyncio.wait_for(task, timeout=10)
     assert cancelled == [0.0]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handlers removed
 

@@ -10,9 +10,21 @@ others to their kind's:
   controller picks it up), then the condition ``Created`` (reason ``Adopted``);
 * a scaler naming a job that does not exist (or is being deleted) gets the condition ``Failed``
   (reason ``<Kind>NotFound``, e.g. ``TrainingJobNotFound``) and a Warning Event, once; it is not
-  finished: when the job appears, the job's event maps to the scalers naming it (an index on
-  ``spec.selector.name``, :func:`selector_index`), the scaler is adopted and ``Failed`` turns
-  False (reason ``<Kind>Found``);
+  finished, because the cache may simply lag behind a job created with it: when the job appears,
+  the job's event maps to the scalers naming it (an index on ``spec.selector.name``,
+  :func:`selector_index`), the scaler is adopted and ``Failed`` turns False (reason
+  ``<Kind>Found``); the first status write (either) records ``status.queuedResourceVersion``,
+  the scaler's version before any write of ours, which orders the scalers created in one second
+  (see :func:`~etctl.common._scaling.selection.fifo`);
+* **a scaler never acts on a job created after it**: a scaler whose ``creationTimestamp`` is
+  earlier than its job's (both are whole seconds, from the API server's clock) was meant for
+  another job of that name, or for none, and would resize a brand-new job nobody asked to resize.
+  It is not adopted: it ends at once with ``ScaleFailed`` (reason ``CreatedBeforeJob``), a
+  Warning Event and step ``Done``. A scaler created in the same second as its job is taken as
+  created with it (``kubectl apply`` of a directory) and adopted. Once adopted, the controller
+  reference holds the job's uid, so a job deleted and created again under the same name never
+  inherits its predecessor's scalers either (the scaling controller only runs scalers its job's
+  uid controls);
 * a scaler already controlled by its job (those the scaling controller creates for ``/scale``)
   only gets its ``Created`` condition; one controlled by anything else is not ours and is left
   alone; a finished one is left alone.
@@ -25,13 +37,22 @@ changed meanwhile is adopted from its new version. Nothing here lists scalers: t
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 
 from pydantic import ValidationError
 
 from etctl.common._api import ConditionStatus, JobConditionType
 from etctl.common._conditions import get_condition, set_condition
 from etctl.common._control import Recorder
-from etctl.common._scaling.api import ScaleIn, ScaleOut, latest_type, scaler_targets, selector_of
+from etctl.common._meta import format_timestamp, to_timestamp
+from etctl.common._scaling.api import (
+    ScaleIn,
+    ScaleOut,
+    ScaleStep,
+    latest_type,
+    scaler_targets,
+    selector_of,
+)
 from etctl.common._scaling.writes import GuardedWriter
 from etctl.errors import Conflict, NotFound
 from etctl.log import get_logger
@@ -58,6 +79,17 @@ def selector_index(obj: ObjectView) -> list[str]:
     if selector is None:
         return []
     return [f"{objects.namespace(obj)}/{selector.name}"]
+
+
+def _created(obj: ObjectView) -> datetime | None:
+    """An object's ``creationTimestamp``, parsed (None when absent or unreadable)."""
+    value = objects.meta(obj).get("creationTimestamp")
+    if not isinstance(value, str):
+        return None
+    try:
+        return to_timestamp(datetime.fromisoformat(value))
+    except ValueError:
+        return None
 
 
 def _parse(res: Resource, raw: ObjectView) -> ScaleOut | ScaleIn | None:
@@ -127,16 +159,23 @@ class ScalerAdoption:
     async def _adopt(self, raw: ObjectView, scaler: ScaleOut | ScaleIn) -> None:
         owner = objects.controller_of(raw)
         job_name = scaler.spec.selector.name
+        # The version before any write of ours: the order of creation among scalers of a second.
+        version = objects.resource_version(raw)
         if owner is not None:
             if self._is_job(owner) and not scaler.status.adopted():
                 job = self._cache.get(
                     self.jobs, str(owner.get("name")), namespace=objects.namespace(raw)
                 )
-                await self._mark_adopted(raw, scaler, job)
+                await self._mark_adopted(raw, scaler, job, version)
             return
         job = self._cache.get(self.jobs, job_name, namespace=objects.namespace(raw))
         if job is None or objects.is_terminating(job):
-            await self._mark_missing(raw, scaler)
+            await self._mark_missing(raw, scaler, version)
+            return
+        job_created = _created(job)
+        scaler_created = scaler.metadata.creation_timestamp
+        if job_created is not None and scaler_created is not None and scaler_created < job_created:
+            await self._mark_older(raw, scaler, job, scaler_created, job_created)
             return
         refs = [dict(ref) for ref in objects.owner_references(raw)]
         refs.append(objects.make_controller_ref(job, self.jobs))
@@ -146,7 +185,7 @@ class ScalerAdoption:
             )
         except NotFound:
             return
-        await self._mark_adopted(adopted, scaler, job)
+        await self._mark_adopted(adopted, scaler, job, version)
 
     def _is_job(self, owner: object) -> bool:
         if not isinstance(owner, dict):
@@ -155,7 +194,7 @@ class ScalerAdoption:
         return owner.get("kind") == self.jobs.kind and group == self.jobs.group
 
     async def _mark_adopted(
-        self, raw: ObjectView, scaler: ScaleOut | ScaleIn, job: ObjectView | None
+        self, raw: ObjectView, scaler: ScaleOut | ScaleIn, job: ObjectView | None, version: str
     ) -> None:
         now = self._clock.now()
         conditions = list(scaler.status.conditions)
@@ -181,11 +220,69 @@ class ScalerAdoption:
             message=message,
             now=now,
         )
-        status = {"conditions": [c.to_dict() for c in conditions], "phase": latest_type(conditions)}
+        status: dict[str, object] = {
+            "conditions": [c.to_dict() for c in conditions],
+            "phase": latest_type(conditions),
+        }
+        if scaler.status.queued_resource_version is None and version:
+            status["queuedResourceVersion"] = version
         await self._writer.patch_status(self.scalers, raw, status)
         self._recorder.event(raw, "Normal", "Adopted", message)
+        log.info(
+            "scaler adopted",
+            kind=self.scalers.kind,
+            namespace=objects.namespace(raw),
+            name=objects.name(raw),
+            job=job_name,
+            reason="Adopted",
+            message=message,
+        )
 
-    async def _mark_missing(self, raw: ObjectView, scaler: ScaleOut | ScaleIn) -> None:
+    async def _mark_older(
+        self,
+        raw: ObjectView,
+        scaler: ScaleOut | ScaleIn,
+        job: ObjectView,
+        scaler_created: datetime,
+        job_created: datetime,
+    ) -> None:
+        """End a scaler created before its job: it never acts on a job created after it."""
+        kind = self.jobs.kind
+        reason = "CreatedBeforeJob"
+        message = (
+            f"{self.scalers.kind} {objects.name(raw)} was created at "
+            f"{format_timestamp(scaler_created)}, before {kind} {objects.name(job)} (created at "
+            f"{format_timestamp(job_created)}): a scaler never acts on a job created after it; "
+            "create a new one to resize this job"
+        )
+        conditions = set_condition(
+            scaler.status.conditions,
+            JobConditionType.SCALE_FAILED,
+            ConditionStatus.TRUE,
+            reason=reason,
+            message=message,
+            now=self._clock.now(),
+        )
+        status = {
+            "conditions": [c.to_dict() for c in conditions],
+            "phase": latest_type(conditions),
+            "step": ScaleStep.DONE.value,
+        }
+        await self._writer.patch_status(self.scalers, raw, status)
+        self._recorder.event(raw, "Warning", reason, message)
+        log.warning(
+            "scaler failed",
+            kind=self.scalers.kind,
+            namespace=objects.namespace(raw),
+            name=objects.name(raw),
+            job=objects.name(job),
+            reason=reason,
+            message=message,
+        )
+
+    async def _mark_missing(
+        self, raw: ObjectView, scaler: ScaleOut | ScaleIn, version: str
+    ) -> None:
         kind = self.jobs.kind
         reason = f"{kind}NotFound"
         failed = get_condition(scaler.status.conditions, JobConditionType.FAILED)
@@ -204,6 +301,20 @@ class ScalerAdoption:
             message=message,
             now=self._clock.now(),
         )
-        status = {"conditions": [c.to_dict() for c in conditions], "phase": latest_type(conditions)}
+        status: dict[str, object] = {
+            "conditions": [c.to_dict() for c in conditions],
+            "phase": latest_type(conditions),
+        }
+        if scaler.status.queued_resource_version is None and version:
+            status["queuedResourceVersion"] = version
         await self._writer.patch_status(self.scalers, raw, status)
         self._recorder.event(raw, "Warning", reason, message)
+        log.warning(
+            "scaler's job not found",
+            kind=self.scalers.kind,
+            namespace=objects.namespace(raw),
+            name=objects.name(raw),
+            job=job_name,
+            reason=reason,
+            message=message,
+        )

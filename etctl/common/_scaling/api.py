@@ -276,6 +276,8 @@ class ScalerStatus(ElasticJobStatus):
     """The step under way; absent until the scaler's turn comes."""
     step_start_time: Timestamp | None = None
     """When the step began (the base of its timeout)."""
+    queued_resource_version: str | None = None
+    """The scaler's resourceVersion as first read, before any write of the operator's own."""
 
     def finished(self) -> bool:
         """True once the scaler succeeded or failed (et-operator's ``isScaleFinished``)."""

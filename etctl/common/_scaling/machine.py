@@ -281,6 +281,7 @@ def script_finished(
     *,
     exit_code: int | None,
     detail: str,
+    started: bool = True,
 ) -> Transition:
     """The transition after the script of a scaler in the Script step ended.
 
@@ -289,8 +290,11 @@ def script_finished(
         job: the job.
         now: the time.
         exit_code: the script's exit code, or None when the exec itself failed (refused,
-            disconnected, past its timeout): the script may or may not have run.
+            disconnected, past its timeout).
         detail: what it printed on stderr, or why the exec failed.
+        started: False when the exec provably never started the script (refused before the
+            upgrade, even after retries): reason ``ScriptNotStarted``; True when it may have
+            run (without an exit code its outcome is unknown: ``ScriptFailed``).
     """
     if exit_code == 0:
         message = f"script {scaler.spec.script} succeeded on {job.title}"
@@ -307,6 +311,11 @@ def script_finished(
             targets=done.targets,
             notes=(Note("scaler", "Normal", "ScriptSucceeded", message),),
         )
+    if exit_code is None and not started:
+        message = (
+            f"script {scaler.spec.script} never started on {job.title}: {detail}; it did not run"
+        )
+        return _script_failed(scaler, job, now, "ScriptNotStarted", message)
     if exit_code is None:
         message = f"script {scaler.spec.script} on {job.title} did not report an end: {detail}"
     elif exit_code == 124:

@@ -56,7 +56,12 @@ class ObservedScaler:
     @property
     def queued(self) -> QueuedScaler:
         """What the FIFO order reads."""
-        return QueuedScaler(self.scaler.direction.value, self.scaler.name, self.created)
+        return QueuedScaler(
+            self.scaler.direction.value,
+            self.scaler.name,
+            self.created,
+            self.scaler.status.queued_resource_version,
+        )
 
     def written(self, raw: ObjectView) -> ObservedScaler:
         """This scaler after a write that returned ``raw``."""

@@ -1,8 +1,14 @@
 """Choices a scaler needs made: which scaler runs next, which workers go, which sizes are allowed.
 
-* **Order** (:func:`fifo`): pending scalers run one at a time, oldest first, by
-  ``(creationTimestamp, name, kind)``. et-operator ran the *newest* one, so a stream of requests
-  could starve an old one forever.
+* **Order** (:func:`fifo`): pending scalers run one at a time, oldest first. et-operator ran the
+  *newest* one, so a stream of requests could starve an old one forever. ``creationTimestamp``
+  has whole seconds only, so scalers created in the same second are ordered by
+  ``status.queuedResourceVersion``: the scaler's ``resourceVersion`` as the operator first read
+  it, before any write of its own. On an etcd-backed API server every write takes a larger
+  version than the last, so that is the order of creation (unless a scaler was changed before it
+  was adopted, which moves it back to that change). Versions are opaque by the API's contract:
+  they are compared only when both are integers, and the uid, random, says nothing of order;
+  without comparable versions the tie is broken by name, then kind.
 * **Victims** of a ScaleIn by count (:func:`pick_victims`): failed workers first, then workers not
   running yet (pending, or without a pod), then running ones from the highest index down; within
   each group the highest index goes first. Removing a worker that does no work costs nothing.
@@ -41,15 +47,20 @@ class QueuedScaler:
     kind: str
     name: str
     created: datetime | None
+    version: str | None = None
+    """``status.queuedResourceVersion``: breaks ties of ``created``."""
 
 
 def fifo(scalers: Iterable[QueuedScaler]) -> list[QueuedScaler]:
-    """``scalers`` oldest first (a scaler without a creation time sorts first)."""
+    """``scalers`` oldest first (see the module docstring; no creation time sorts first)."""
     floor = datetime.min
+    never = float("inf")
 
-    def key(scaler: QueuedScaler) -> tuple[datetime, str, str]:
+    def key(scaler: QueuedScaler) -> tuple[datetime, float, str, str]:
         created = scaler.created.replace(tzinfo=None) if scaler.created else floor
-        return created, scaler.name, scaler.kind
+        version = scaler.version
+        order = float(int(version)) if version and version.isdigit() else never
+        return created, order, scaler.name, scaler.kind
 
     return sorted(scalers, key=key)
 

@@ -9,7 +9,9 @@
   its decision to the scaler's status first, then its targets to the job's membership, its desired
   count to the job's spec, its events; then its script on the launcher (``pods/exec``, hard
   timeout), whose outcome is written over a fresh read of the scaler if it changed meanwhile (only
-  this reconcile knows the outcome); a finished scaler clears the job's scaler field and turns
+  this reconcile knows the outcome); an exec refused before the script started (429, 5xx, no
+  connection) is tried again with backoff, since it ran nothing, while anything that may have
+  started is never repeated; a finished scaler clears the job's scaler field and turns
   ``Scaling`` False with the outcome as reason;
 * **closing**: a finished job fails its unfinished scalers (reason ``JobFinished``).
 
@@ -28,18 +30,36 @@ from etctl.common._control import Recorder
 from etctl.common._scaling import metrics
 from etctl.common._scaling.api import SCALEINS, SCALEOUTS, ScaleStep, phase_of
 from etctl.common._scaling.desired import DesiredCount
+from etctl.common._scaling.journal import scaler_changed
 from etctl.common._scaling.machine import script_finished
 from etctl.common._scaling.observe import Observation, ObservedScaler, parse_scaler
 from etctl.common._scaling.scaler import Direction, Note, Outcome, Scaler, ScriptRun, Transition
 from etctl.common._scaling.selection import fifo
 from etctl.common._scaling.writes import GuardedWriter
-from etctl.errors import ApiError, Conflict, NotFound, TransportError
+from etctl.errors import (
+    ApiError,
+    Conflict,
+    EtctlError,
+    ExecFailed,
+    NotFound,
+    RequestNotSent,
+    ServerError,
+    TooManyRequests,
+    TransportError,
+)
+from etctl.log import get_logger
 from etctl.runtime import Client, Clock, Resource, objects
 
 __all__ = ["ScalerSteps", "Settle"]
 
+log = get_logger(__name__)
+
 # Writes of a script's outcome when its scaler keeps changing (RetryOnConflict makes five).
 _RECORD_ATTEMPTS = 5
+# Backoff between execs of a script that were refused before it started: doubling from 1 s, at
+# most 10 s apart, for up to the exec's timeout in all.
+_NOT_STARTED_BACKOFF = 1.0
+_NOT_STARTED_BACKOFF_CAP = 10.0
 
 Settle = Callable[[Observation, ObservedScaler | None, Transition | None], Awaitable[None]]
 """Writes the job's membership around the active scaler (and a transition's new targets)."""
@@ -126,6 +146,16 @@ class ScalerSteps:
         if names.phase is not None:
             fields[names.phase] = phase_of(conditions)
         seen.refresh(await self._writer.patch_status(self.jobs, seen.raw, fields))
+        failed = scaler is None and not reason.endswith("Succeeded")
+        (log.warning if failed else log.info)(
+            "job scaling" if scaler is not None else "job scaling ended",
+            kind=self.kind,
+            namespace=seen.namespace,
+            name=seen.name,
+            scaler=scaler,
+            reason=reason,
+            message=message,
+        )
 
     async def apply(
         self, seen: Observation, active: ObservedScaler, t: Transition
@@ -134,6 +164,7 @@ class ScalerSteps:
         res = SCALEOUTS if active.scaler.direction is Direction.OUT else SCALEINS
         if t.status is not None:
             written = await self._writer.patch_status(res, active.raw, t.status.to_dict())
+            scaler_changed(res.kind, active.raw, active.scaler.status, t.status, job=seen.name)
             active = seen.scaler_written(active, written)
         if t.targets is not None:
             await self._settle(seen, active, t)
@@ -141,15 +172,21 @@ class ScalerSteps:
             await self._desired.write(seen, t.replicas)
         self._notes(seen, active, t.notes)
         if t.script is not None:
-            code, detail = await self._run(seen, t.script)
-            return await self._script_ran(seen, active, code, detail)
+            code, detail, started = await self._run(seen, t.script)
+            return await self._script_ran(seen, active, code, detail, started=started)
         if t.outcome is not None:
             await self._finished(seen, active, t.outcome)
             return None
         return active
 
     async def _script_ran(
-        self, seen: Observation, active: ObservedScaler, code: int | None, detail: str
+        self,
+        seen: Observation,
+        active: ObservedScaler,
+        code: int | None,
+        detail: str,
+        *,
+        started: bool,
     ) -> ObservedScaler | None:
         """Record the outcome of a script that ran, even when its scaler changed meanwhile.
 
@@ -160,7 +197,12 @@ class ScalerSteps:
         attempts = _RECORD_ATTEMPTS
         while True:
             after = script_finished(
-                active.scaler, seen.view, self._clock.now(), exit_code=code, detail=detail
+                active.scaler,
+                seen.view,
+                self._clock.now(),
+                exit_code=code,
+                detail=detail,
+                started=started,
             )
             try:
                 return await self.apply(seen, active, after)
@@ -189,26 +231,57 @@ class ScalerSteps:
             target = active.raw if note.on == "scaler" else seen.raw
             self._recorder.event(target, note.type, note.reason, note.message)
 
-    async def _run(self, seen: Observation, run: ScriptRun) -> tuple[int | None, str]:
+    async def _run(self, seen: Observation, run: ScriptRun) -> tuple[int | None, str, bool]:
+        """Run the script at most once: ``(exit code or None, what it said, may have started)``.
+
+        An exec refused before the command started (no connection, or an HTTP answer instead of
+        the switch of protocols) ran nothing, so a transient refusal (429, 5xx, no connection) is
+        tried again, with backoff, for up to the exec's own timeout; the client retried each
+        attempt a few times already. Nothing that may have started is ever repeated: a failure
+        after the upgrade or a lost answer is an unknown outcome.
+        """
         executor = seen.elasticity.executor
         if executor is None:
-            return None, "no launcher to run it on"
+            return None, "no launcher to run it on", False
         started = self._clock.monotonic()
+        give_up = started + run.timeout
+        delay = _NOT_STARTED_BACKOFF
         try:
-            result = await self._client.exec(
-                seen.namespace,
-                executor.pod,
-                run.command,
-                container=executor.container,
-                timeout=run.timeout,
-            )
-        except (ApiError, TransportError) as exc:
-            return None, str(exc)
+            while True:
+                try:
+                    result = await self._client.exec(
+                        seen.namespace,
+                        executor.pod,
+                        run.command,
+                        container=executor.container,
+                        timeout=run.timeout,
+                    )
+                except ExecFailed as exc:
+                    return None, str(exc), True  # after the upgrade: it may have started
+                except (ApiError, RequestNotSent) as exc:
+                    # Refused before the command started: it ran nothing.
+                    if not _transient(exc) or self._clock.monotonic() + delay > give_up:
+                        return None, str(exc), False
+                    log.warning(
+                        "the script's exec was refused before it started; trying again",
+                        kind=self.kind,
+                        namespace=seen.namespace,
+                        name=seen.name,
+                        launcher=executor.pod,
+                        error=str(exc),
+                        delay=delay,
+                    )
+                    await self._clock.sleep(delay)
+                    delay = min(delay * 2, _NOT_STARTED_BACKOFF_CAP)
+                    continue
+                except TransportError as exc:
+                    return None, str(exc), True  # the answer was lost: it may have run
+                break
         finally:
             elapsed = self._clock.monotonic() - started
             metrics.EXEC_DURATION.labels(kind=self.kind, purpose="script").observe(elapsed)
         stderr = result.stderr.decode(errors="replace").strip()
-        return result.exit_code, stderr[-512:]
+        return result.exit_code, stderr[-512:], True
 
     async def _finished(self, seen: Observation, active: ObservedScaler, outcome: Outcome) -> None:
         scaler = active.scaler
@@ -247,6 +320,15 @@ class ScalerSteps:
             res = SCALEOUTS if observed.scaler.direction is Direction.OUT else SCALEINS
             await self._writer.patch_status(res, observed.raw, finished)
             self._recorder.event(observed.raw, "Warning", "JobFinished", message)
+            log.warning(
+                "scaler failed",
+                kind=res.kind,
+                namespace=objects.namespace(observed.raw),
+                name=objects.name(observed.raw),
+                job=seen.name,
+                reason="JobFinished",
+                message=message,
+            )
             direction = "out" if observed.scaler.direction is Direction.OUT else "in"
             metrics.SCALE_OPERATIONS.labels(
                 kind=self.kind, direction=direction, result=Outcome.FAILED
@@ -254,6 +336,10 @@ class ScalerSteps:
         if seen.members.scaler:
             field = seen.members.fields.scaler
             await self._writer.patch_status(self.jobs, seen.raw, {field: None})
+
+
+def _transient(exc: EtctlError) -> bool:
+    return isinstance(exc, RequestNotSent | TooManyRequests | ServerError)
 
 
 def _awaits_outcome(scaler: Scaler) -> bool:

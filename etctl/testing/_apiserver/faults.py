@@ -1,11 +1,11 @@
 """Fault injection: make chosen requests fail, stall, or have their watch cut.
 
-A :class:`Fault` matches requests by verb, resource, namespace, name and subresource (unset means
-any) and fires a number of times (``times``, or forever with None). When it fires it may wait
-(``delay``, on the server's clock), then either answer with an error ``Status`` (``status``,
-``reason``, ``message``), cut a watch (``drop_watch``: the stream ends at once, as when a
-connection drops), or end a watch with a 410 ``Expired`` ERROR event (``expire_watch``). A fault
-with only a delay lets the request proceed afterwards. The injector can also pause the whole
+A :class:`Fault` matches requests by verb, resource, namespace, name, subresource and query text
+(unset means any) and fires a number of times (``times``, or forever with None). When it fires
+it may wait (``delay``, on the server's clock), then either answer with an error ``Status``
+(``status``, ``reason``, ``message``), cut a watch (``drop_watch``: the stream ends at once, as
+when a connection drops), or end a watch with a 410 ``Expired`` ERROR event (``expire_watch``). A
+fault with only a delay lets the request proceed afterwards. The injector can also pause the whole
 server: every request waits until it is resumed.
 
 Faults are checked in the order they were added; the first that matches and has firings left
@@ -15,12 +15,16 @@ wins.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from etctl.errors import ApiError
 from etctl.testing._apiserver.request import RequestInfo
 
-__all__ = ["Fault", "FaultInjector"]
+__all__ = ["Fault", "FaultInjector", "QueryValues"]
+
+QueryValues = Callable[[str], Sequence[str]]
+"""A request's values of one query parameter (``[]`` when absent)."""
 
 _REASONS = {
     400: "BadRequest",
@@ -56,6 +60,9 @@ class Fault:
         namespace: the request's namespace.
         name: the object's name.
         subresource: ``status``, ``scale``...
+        query_contains: query parameters the request must carry, each as text its values
+            (joined with spaces) contain: ``{"command": "scale.sh"}`` picks the execs that run
+            that script out of all the execs into a pod.
         times: how many requests it fires for; None for every one until removed.
         status: the HTTP status to answer with (None: no error).
         reason: the Status reason (derived from ``status`` when empty).
@@ -70,6 +77,7 @@ class Fault:
     namespace: str | None = None
     name: str | None = None
     subresource: str | None = None
+    query_contains: Mapping[str, str] | None = None
     times: int | None = 1
     status: int | None = None
     reason: str = ""
@@ -79,10 +87,19 @@ class Fault:
     expire_watch: bool = False
     fired: int = field(default=0, init=False)
 
-    def matches(self, info: RequestInfo) -> bool:
-        """Whether the fault applies to a request (ignoring how many firings remain)."""
+    def matches(self, info: RequestInfo, query: QueryValues | None = None) -> bool:
+        """Whether the fault applies to a request (ignoring how many firings remain).
+
+        Args:
+            info: what the request's path names.
+            query: the request's values of a query parameter (none when not given).
+        """
         if not info.resource_request:
             return False
+        for key, text in (self.query_contains or {}).items():
+            values = query(key) if query is not None else ()
+            if text not in " ".join(values):
+                return False
         if self.resource is not None and self.resource not in (
             info.resource,
             f"{info.resource}.{info.group}",
@@ -140,10 +157,10 @@ class FaultInjector:
     def __len__(self) -> int:
         return len(self._faults)
 
-    def take(self, info: RequestInfo) -> Fault | None:
+    def take(self, info: RequestInfo, query: QueryValues | None = None) -> Fault | None:
         """The fault that fires for this request, counting the firing; None if none does."""
         for fault in self._faults:
-            if not fault.exhausted and fault.matches(info):
+            if not fault.exhausted and fault.matches(info, query):
                 fault.fired += 1
                 if fault.times is not None and fault.fired >= fault.times:
                     self._faults.remove(fault)

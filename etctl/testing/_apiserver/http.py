@@ -165,7 +165,7 @@ class HttpApi:
                 self.guard.authorize(user, info, request.path, query)
             if self.faults.paused:
                 await self.faults.wait_running()
-            fault = self.faults.take(info)
+            fault = self.faults.take(info, lambda key: query.getall(key, []))
             if fault is not None and fault.delay > 0:
                 await self.clock.sleep(fault.delay)
             if fault is not None:

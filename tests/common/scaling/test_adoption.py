@@ -54,7 +54,7 @@ async def test_a_scaler_for_a_missing_job_fails_then_is_adopted_when_it_appears(
         assert event["type"] == "Warning"
         assert event["involvedObject"]["kind"] == "ScaleIn"
         assert objects.controller_of(env.scaler(SCALEINS, "less")) is None
-        env.create_job()
+        env.create_job()  # in the same second as the scaler: created with it, so adopted
         await env.until(lambda: "Created" in conditions(env.scaler_status(SCALEINS, "less")))
         adopted = conditions(env.scaler_status(SCALEINS, "less"))
         assert adopted["Failed"] == ("False", "TrainingJobFound")
@@ -106,3 +106,36 @@ async def test_foreign_and_finished_scalers_are_left_alone(tmp_path: Path) -> No
         assert objects.controller_of(env.scaler(SCALEOUTS, "theirs")) == foreign
         assert "conditions" not in env.scaler_status(SCALEOUTS, "theirs")
         assert objects.controller_of(env.scaler(SCALEOUTS, "old")) is None
+
+
+async def test_a_scaler_never_acts_on_a_job_created_after_it(tmp_path: Path) -> None:
+    async with scaling_env(tmp_path) as env:
+        env.create_scaler(SCALEINS, "stale", {"selector": {"name": "tj"}, "toDelete": {"count": 1}})
+        await env.until(lambda: "Failed" in conditions(env.scaler_status(SCALEINS, "stale")))
+        await env.idle()
+        await env.clock.advance(5)  # later, a brand-new job of that name
+        env.create_job(replicas=2)
+        await env.until(lambda: env.scaler_status(SCALEINS, "stale").get("step") == "Done")
+        status = env.scaler_status(SCALEINS, "stale")
+        assert conditions(status)["ScaleFailed"] == ("True", "CreatedBeforeJob")
+        assert status["phase"] == "ScaleFailed"
+        message = status["conditions"][-1]["message"]
+        assert message == (
+            "ScaleIn stale was created at 2026-01-01T00:00:00Z, before TrainingJob tj (created at "
+            "2026-01-01T00:00:05Z): a scaler never acts on a job created after it; create a new "
+            "one to resize this job"
+        )
+        assert objects.controller_of(env.scaler(SCALEINS, "stale")) is None  # never adopted
+        await env.until(lambda: bool(env.events("CreatedBeforeJob")))
+        # The job runs with the workers it asked for; the scaler is never applied to it.
+        await env.until(lambda: len(env.status().get("targetWorkers", [])) == 2)
+        env.follow_targets()
+        await env.until(lambda: len(env.status().get("currentWorkers", [])) == 2)
+        env.launcher()
+        env.deliver()
+        await env.idle()
+        await env.clock.advance(60)
+        await env.idle()
+        assert env.status()["targetWorkers"] == ["tj-worker-0", "tj-worker-1"]
+        assert env.status().get("currentScaler") is None
+        assert "Scaling" not in conditions(env.status())

@@ -197,6 +197,34 @@ async def test_scalers_run_one_at_a_time_oldest_first(tmp_path: Path) -> None:
         assert env.scaler_status(SCALEINS, "newer")["toDeletePods"] == [f"{W}2"]
 
 
+async def test_scalers_of_one_second_run_in_the_order_they_were_created(tmp_path: Path) -> None:
+    async with scaling_env(tmp_path) as env:
+        env.create_job(replicas=2)
+        # Same second, names against the order of creation: "zz-first" was created first.
+        env.create_scaler(
+            SCALEOUTS, "zz-first", {"selector": {"name": "tj"}, "toAdd": {"count": 1}}
+        )
+        env.create_scaler(
+            SCALEINS, "aa-second", {"selector": {"name": "tj"}, "toDelete": {"count": 1}}
+        )
+        await env.until(lambda: "Created" in conditions(env.scaler_status(SCALEINS, "aa-second")))
+        await env.until(lambda: "Created" in conditions(env.scaler_status(SCALEOUTS, "zz-first")))
+        first = env.scaler(SCALEOUTS, "zz-first")
+        second = env.scaler(SCALEINS, "aa-second")
+        assert first["metadata"]["creationTimestamp"] == second["metadata"]["creationTimestamp"]
+        assert int(first["status"]["queuedResourceVersion"]) < int(
+            second["status"]["queuedResourceVersion"]
+        )
+        await env.until(lambda: len(env.status().get("targetWorkers", [])) == 2)
+        env.follow_targets()
+        await env.until(lambda: len(env.status().get("currentWorkers", [])) == 2)
+        env.launcher()
+        env.deliver()
+        await env.until(lambda: env.status().get("currentScaler") is not None)
+        assert env.status()["currentScaler"] == "ScaleOut:default/zz-first"
+        assert "step" not in env.scaler_status(SCALEINS, "aa-second")  # waits its turn
+
+
 async def test_an_operator_restart_does_not_repeat_a_step(tmp_path: Path) -> None:
     async with scaling_env(tmp_path, run=False) as env:
         async with controllers(env):
@@ -302,9 +330,9 @@ def _exists(env: Env, res: Any, name: str) -> bool:
 async def test_a_script_outcome_survives_a_change_of_its_scaler(tmp_path: Path) -> None:
     async with scaling_env(tmp_path) as env:
         await running_job(env)
-        # The script's exec is held for 10 s of the clock (no kubelet answers it afterwards:
-        # the exec fails, which is an outcome too).
-        env.cluster.server.inject(Fault(resource="pods", subresource="exec", delay=10))
+        # The script's exec is held for 10 s of the clock, then refused for good (a 403): the
+        # script never ran, which is an outcome too.
+        env.cluster.server.inject(Fault(resource="pods", subresource="exec", delay=10, status=403))
         spec = {"selector": {"name": "tj"}, "toAdd": {"count": 1}, "script": "/scale.sh"}
         env.create_scaler(SCALEOUTS, "more", spec)
         await env.until(lambda: len(env.status()["targetWorkers"]) == 3)
@@ -326,7 +354,7 @@ async def test_a_script_outcome_survives_a_change_of_its_scaler(tmp_path: Path) 
         env.follow_targets()  # the failed scale-out rolls its worker back
         await env.until(lambda: finished(env, SCALEOUTS, "more"))
         done = env.scaler_status(SCALEOUTS, "more")
-        # The script ran (and failed): its outcome is recorded, not taken for an interruption.
-        assert conditions(done)["ScriptExecuted"] == ("False", "ScriptFailed")
-        assert conditions(done)["ScaleFailed"] == ("True", "ScriptFailed")
+        # Its outcome (it never started) is recorded, not taken for an interruption.
+        assert conditions(done)["ScriptExecuted"] == ("False", "ScriptNotStarted")
+        assert conditions(done)["ScaleFailed"] == ("True", "ScriptNotStarted")
         assert env.scaler(SCALEOUTS, "more")["metadata"]["labels"] == {"team": "a"}

@@ -252,6 +252,19 @@ def test_a_failed_script_rolls_a_scale_out_back() -> None:
     message = get_condition(late.status.conditions, "ScriptExecuted")
     assert message is not None
     assert "ran past its timeout of 60 s" in message.message
+    unknown = get_condition(lost.status.conditions, "ScriptExecuted")
+    assert unknown is not None
+    assert unknown.reason == "ScriptFailed"
+    assert "did not report an end: connection reset" in unknown.message
+    refused = script_finished(s, j, T0, exit_code=None, detail="(403) no", started=False)
+    assert refused.status is not None
+    assert refused.status.step is ScaleStep.ROLLING_BACK
+    never = get_condition(refused.status.conditions, "ScriptExecuted")
+    assert never is not None
+    assert (never.status, never.reason) == ("False", "ScriptNotStarted")
+    assert never.message == (
+        "script /s.sh never started on TrainingJob j: (403) no; it did not run"
+    )
 
 
 def test_a_script_needs_a_launcher() -> None:

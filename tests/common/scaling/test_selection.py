@@ -30,6 +30,16 @@ def test_fifo_is_oldest_first_then_by_name_and_kind() -> None:
     ]
 
 
+def test_fifo_ties_of_one_second_follow_the_queued_resource_version() -> None:
+    # Created in the same second: the smaller version was written first, whatever the names.
+    second = QueuedScaler("ScaleOut", "a", T0, "120")
+    first = QueuedScaler("ScaleIn", "b", T0, "99")
+    opaque = QueuedScaler("ScaleOut", "c", T0, "not-a-number")  # not comparable: after, by name
+    older = QueuedScaler("ScaleOut", "z", T0.replace(second=0), "500")
+    later = QueuedScaler("ScaleOut", "y", T0.replace(second=1), "1")
+    assert fifo([later, opaque, second, first, older]) == [first, second, older, opaque, later]
+
+
 def test_victims_failed_then_not_running_then_highest_running() -> None:
     targets = [f"j-worker-{i}" for i in range(6)]
     phases = {

@@ -3,12 +3,17 @@ pods on the embedded API server's simulated kubelet."""
 
 from __future__ import annotations
 
+import copy
+from collections.abc import MutableMapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from etctl.common import JOB_ROLE, JobSettings, replica_labels
+from etctl.jobs.tfjob._api import TFJOBS
 from etctl.runtime import EVENTS, objects
-from etctl.testing import wait_idle
-from tests.common._operator import advance_idle, eventually, running
+from etctl.testing import Fault, wait_idle
+from tests._logs import captured_logs
+from tests.common._operator import Operator, advance_idle, eventually, running
 from tests.jobs.tfjob._cluster import NAMESPACE, TFCluster, replica, tf_cluster, tfjob
 
 
@@ -298,3 +303,118 @@ async def test_dynamic_workers_get_a_sparse_cluster_and_may_fail(tmp_path: Path)
             c.exit("dyn-worker-0", 0)
             await eventually(lambda: c.state("dyn") == "Succeeded")
         assert op.error is None
+
+
+async def test_a_pod_the_server_refuses_as_invalid_is_reported_on_the_job(
+    tmp_path: Path,
+) -> None:
+    async with tf_cluster(tmp_path) as c:
+        op = c.operator()
+        with captured_logs() as logs:
+            await _refused_then_fixed(c, op)
+    assert lifecycle(logs, "broken") == [
+        ("info", "job created", "TFJobCreated"),
+        ("warning", "job cannot create its pods", "PodInvalid"),
+        ("info", "job creates its pods again", ""),
+        ("info", "job running", "TFJobRunning"),
+    ]
+
+
+async def _refused_then_fixed(c: TFCluster, op: Operator) -> None:
+    async with running(op):
+        bad = replica(1)
+        bad["template"]["metadata"] = {"labels": {"team": "not a valid label value!"}}
+        await c.create(tfjob("broken", Worker=bad))
+        await eventually(lambda: c.condition("broken", "ReplicaFailure") is not None)
+        await wait_idle(c.server, op.manager)
+        # The server's message reaches the job, with a Warning Event a user can act on.
+        assert c.condition("broken", "ReplicaFailure") == ("True", "PodInvalid")
+        (failure,) = [
+            cond for cond in c.status("broken")["conditions"] if cond["type"] == "ReplicaFailure"
+        ]
+        assert failure["message"].startswith(
+            "pod broken-worker-0 of TFJob broken cannot be created: "
+        )
+        assert "metadata.labels: Invalid value" in failure["message"]
+        assert c.state("broken") == "ReplicaFailure"  # kubectl get shows it
+        (event,) = c.events("PodInvalid")
+        assert event["type"] == "Warning"
+        assert event["message"] == failure["message"]
+        # The controller keeps trying, backing off: more attempts as time passes, no pod.
+        attempts = len(c.server.requests.find(verb="create", resource="pods"))
+        await advance_idle(c, 60, op.manager)
+        assert len(c.server.requests.find(verb="create", resource="pods")) > attempts
+        assert c.pods() == {}
+        assert len(c.events("PodInvalid")) == 1  # announced once, not per attempt
+        # Fixed template: the pod is created and the condition goes.
+        job = copy.deepcopy(c.job("broken"))
+        assert job is not None
+        job["spec"]["tfReplicaSpecs"]["Worker"]["template"]["metadata"] = {}
+        await c.client.replace(TFJOBS, job)
+        await eventually(lambda: "broken-worker-0" in c.pods())
+        await eventually(lambda: c.condition("broken", "ReplicaFailure") is None)
+        await eventually(lambda: c.state("broken") == "Running")
+        await wait_idle(c.server, op.manager)
+
+
+async def test_a_transient_pod_create_error_is_not_reported_as_a_replica_failure(
+    tmp_path: Path,
+) -> None:
+    async with tf_cluster(tmp_path) as c:
+        op = c.operator()
+        failing = c.server.inject(Fault(verb="create", resource="pods", status=500, times=8))
+        async with running(op):
+            await c.create(tfjob("flaky", Worker=replica(1)))
+            await eventually(lambda: failing.fired == 8)
+            await advance_idle(c, 60, op.manager)
+            await eventually(lambda: "flaky-worker-0" in c.pods())
+            assert c.condition("flaky", "ReplicaFailure") is None
+            assert c.events("PodInvalid") == []
+
+
+def lifecycle(logs: Sequence[MutableMapping[str, Any]], name: str) -> list[tuple[str, str, str]]:
+    """``(level, message, reason)`` of the job lines about job ``name`` (info and up), in order."""
+    return [
+        (entry["log_level"], entry["event"], entry.get("reason", ""))
+        for entry in logs
+        if entry.get("name") == name
+        and entry["log_level"] != "debug"
+        and entry.get("kind") == "TFJob"
+        and str(entry["event"]).startswith("job ")
+    ]
+
+
+async def test_every_transition_is_logged_once_with_its_reason(tmp_path: Path) -> None:
+    async with tf_cluster(tmp_path) as c:
+        op = c.operator()
+        with captured_logs() as logs:
+            async with running(op):
+                await c.create(tfjob("life", Worker=replica(2, policy="ExitCode")))
+                await eventually(lambda: c.state("life") == "Running")
+                c.exit("life-worker-1", 137)  # killed: restarted
+                await eventually(lambda: c.status("life").get("restartCount") == 1)
+                await eventually(lambda: running_pods(c, "life-worker-1"))
+                await wait_idle(c.server, op.manager)
+                # Reconciles that change nothing log nothing: touch the job a few times.
+                for value in ("a", "b", "c"):
+                    await c.client.patch(
+                        TFJOBS,
+                        "life",
+                        {"metadata": {"annotations": {"touched": value}}},
+                        namespace=NAMESPACE,
+                    )
+                    await wait_idle(c.server, op.manager)
+                c.exit("life-worker-0", 3)  # a permanent failure
+                await eventually(lambda: c.state("life") == "Failed")
+                await wait_idle(c.server, op.manager)
+    seen = lifecycle(logs, "life")
+    assert seen == [
+        ("info", "job created", "TFJobCreated"),
+        ("info", "job running", "TFJobRunning"),
+        ("warning", "job restarting", "TFJobRestarting"),
+        ("info", "job running", "TFJobRunning"),
+        ("warning", "job failed", "TFJobFailed"),
+    ], "\n".join(map(str, seen))
+    failed = next(e for e in logs if e["event"] == "job failed")
+    assert failed["namespace"] == NAMESPACE
+    assert "exit" in failed["message"] or "failed" in failed["message"]

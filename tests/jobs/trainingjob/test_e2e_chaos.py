@@ -79,8 +79,12 @@ class Outcome:
 
 
 def timeless(status: dict[str, Any]) -> dict[str, Any]:
-    """A status without its timestamps."""
-    kept = {k: v for k, v in status.items() if not k.endswith("Time")}
+    """A status without its timestamps and recorded resourceVersions (both differ by run)."""
+    kept = {
+        k: v
+        for k, v in status.items()
+        if not k.endswith("Time") and not k.endswith("ResourceVersion")
+    }
     kept["conditions"] = [
         (c["type"], c["status"], c.get("reason", ""), c.get("message", ""))
         for c in status.get("conditions", [])

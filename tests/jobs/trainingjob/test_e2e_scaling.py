@@ -13,7 +13,8 @@ import pytest
 from etctl.common import SCALEINS, SCALEOUTS
 from etctl.jobs.trainingjob._api import TRAININGJOBS
 from etctl.runtime import ROLES, objects
-from etctl.testing import Behaviour, PodPolicy, wait_idle
+from etctl.testing import Behaviour, Fault, PodPolicy, wait_idle
+from tests._logs import captured_logs
 from tests.common._operator import advance_idle
 from tests.jobs.trainingjob._operator import (
     JOB,
@@ -335,3 +336,87 @@ async def test_kubectl_applies_the_examples_and_scales(tmp_path: Path) -> None:
             kubeconfig, "get", "scalein", "scalein-sample", "-o", "jsonpath={.status.phase}"
         )
         assert (code, out) == (0, "ScaleSucceeded"), err
+
+
+_SCRIPT = {"command": "/scripts/on-scale.sh"}
+"""Matches the execs that run the example's script (not the hostfile pusher's)."""
+
+
+async def install_script(env: Cluster) -> None:
+    script = 'echo "$SCALE_REASON $1" >> /scripts/runs\n'
+    setup = await env.client.exec(
+        NS,
+        LAUNCHER,
+        ["sh", "-c", "mkdir -p /scripts && cat > /scripts/on-scale.sh"],
+        stdin=script.encode(),
+        timeout=10,
+    )
+    assert setup.exit_code == 0, setup.stderr
+
+
+@pytest.mark.parametrize("status", [429, 503, 500])
+async def test_a_script_exec_refused_before_it_started_is_retried_and_runs_once(
+    tmp_path: Path, status: int
+) -> None:
+    async with cluster(tmp_path) as env, operator(env):
+        await started(env)
+        await install_script(env)
+        # Refused as many times as the client tries one exec (5): the scaler backs off on its
+        # clock and tries again. The upgrade was refused each time, so the script never started.
+        refused = env.server.inject(
+            Fault(subresource="exec", query_contains=_SCRIPT, status=status, times=5)
+        )
+        env.apply(example("scale-out-script.yaml"))
+        await eventually(lambda: refused.fired == 5)
+        await asyncio.sleep(0.05)  # the scaler's reconcile reaches its backoff sleep
+        await env.clock.advance(1.0)
+        done = await finished(env, SCALEOUTS, "elastic-training-scaleout-script")
+        assert outcome(done)[:2] == ("ScaleSucceeded", "ScalingOutSucceeded")
+        executed = next(c for c in done["conditions"] if c["type"] == "ScriptExecuted")
+        assert (executed["status"], executed["reason"]) == ("True", "ScriptSucceeded")
+        runs = await env.client.exec(NS, LAUNCHER, ["cat", "/scripts/runs"], timeout=10)
+        assert runs.stdout.decode().count("\n") == 1  # exactly once
+
+
+async def test_a_script_exec_refused_for_good_fails_the_scaler_as_never_started(
+    tmp_path: Path,
+) -> None:
+    with captured_logs() as logs:
+        await _refused_for_good(tmp_path)
+    name = "elastic-training-scaleout-script"
+    lines = [
+        (e["log_level"], e["event"], e.get("step"), e.get("reason"))
+        for e in logs
+        if e.get("kind") == "ScaleOut" and e.get("name") == name
+    ]
+    # Each written change of the scaler, once, failures at warning, with its context.
+    assert lines == [
+        ("info", "scaler adopted", None, "Adopted"),
+        ("info", "scaler step changed", "Creating", "ScalingStart"),
+        ("info", "scaler step changed", "Joining", "ScalingStart"),
+        ("info", "scaler step changed", "Script", "ScalingStart"),
+        ("warning", "scaler step changed", "RollingBack", "ScriptNotStarted"),
+        ("warning", "scaler failed", "Done", "ScriptNotStarted"),
+    ], "\n".join(map(str, lines))
+    ended = [
+        (e["log_level"], e.get("reason"))
+        for e in logs
+        if e["event"] == "job scaling ended" and e.get("kind") == "TrainingJob"
+    ]
+    assert ended == [("warning", "ScalingOutFailed")]
+
+
+async def _refused_for_good(tmp_path: Path) -> None:
+    async with cluster(tmp_path) as env, operator(env):
+        await started(env)
+        await install_script(env)
+        env.server.inject(Fault(subresource="exec", query_contains=_SCRIPT, status=403))
+        env.apply(example("scale-out-script.yaml"))
+        done = await finished(env, SCALEOUTS, "elastic-training-scaleout-script")
+        executed = next(c for c in done["conditions"] if c["type"] == "ScriptExecuted")
+        assert (executed["status"], executed["reason"]) == ("False", "ScriptNotStarted")
+        assert "never started" in executed["message"]
+        assert "it did not run" in executed["message"]
+        assert outcome(done)[:2] == ("ScaleFailed", "ScriptNotStarted")
+        runs = await env.client.exec(NS, LAUNCHER, ["cat", "/scripts/runs"], timeout=10)
+        assert runs.exit_code != 0  # the script never ran: no file

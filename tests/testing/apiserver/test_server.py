@@ -67,6 +67,16 @@ async def test_faults_match_on_namespace_name_and_verb(api: Api, server: ApiServ
     assert (await api.get(f"{CM}/b")).status == 429
 
 
+async def test_faults_match_on_text_in_the_query(api: Api, server: ApiServer) -> None:
+    await api.create(CM, configmap("a"))
+    server.inject(
+        Fault(resource="configmaps", query_contains={"labelSelector": "team=b"}, status=503)
+    )
+    assert (await api.get(CM, params={"labelSelector": "team=a"})).status == 200
+    assert (await api.get(CM)).status == 200  # no such parameter: no match
+    assert (await api.get(CM, params={"labelSelector": "x,team=b"})).status == 503
+
+
 async def test_a_delay_uses_the_server_clock(api: Api, server: ApiServer, clock: FakeClock) -> None:
     server.inject(Fault(verb="list", resource="configmaps", delay=10))
     request = asyncio.create_task(api.get(CM), name="delayed-list")
