@@ -18,6 +18,10 @@ Whether a transient failure may be retried depends on the request's :class:`Retr
 Delays grow exponentially from ``backoff_base`` up to ``backoff_cap`` with jitter (each delay drawn
 uniformly from its upper half), or follow the server's ``Retry-After`` (capped at
 ``retry_after_cap``). Sleeps go through the injected :class:`~etctl.runtime.Clock`.
+
+Most requests succeed at once, so the first attempt runs on its own: the retry loop (tenacity's
+``AsyncRetrying``, with its hooks) is built only after a retryable failure, and takes that failure
+as its first attempt, so attempts, delays and logs are the same as if it had run from the start.
 """
 
 from __future__ import annotations
@@ -110,7 +114,35 @@ async def run_with_retries(
     ``operation`` must be a coroutine function (tenacity awaits only those). The last failure is
     re-raised as is.
     """
+    try:
+        return await operation()
+    except Exception as exc:
+        if policy.max_attempts == 1 or not is_retryable(exc, safety):
+            raise
+        first = exc
+    return await _retry(
+        operation, first, policy=policy, safety=safety, clock=clock, what=what, rng=rng
+    )
+
+
+async def _retry(
+    operation: Callable[[], Awaitable[T]],
+    first: Exception,
+    *,
+    policy: RetryPolicy,
+    safety: RetrySafety,
+    clock: Clock,
+    what: str,
+    rng: random.Random | None,
+) -> T:
+    """The retry loop after the first attempt failed with ``first``, which it replays."""
     chance = rng or _JITTER
+    replay = [first]
+
+    async def attempt() -> T:
+        if replay:
+            raise replay.pop()
+        return await operation()
 
     def wait(state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
@@ -135,4 +167,4 @@ async def run_with_retries(
         before_sleep=before_sleep,
         reraise=True,
     )
-    return await retrying(operation)
+    return await retrying(attempt)
