@@ -68,6 +68,8 @@ _UUID4_SET = (0x4000 << 64) | (0x8000 << 48)
 def _reconcile_id() -> str:
     """A random version-4 UUID as 32 hex digits (what ``uuid.uuid4().hex`` gives)."""
     return f"{(_IDS.getrandbits(128) & _UUID4_CLEAR) | _UUID4_SET:032x}"
+
+
 # How often a handler registration's replay is checked during the start-up sync.
 _SYNC_POLL_SECONDS = 0.01
 

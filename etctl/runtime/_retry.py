@@ -34,11 +34,25 @@ from typing import TypeVar
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
-from etctl.errors import ApiError, RequestNotSent, ServerError, TooManyRequests, TransportError
+from etctl.errors import (
+    ApiError,
+    EtctlError,
+    RequestNotSent,
+    ServerError,
+    TooManyRequests,
+    TransportError,
+)
 from etctl.log import get_logger
 from etctl.runtime._clock import Clock
 
-__all__ = ["RetryPolicy", "RetrySafety", "backoff_delay", "is_retryable", "run_with_retries"]
+__all__ = [
+    "RetryPolicy",
+    "RetrySafety",
+    "backoff_delay",
+    "is_retryable",
+    "retry_after",
+    "run_with_retries",
+]
 
 log = get_logger(__name__)
 
@@ -116,26 +130,31 @@ async def run_with_retries(
     """
     try:
         return await operation()
-    except Exception as exc:
-        if policy.max_attempts == 1 or not is_retryable(exc, safety):
-            raise
+    except EtctlError as exc:  # nothing else is ever retried
         first = exc
-    return await _retry(
-        operation, first, policy=policy, safety=safety, clock=clock, what=what, rng=rng
+    return await retry_after(
+        first, operation, policy=policy, safety=safety, clock=clock, what=what, rng=rng
     )
 
 
-async def _retry(
+async def retry_after(
+    first: EtctlError,
     operation: Callable[[], Awaitable[T]],
-    first: Exception,
     *,
     policy: RetryPolicy,
     safety: RetrySafety,
     clock: Clock,
     what: str,
-    rng: random.Random | None,
+    rng: random.Random | None = None,
 ) -> T:
-    """The retry loop after the first attempt failed with ``first``, which it replays."""
+    """Go on after the first attempt of ``operation`` failed with ``first``.
+
+    ``first`` is re-raised at once when it may not be retried (or retries are off); otherwise the
+    retry loop replays it as its first attempt, so the attempts, delays and logs are those of a
+    loop that ran from the start.
+    """
+    if policy.max_attempts == 1 or not is_retryable(first, safety):
+        raise first
     chance = rng or _JITTER
     replay = [first]
 
