@@ -59,11 +59,14 @@ Exit status: 0 after a graceful shutdown on SIGTERM or SIGINT, 1 when the operat
 """
 
 
-def add_parser(commands: Any) -> argparse.ArgumentParser:
-    """Declare ``etctl run`` on the subcommands of the ``etctl`` parser."""
+def add_parser(commands: Any, summary: str) -> argparse.ArgumentParser:
+    """Declare ``etctl run`` on the subcommands of the ``etctl`` parser.
+
+    ``summary`` is its line in ``etctl --help``.
+    """
     parser: argparse.ArgumentParser = commands.add_parser(
         "run",
-        help="run the operator",
+        help=summary,
         description="Run the operator: a JobController for every enabled job plugin.",
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
