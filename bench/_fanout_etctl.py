@@ -1,7 +1,8 @@
 """The fanout operator on etctl's public runtime API (run by ``fanout.py`` in its own process).
 
-A controller ``for_`` the parents that ``owns`` their ConfigMaps, reconciling from the cache with
-:data:`~_fanout_workload.WORKERS` workers. A reconcile creates the children its cache does not show
+A controller ``for_`` the parents (status-only changes filtered out by ``GenerationChanged``) that
+``owns`` their ConfigMaps, reconciling from the cache with :data:`~_fanout_workload.WORKERS`
+workers. A reconcile creates the children its cache does not show
 (concurrently) and patches the status when the cached status is not yet the desired one. What it
 wrote and its cache has not shown yet is remembered (client-go's expectations), so a reconcile
 that runs before its own writes come back through the watch does not write them again.
@@ -33,6 +34,7 @@ from etctl.runtime import (
     AlreadyExists,
     CacheReader,
     Client,
+    GenerationChanged,
     Manager,
     ManagerOptions,
     Request,
@@ -97,9 +99,11 @@ async def main(kubeconfig: str) -> None:
             metrics_bind_address="0", health_probe_bind_address="0", namespaces=[NAMESPACE]
         )
         manager = Manager(client, options=options)
-        manager.controller("fanout", Fanout(client, manager.cache)).for_(FANOUTS).owns(
-            CONFIGMAPS
-        ).with_options(max_concurrent_reconciles=WORKERS).build()
+        # Status writes (its own among them) do not change the generation: no reconcile for them,
+        # as controller-runtime operators filter with GenerationChangedPredicate.
+        manager.controller("fanout", Fanout(client, manager.cache)).for_(
+            FANOUTS, GenerationChanged()
+        ).owns(CONFIGMAPS).with_options(max_concurrent_reconciles=WORKERS).build()
 
         async def ready() -> None:  # runnables start once the caches have synced
             print("ready", flush=True)

@@ -128,6 +128,12 @@ def _proc(pid: int) -> tuple[float, int, int]:
     return cpu, values["VmRSS"], values["VmHWM"]
 
 
+def _system_seconds(pid: int) -> float:
+    """The CPU time a process spent in the kernel (loopback TCP included), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[12]) / os.sysconf("SC_CLK_TCK")
+
+
 def _writes(records: list[tuple[str, str, str, int]]) -> int:
     return sum(1 for verb, *_ in records if verb in ("create", "update", "patch", "delete"))
 
@@ -188,6 +194,7 @@ def run_once(mode: str, parents: int, profile: Path | None = None) -> dict[str, 
             ours.send(("requests", start))
             idle_before = len(ours.recv())
             cpu0, _, _ = _proc(operator.pid)
+            sys0 = _system_seconds(operator.pid)
             ours.send(("requests", 0))
             mark = len(ours.recv())
             spy = None
@@ -217,6 +224,7 @@ def run_once(mode: str, parents: int, profile: Path | None = None) -> dict[str, 
                 spy.send_signal(signal.SIGINT)
                 spy.wait(timeout=60)
             cpu1, _, peak = _proc(operator.pid)
+            sys1 = _system_seconds(operator.pid)
             ours.send(("requests", mark))
             records = ours.recv()
             time.sleep(IDLE_SECONDS)
@@ -237,6 +245,7 @@ def run_once(mode: str, parents: int, profile: Path | None = None) -> dict[str, 
     requests = len(records)
     return {
         "cpu_ms_per_request": (cpu1 - cpu0) * 1000 / max(requests, 1),
+        "system_share": (sys1 - sys0) / max(cpu1 - cpu0, 1e-9),
         "requests": requests,
         "writes": _writes(records),
         "idle_requests": idle_before + idle_after,
@@ -294,6 +303,7 @@ def main() -> None:
             )
         print(f"   -- {mode} (median of {args.rounds})")
         figure("CPU per request", m["cpu_ms_per_request"] * 1000, "µs", compare=ratio)
+        figure("  of which in the kernel", 100 * m["system_share"], "%")
         figure(
             "requests", m["requests"], "", compare=f"{m['writes']:.0f} writes; minimum {minimum}"
         )
