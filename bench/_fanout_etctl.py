@@ -32,6 +32,7 @@ from etctl.log import configure
 from etctl.runtime import (
     CONFIGMAPS,
     AlreadyExists,
+    CacheOptions,
     CacheReader,
     Client,
     GenerationChanged,
@@ -96,7 +97,9 @@ async def main(kubeconfig: str) -> None:
     configure(fmt="json", level="warning")
     async with await Client.from_kubeconfig(kubeconfig) as client:
         options = ManagerOptions(
-            metrics_bind_address="0", health_probe_bind_address="0", namespaces=[NAMESPACE]
+            metrics_bind_address="0",
+            health_probe_bind_address="0",
+            cache=CacheOptions(namespaces=[NAMESPACE]),
         )
         manager = Manager(client, options=options)
         # Status writes (its own among them) do not change the generation: no reconcile for them,

@@ -135,15 +135,17 @@ class _Layer:
 def _layer() -> _Layer:
     """kubernetes_asyncio's configuration layer, imported once, without the generated API."""
     _defer_generated_api()
-    configuration = importlib.import_module("kubernetes_asyncio.client.configuration")
-    api_client = importlib.import_module("kubernetes_asyncio.client.api_client")
+    # Imported here, after the deferral, not at the top: see the module docstring.
+    from kubernetes_asyncio.client import api_client, configuration  # noqa: PLC0415
+
     client: ModuleType = sys.modules["kubernetes_asyncio.client"]
     # The two names the configuration modules import from the client package: the very objects
     # its __init__ binds, so nothing differs whether it has run or not.
     client.__dict__.setdefault("Configuration", configuration.Configuration)
     client.__dict__.setdefault("ApiClient", api_client.ApiClient)
-    config = importlib.import_module("kubernetes_asyncio.config")
-    incluster = importlib.import_module("kubernetes_asyncio.config.incluster_config")
+    from kubernetes_asyncio import config  # noqa: PLC0415
+    from kubernetes_asyncio.config import incluster_config as incluster  # noqa: PLC0415
+
     return _Layer(
         Configuration=configuration.Configuration,
         ConfigException=config.ConfigException,
