@@ -4,7 +4,7 @@ Three figures, each the median of ``--runs`` fresh processes:
 
 * ``etctl --help``: wall time from spawning the process to its exit;
 * ``etctl run`` to caches synced: wall time from spawning ``etctl run`` against an empty cluster
-  (``python -m etctl.testing`` with the CRDs of ``manifests/crds``, already listening) until it
+  (``python -m etctl.testing`` with the CRDs of ``manifests/base/crds``, already listening) until it
   logs ``caches synced`` (interpreter start, imports, kubeconfig, every informer's list and watch);
 * idle RSS of ``etctl run``: the process's resident memory once its caches have synced and it has
   idled for ``--idle`` seconds, with the default plugins, metrics and probes (on free ports).
@@ -35,7 +35,7 @@ from pathlib import Path
 import etctl
 from _report import figure, header
 
-CRDS = Path(__file__).resolve().parents[1] / "manifests" / "crds"
+CRDS = Path(__file__).resolve().parents[1] / "manifests" / "base" / "crds"
 HELP_TARGET = 0.3
 SYNC_TARGET = 1.0
 RSS_TARGET = 50.0
