@@ -13,7 +13,12 @@ fast as it can, and the clock stops when the last one has been handled. Four fig
 
 Whichever ceiling is lower is what saturates end to end.
 
-    .venv/bin/python bench/informer.py [--pods N]
+Then the cold start: a fresh informer listing ``--cold-pods`` pods (10,000 by default) until it has
+synced, against the same pieces: the server's ceiling (the list pages fetched as bytes only), etctl
+end to end, the runtime's ceiling (the recorded pages decoded, transformed, compacted and stored
+with no server), and a cold process (interpreter start, imports, kubeconfig, list, synced).
+
+    .venv/bin/python bench/informer.py [--pods N] [--cold-pods N]
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ import asyncio
 import gc
 import json
 import multiprocessing
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator
@@ -36,9 +43,11 @@ import aiohttp
 from _report import figure, header
 from cache_memory import sample_pod
 from etctl.runtime import NAMESPACES, PODS, ObjectView, RealClock, Resource, Tombstone
+from etctl.runtime import _requests as wire
 from etctl.runtime._client import Client, ClientOptions, ObjectList, WatchEvent, WatchStream
 from etctl.runtime._informer import Informer
 from etctl.runtime._reflector import ListerWatcher
+from etctl.runtime._transport import RawResponse
 from etctl.testing import ApiServer
 
 NAMESPACE = "bench"
@@ -217,6 +226,133 @@ async def measure(url: str, start: str, events: int) -> None:
     print(f"   saturates (default informer): {side}")
 
 
+# -- cold start
+
+
+async def raw_list(url: str, limit: int) -> tuple[float, list[bytes]]:
+    """Seconds a consumer that only reads the bytes takes to fetch every list page; the pages."""
+    pages: list[bytes] = []
+    timeout = aiohttp.ClientTimeout(total=600)
+    path = f"{url}/api/v1/namespaces/{NAMESPACE}/pods"
+    async with aiohttp.ClientSession(timeout=timeout) as session:
+        began = time.perf_counter()
+        token = ""
+        while True:
+            query = {"limit": str(limit), **({"continue": token} if token else {})}
+            if not token:
+                query["resourceVersion"] = "0"
+            async with session.get(path, params=query) as resp:
+                body = await resp.read()
+            pages.append(body)
+            # Only the token is looked up, with a byte search: no decoding on this side.
+            marker = body.find(b'"continue":"')
+            if marker < 0:
+                break
+            start = marker + len(b'"continue":"')
+            token = body[start : body.index(b'"', start)].decode()
+            if not token:
+                break
+        return time.perf_counter() - began, pages
+
+
+class RecordedPages:
+    """A lister that serves recorded list pages through the client's own decoding."""
+
+    def __init__(self, pages: list[bytes]) -> None:
+        self._pages = pages
+
+    async def pages(self, res: Resource, **_: Any) -> AsyncIterator[ObjectList]:
+        for body in self._pages:
+            raw = RawResponse(200, {}, body)
+            yield wire.list_page(res, wire.decode_object(raw))
+
+    def watch(
+        self, res: Resource, **_: Any
+    ) -> AbstractAsyncContextManager[AsyncIterator[WatchEvent]]:
+        return self._quiet()
+
+    @asynccontextmanager
+    async def _quiet(self) -> AsyncIterator[AsyncIterator[WatchEvent]]:
+        await asyncio.Event().wait()  # the watch after the list: open and quiet until cancelled
+        yield cast(AsyncIterator[WatchEvent], None)
+
+
+async def sync_seconds(lister: ListerWatcher) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of this process) from a fresh informer's start until synced."""
+    gc.collect()
+    informer = Informer(lister, PODS, clock=RealClock(), namespace=NAMESPACE)
+    async with asyncio.TaskGroup() as group:
+        began = time.perf_counter()
+        cpu = time.process_time()
+        task = group.create_task(informer.run(), name="bench:informer")
+        await informer.wait_for_sync(600)
+        elapsed = time.perf_counter() - began
+        cpu = time.process_time() - cpu
+        task.cancel()
+    return elapsed, cpu
+
+
+_COLD = """
+import asyncio, sys
+from etctl.log import configure
+from etctl.runtime import PODS, Client, ClientOptions, RealClock
+from etctl.runtime._informer import Informer
+
+async def main():
+    configure(level="warning")
+    options = ClientOptions(request_timeout=600)
+    async with await Client.from_kubeconfig(sys.argv[1], options=options) as client:
+        informer = Informer(client, PODS, clock=RealClock(), namespace=sys.argv[2])
+        async with asyncio.TaskGroup() as group:
+            task = group.create_task(informer.run())
+            await informer.wait_for_sync(600)
+            print(len(informer.store), flush=True)
+            task.cancel()
+
+asyncio.run(main())
+"""
+
+
+def cold_process(config: Path) -> float:
+    """Seconds from spawning a fresh Python process until its pod informer has synced."""
+    began = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", _COLD, str(config), NAMESPACE],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    elapsed = time.perf_counter() - began
+    assert int(done.stdout) > 0, done.stdout
+    return elapsed
+
+
+async def measure_cold(url: str, pods: int) -> None:
+    server, pages = await raw_list(url, 500)
+    figure("server ceiling (list pages as bytes)", server, "s")
+    with tempfile.TemporaryDirectory() as tmp:
+        config = Path(tmp) / "kubeconfig"
+        config.write_text(json.dumps(_kubeconfig(url)))
+        options = ClientOptions(request_timeout=600)
+        async with await Client.from_kubeconfig(config, options=options) as client:
+            end_to_end, cpu = await sync_seconds(client)
+        figure(
+            "etctl end to end (fresh informer to synced)", end_to_end, "s", compare="target <= 3 s"
+        )
+        figure("  etctl's CPU time in it", cpu, "s")
+        runtime, cpu = await sync_seconds(RecordedPages(pages))
+        figure("runtime ceiling (recorded pages, no server)", runtime, "s")
+        figure("  its CPU time", cpu, "s")
+        figure(
+            "cold process (start, imports, list, synced)",
+            cold_process(config),
+            "s",
+            compare="target <= 3 s",
+        )
+    side = "the server" if server > runtime else "the runtime"
+    print(f"   the larger share of a cold sync ({pods} pods): {side}")
+
+
 def _kubeconfig(url: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
@@ -231,6 +367,7 @@ def _kubeconfig(url: str) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--pods", type=int, default=5000)
+    parser.add_argument("--cold-pods", type=int, default=10_000)
     args = parser.parse_args()
     context = multiprocessing.get_context("spawn")
     ours, theirs = context.Pipe()
@@ -241,6 +378,16 @@ def main() -> None:
         events = int(end) - int(start)
         header(f"informer ingest: {events} pod events replayed from the server's history")
         asyncio.run(measure(url, start, events))
+    finally:
+        ours.send("stop")
+        process.join(timeout=30)
+    ours, theirs = context.Pipe()
+    process = context.Process(target=serve, args=(theirs, args.cold_pods), name="bench-apiserver")
+    process.start()
+    try:
+        url, _, _ = ours.recv()
+        header(f"informer cold start: {args.cold_pods} pods listed into a fresh informer")
+        asyncio.run(measure_cold(url, args.cold_pods))
     finally:
         ours.send("stop")
         process.join(timeout=30)

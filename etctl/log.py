@@ -26,10 +26,11 @@ written to standard output, and :func:`redact` always runs first.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import sys
-from collections.abc import Iterator, MutableMapping
-from contextlib import contextmanager
+from collections.abc import MutableMapping
+from contextlib import AbstractContextManager
 from typing import Any, Literal, TextIO
 
 import structlog
@@ -187,11 +188,43 @@ def get_logger(name: str) -> structlog.stdlib.BoundLogger:
     return logger
 
 
-@contextmanager
-def bind_context(**values: Any) -> Iterator[None]:
+_VARIABLES: dict[str, contextvars.ContextVar[Any]] = {}
+"""structlog's context variable of each key bound so far (structlog keeps one per key)."""
+
+
+def _variable(key: str) -> contextvars.ContextVar[Any]:
+    variable = _VARIABLES.get(key)
+    if variable is None:
+        token = structlog.contextvars.bind_contextvars(**{key: None})[key]
+        variable = token.var
+        variable.reset(token)
+        _VARIABLES[key] = variable
+    return variable
+
+
+class _Bound:
+    """The ``with`` block of :func:`bind_context`: binds on entry, restores on exit."""
+
+    __slots__ = ("_tokens", "_values")
+
+    def __init__(self, values: dict[str, Any]) -> None:
+        self._values = values
+        self._tokens: list[contextvars.Token[Any]] = []
+
+    def __enter__(self) -> None:
+        self._tokens = [_variable(key).set(value) for key, value in self._values.items()]
+
+    def __exit__(self, *_exc: object) -> None:
+        # Each variable goes back to exactly what it was before (unset included), so an outer
+        # binding of the same key reappears.
+        for token in reversed(self._tokens):
+            token.var.reset(token)
+
+
+def bind_context(**values: Any) -> AbstractContextManager[None]:
     """Bind key/values to every log line emitted inside the ``with`` block (contextvars).
 
-    Safe across ``await``: each asyncio task has its own copy of the context.
+    Safe across ``await``: each asyncio task has its own copy of the context. Cheap enough for
+    every reconcile: one variable set on entry and reset on exit per key, nothing copied.
     """
-    with structlog.contextvars.bound_contextvars(**values):
-        yield
+    return _Bound(values)

@@ -16,11 +16,14 @@ from etctl.common import ENTRY_POINT_GROUP, check_manifests, discover, write_man
 __all__ = ["add_parser", "command"]
 
 
-def add_parser(commands: Any) -> argparse.ArgumentParser:
-    """Declare ``etctl crds`` on the subcommands of the ``etctl`` parser."""
+def add_parser(commands: Any, summary: str) -> argparse.ArgumentParser:
+    """Declare ``etctl crds`` on the subcommands of the ``etctl`` parser.
+
+    ``summary`` is its line in ``etctl --help``.
+    """
     parser: argparse.ArgumentParser = commands.add_parser(
         "crds",
-        help="write or check the CRDs of the registered job kinds",
+        help=summary,
         description="Write one YAML file per CRD of every registered job kind, or check them.",
     )
     parser.add_argument("out_dir", nargs="?", default=Path("manifests/base/crds"), type=Path)

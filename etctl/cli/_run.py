@@ -69,11 +69,14 @@ variable.
 """
 
 
-def add_parser(commands: Any) -> argparse.ArgumentParser:
-    """Declare ``etctl run`` on the subcommands of the ``etctl`` parser."""
+def add_parser(commands: Any, summary: str) -> argparse.ArgumentParser:
+    """Declare ``etctl run`` on the subcommands of the ``etctl`` parser.
+
+    ``summary`` is its line in ``etctl --help``.
+    """
     parser: argparse.ArgumentParser = commands.add_parser(
         "run",
-        help="run the operator",
+        help=summary,
         description="Run the operator: a JobController for every enabled job plugin.",
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,

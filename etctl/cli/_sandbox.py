@@ -33,11 +33,14 @@ did not happen in time, 128 + the signal's number if interrupted. Exit status 2 
 """
 
 
-def add_parser(commands: Any) -> argparse.ArgumentParser:
-    """Declare ``etctl sandbox`` on the subcommands of the ``etctl`` parser."""
+def add_parser(commands: Any, summary: str) -> argparse.ArgumentParser:
+    """Declare ``etctl sandbox`` on the subcommands of the ``etctl`` parser.
+
+    ``summary`` is its line in ``etctl --help``.
+    """
     parser: argparse.ArgumentParser = commands.add_parser(
         "sandbox",
-        help="run an embedded cluster with the operator (--demo: show an elastic job)",
+        help=summary,
         description=(
             "Run an embedded Kubernetes API server, a simulated kubelet and the operator in one "
             "process, with a kubeconfig for kubectl; --demo plays an elastic TrainingJob on it."

@@ -37,7 +37,14 @@ from etctl.common import JOB_NAME, SCALEINS, SCALEOUTS, discover
 from etctl.errors import ConfigError, EtctlError, NotFound
 from etctl.runtime import CONFIGMAPS, EVENTS, PODS, Client, objects
 
-__all__ = ["add_parsers", "read_job", "status_command", "watch_command", "watch_job"]
+__all__ = [
+    "add_status_parser",
+    "add_watch_parser",
+    "read_job",
+    "status_command",
+    "watch_command",
+    "watch_job",
+]
 
 _STATUS_EPILOG = """\
 Exit status: 0 the job was shown; 1 it does not exist, or the cluster could not be read;
@@ -59,20 +66,31 @@ def _add_target(parser: argparse.ArgumentParser) -> None:
     add_connection_options(parser)
 
 
-def add_parsers(commands: Any) -> None:
-    """Declare ``etctl status`` and ``etctl watch`` on the ``etctl`` parser's subcommands."""
+def add_status_parser(commands: Any, summary: str) -> argparse.ArgumentParser:
+    """Declare ``etctl status`` on the ``etctl`` parser's subcommands.
+
+    ``summary`` is its line in ``etctl --help``.
+    """
     status: argparse.ArgumentParser = commands.add_parser(
         "status",
-        help="show a job: its phase, replicas, pods, membership, files and events",
+        help=summary,
         description="Show a job of any registered kind, as kubectl describe would.",
         epilog=_STATUS_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_target(status)
     status.set_defaults(handler=status_command)
+    return status
+
+
+def add_watch_parser(commands: Any, summary: str) -> argparse.ArgumentParser:
+    """Declare ``etctl watch`` on the ``etctl`` parser's subcommands.
+
+    ``summary`` is its line in ``etctl --help``.
+    """
     watch: argparse.ArgumentParser = commands.add_parser(
         "watch",
-        help="show a job, then every change until it finishes",
+        help=summary,
         description="Show a job of any registered kind, then follow every change to it (its "
         "pods, scalers, files and events) until it finishes.",
         epilog=_WATCH_EPILOG,
@@ -87,6 +105,7 @@ def add_parsers(commands: Any) -> None:
         help="give up (exit 1) when the job has not finished after this long (default: never)",
     )
     watch.set_defaults(handler=watch_command)
+    return watch
 
 
 def _target(args: argparse.Namespace) -> tuple[JobKind, str]:

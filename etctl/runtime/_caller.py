@@ -11,14 +11,15 @@ HEAD and OPTIONS) first checks the fence of the task it runs in (:mod:`etctl.run
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any, TypeVar
 
 import aiohttp
 
-from etctl.errors import TransportError, Unauthorized
+from etctl.errors import EtctlError, TransportError, Unauthorized
 from etctl.runtime._clock import Clock
 from etctl.runtime._fence import check_fence
-from etctl.runtime._retry import RetryPolicy, RetrySafety, run_with_retries
+from etctl.runtime._retry import RetryPolicy, RetrySafety, retry_after
 from etctl.runtime._transport import Query, RawResponse, Transport, error_from_response
 
 __all__ = ["Caller"]
@@ -54,26 +55,80 @@ class Caller:
 
     async def _authenticated(self, attempt: Callable[[], Awaitable[T]], state: list[bool]) -> T:
         """Run ``attempt``; after a 401, refresh the credentials once per request and rerun."""
-        cluster = self.transport.cluster
         try:
             return await attempt()
         except Unauthorized:
-            if state or not cluster.refreshable:
+            if state or not self.transport.cluster.refreshable:
                 raise
             state.append(True)
-            await cluster.refresh(force=True)
+            await self.transport.cluster.refresh(force=True)
             return await attempt()
 
-    async def _call(self, once: Callable[[], Awaitable[T]], *, safety: RetrySafety, what: str) -> T:
-        """Run the attempt ``once`` with retries, refreshing the credentials once after a 401."""
+    async def _recover(
+        self,
+        first: EtctlError,
+        attempt: Callable[[], Awaitable[T]],
+        *,
+        safety: RetrySafety,
+        what: str,
+    ) -> T:
+        """Go on after ``attempt`` failed once with ``first``: the 401 refresh, then retries.
+
+        The same steps, in the same order, as running the attempt inside the retry loop from the
+        start; kept off the path of the first attempt, which is the only one most requests need.
+        """
         refreshed: list[bool] = []
+        if isinstance(first, Unauthorized) and self.transport.cluster.refreshable:
+            refreshed.append(True)
+            await self.transport.cluster.refresh(force=True)
+            try:
+                return await attempt()
+            except EtctlError as exc:
+                first = exc
 
         async def authenticated() -> T:
-            return await self._authenticated(once, refreshed)
+            return await self._authenticated(attempt, refreshed)
 
-        return await run_with_retries(
-            authenticated, policy=self._policy, safety=safety, clock=self._clock, what=what
+        return await retry_after(
+            first,
+            authenticated,
+            policy=self._policy,
+            safety=safety,
+            clock=self._clock,
+            what=what,
         )
+
+    async def _attempt(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Query,
+        body: Any,
+        content_type: str | None,
+        accept: str,
+        uncertain: list[bool] | None,
+    ) -> RawResponse:
+        """One attempt: a 2xx answer, or the error it maps to (a write checks its fence first)."""
+        if method not in _READS:
+            check_fence(f"{method} {path}")
+        try:
+            raw = await self.transport.request(
+                method,
+                path,
+                query=query,
+                body=body,
+                content_type=content_type,
+                accept=accept,
+                timeout=self._timeout,
+            )
+        except TransportError:
+            if uncertain is not None:
+                uncertain.append(True)
+            raise
+        if not 200 <= raw.status < 300:
+            raise error_from_response(raw.status, raw.headers, raw.body)
+        return raw
 
     async def send(
         self,
@@ -105,29 +160,23 @@ class Caller:
             Fenced: a write of leader-only work whose fence lapsed (nothing was sent).
             TransportError: the last attempt got no answer.
         """
-
-        async def once() -> RawResponse:
-            if method not in _READS:
-                check_fence(f"{method} {path}")
-            try:
-                raw = await self.transport.request(
-                    method,
-                    path,
-                    query=query,
-                    body=body,
-                    content_type=content_type,
-                    accept=accept,
-                    timeout=self._timeout,
-                )
-            except TransportError:
-                if uncertain is not None:
-                    uncertain.append(True)
-                raise
-            if not 200 <= raw.status < 300:
-                raise error_from_response(raw.status, raw.headers, raw.body)
-            return raw
-
-        return await self._call(once, safety=safety, what=f"{method} {path}")
+        attempt = partial(
+            self._attempt,
+            method,
+            path,
+            query=query,
+            body=body,
+            content_type=content_type,
+            accept=accept,
+            uncertain=uncertain,
+        )
+        try:
+            return await attempt()
+        except EtctlError as exc:
+            # Only errors of the etctl tree are refreshed or retried; anything else (a body that
+            # cannot be encoded) goes straight to the caller, as it did from the retry loop.
+            first = exc
+        return await self._recover(first, attempt, safety=safety, what=f"{method} {path}")
 
     async def upgrade(self, attempt: Callable[[], Awaitable[T]], *, what: str) -> T:
         """Run a protocol upgrade (an exec's websocket), retried while it provably never started.
@@ -136,14 +185,21 @@ class Caller:
         a connection never made or a 429/5xx answer instead of the switch of protocols (see
         ``RetrySafety.UNSTARTED``), and never after the answer was lost.
         """
-        return await self._call(attempt, safety=RetrySafety.UNSTARTED, what=what)
+        try:
+            return await attempt()
+        except EtctlError as exc:
+            first = exc
+        return await self._recover(first, attempt, safety=RetrySafety.UNSTARTED, what=what)
 
     async def open_stream(
         self, path: str, *, query: Query, timeout: aiohttp.ClientTimeout
     ) -> aiohttp.ClientResponse:
         """Start a stream (a watch), retried like a read; the caller closes the response."""
-
-        async def once() -> aiohttp.ClientResponse:
-            return await self.transport.open_stream(path, query=query, timeout=timeout)
-
-        return await self._call(once, safety=RetrySafety.IDEMPOTENT, what=f"WATCH {path}")
+        attempt = partial(self.transport.open_stream, path, query=query, timeout=timeout)
+        try:
+            return await attempt()
+        except EtctlError as exc:
+            first = exc
+        return await self._recover(
+            first, attempt, safety=RetrySafety.IDEMPOTENT, what=f"WATCH {path}"
+        )

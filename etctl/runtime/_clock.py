@@ -24,10 +24,11 @@ import asyncio
 import heapq
 import itertools
 import time
+from collections.abc import Coroutine
 from datetime import UTC, datetime, timedelta
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Clock", "FakeClock", "RealClock", "wait_event"]
+__all__ = ["Clock", "FakeClock", "RealClock", "timer", "wait_event"]
 
 
 @runtime_checkable
@@ -154,6 +155,20 @@ class FakeClock:
                 future.set_result(None)
 
 
+async def _sleep_until(clock: Clock, deadline: float) -> None:
+    await clock.sleep(deadline - clock.monotonic())
+
+
+def timer(clock: Clock, delay: float) -> Coroutine[Any, Any, None]:
+    """A sleep that ends ``delay`` seconds after this call, however late its task starts.
+
+    A task created to sleep starts at the loop's next turn; computing its deadline then would let
+    time that passed in between (a FakeClock advanced meanwhile) push the deadline back, so a
+    timeout could fire late or, in a test, never.
+    """
+    return _sleep_until(clock, clock.monotonic() + delay)
+
+
 async def wait_event(clock: Clock, event: asyncio.Event, timeout: float | None) -> bool:
     """Wait until ``event`` is set or ``timeout`` seconds of ``clock`` time pass.
 
@@ -169,7 +184,7 @@ async def wait_event(clock: Clock, event: asyncio.Event, timeout: float | None) 
         return False
     async with asyncio.TaskGroup() as group:
         waiter = group.create_task(event.wait(), name="wait-event")
-        sleeper = group.create_task(clock.sleep(timeout), name="wait-event-timeout")
+        sleeper = group.create_task(timer(clock, timeout), name="wait-event-timeout")
         done, _ = await asyncio.wait({waiter, sleeper}, return_when=asyncio.FIRST_COMPLETED)
         for task in (waiter, sleeper):
             if task not in done:

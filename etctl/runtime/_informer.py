@@ -47,6 +47,7 @@ from etctl.log import get_logger
 from etctl.runtime import _metrics as metrics
 from etctl.runtime import _objects as objects
 from etctl.runtime._clock import Clock, wait_event
+from etctl.runtime._collector import paused_collection
 from etctl.runtime._compact import Compactor
 from etctl.runtime._objects import KubeObject, ObjectView, Tombstone
 from etctl.runtime._reflector import ChangeType, ListerWatcher, Reflector
@@ -334,12 +335,13 @@ class Informer:
         before = len(store)
         synced = self._synced.is_set()
         content: Sequence[ObjectView] = items
-        if synced:
-            content = [self._cached_or_compacted(obj) for obj in items]
-        elif self._compactor is not None:
-            # The first list: the store is empty, so there is no cached instance to look up.
-            content = [self._compacted(obj, None) for obj in items]
-        diff = store.replace(content, resource_version)
+        with paused_collection():  # a whole list compacted and indexed: no cycles to find
+            if synced:
+                content = [self._cached_or_compacted(obj) for obj in items]
+            elif self._compactor is not None:
+                # The first list: the store is empty, so there is no cached instance to look up.
+                content = [self._compacted(obj, None) for obj in items]
+            diff = store.replace(content, resource_version)
         self._objects.inc(len(store) - before)
         if not synced:
             for obj in diff.added:

@@ -21,27 +21,32 @@ Credentials that expire are refreshed without the caller noticing:
 Refreshes are serialised by a lock, so a burst of requests with an expired token runs the plugin
 once. Client certificates (from the file or from an exec plugin) are read when the connection pool
 is created and are not rotated.
+
+kubernetes_asyncio is imported when a connection is first loaded, not with this module, and
+without its generated API: importing any of its modules runs the package's ``__init__``, which
+imports 60-odd API classes and 768 model modules (about 30 MB and a second of CPU) that etctl never
+uses. :func:`_defer_generated_api` registers those packages unexecuted; each runs its ``__init__``
+the first time anything reads a name it defines, so other code in the process that does use the
+generated API sees the complete package.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
+import importlib
+import importlib.machinery
+import importlib.util
 import os
+import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import yaml
-from kubernetes_asyncio.client import Configuration
-from kubernetes_asyncio.config import ConfigException, load_kube_config
-from kubernetes_asyncio.config.incluster_config import (
-    SERVICE_CERT_FILENAME,
-    SERVICE_HOST_ENV_NAME,
-    SERVICE_PORT_ENV_NAME,
-    SERVICE_TOKEN_FILENAME,
-    InClusterConfigLoader,
-)
 
 from etctl.errors import ConfigError
 from etctl.log import get_logger
@@ -68,7 +73,97 @@ _REFRESH_TIMEOUT = 60.0
 """Seconds a credential refresh (an exec plugin run) may take before it counts as failed."""
 
 _BEARER = "BearerToken"
-_LOAD_ERRORS = (ConfigException, OSError, ValueError, KeyError, TypeError, yaml.YAMLError)
+_GENERATED_API = (
+    "kubernetes_asyncio",
+    "kubernetes_asyncio.client",
+    "kubernetes_asyncio.client.models",
+)
+"""The packages whose ``__init__`` imports the generated API (see the module docstring)."""
+
+
+def _defer(name: str) -> None:
+    """Register package ``name`` with its real path, its ``__init__`` not run yet.
+
+    Submodules import as usual. Reading any other name (``V1Pod``, ``__version__``) runs the real
+    ``__init__`` once, which binds everything it always did.
+    """
+    parent, _, child = name.rpartition(".")
+    path = sys.modules[parent].__path__ if parent else None
+    spec = importlib.machinery.PathFinder.find_spec(name, path)
+    if spec is None or spec.loader is None or spec.submodule_search_locations is None:
+        return  # not laid out as expected: it will be imported the usual way
+    loader = spec.loader
+    module = importlib.util.module_from_spec(spec)
+
+    def complete(attribute: str) -> Any:
+        submodule = f"{name}.{attribute}"
+        if importlib.machinery.PathFinder.find_spec(submodule, module.__path__) is not None:
+            return importlib.import_module(submodule)
+        delattr(module, "__getattr__")
+        loader.exec_module(module)
+        return getattr(module, attribute)
+
+    setattr(module, "__getattr__", complete)  # noqa: B010 - a module's PEP 562 hook
+    sys.modules[name] = module
+    if parent:
+        setattr(sys.modules[parent], child, module)
+
+
+def _defer_generated_api() -> None:
+    """Make the generated API load on first use (a package already imported stays as it is)."""
+    for name in _GENERATED_API:
+        if name not in sys.modules:
+            _defer(name)
+
+
+@dataclass(frozen=True, slots=True)
+class _Layer:
+    """What etctl uses of kubernetes_asyncio's configuration layer."""
+
+    Configuration: Any
+    ConfigException: type[Exception]
+    load_kube_config: Any
+    InClusterConfigLoader: Any
+    host_variable: str
+    port_variable: str
+    token_file: str
+    ca_file: str
+    load_errors: tuple[type[Exception], ...]
+
+
+@functools.cache
+def _layer() -> _Layer:
+    """kubernetes_asyncio's configuration layer, imported once, without the generated API."""
+    _defer_generated_api()
+    # Imported here, after the deferral, not at the top: see the module docstring.
+    from kubernetes_asyncio.client import api_client, configuration  # noqa: PLC0415
+
+    client: ModuleType = sys.modules["kubernetes_asyncio.client"]
+    # The two names the configuration modules import from the client package: the very objects
+    # its __init__ binds, so nothing differs whether it has run or not.
+    client.__dict__.setdefault("Configuration", configuration.Configuration)
+    client.__dict__.setdefault("ApiClient", api_client.ApiClient)
+    from kubernetes_asyncio import config  # noqa: PLC0415
+    from kubernetes_asyncio.config import incluster_config as incluster  # noqa: PLC0415
+
+    return _Layer(
+        Configuration=configuration.Configuration,
+        ConfigException=config.ConfigException,
+        load_kube_config=config.load_kube_config,
+        InClusterConfigLoader=incluster.InClusterConfigLoader,
+        host_variable=incluster.SERVICE_HOST_ENV_NAME,
+        port_variable=incluster.SERVICE_PORT_ENV_NAME,
+        token_file=incluster.SERVICE_TOKEN_FILENAME,
+        ca_file=incluster.SERVICE_CERT_FILENAME,
+        load_errors=(
+            config.ConfigException,
+            OSError,
+            ValueError,
+            KeyError,
+            TypeError,
+            yaml.YAMLError,
+        ),
+    )
 
 
 class ClusterConfig:
@@ -128,7 +223,7 @@ class ClusterConfig:
             except TimeoutError as exc:
                 msg = f"refreshing credentials from {self.source} took over {_REFRESH_TIMEOUT} s"
                 raise ConfigError(msg) from exc
-            except _LOAD_ERRORS as exc:
+            except _layer().load_errors as exc:
                 msg = f"refreshing credentials from {self.source} failed: {exc}"
                 raise ConfigError(msg) from exc
             log.debug("credentials refreshed", source=self.source, forced=force)
@@ -198,7 +293,7 @@ class _InClusterConfig(ClusterConfig):
         token = self._token_path.read_text().strip()
         if not token:
             msg = f"service account token file {self._token_path} is empty"
-            raise ConfigException(msg)
+            raise _layer().ConfigException(msg)
         self.configuration.api_key[_BEARER] = f"Bearer {token}"
         self._loaded_at = self._clock.monotonic()
 
@@ -212,7 +307,8 @@ def default_kubeconfig_path(environ: Mapping[str, str] | None = None) -> str:
 def in_cluster_available(environ: Mapping[str, str] | None = None) -> bool:
     """True when the service-account environment of a pod is present."""
     env = os.environ if environ is None else environ
-    return bool(env.get(SERVICE_HOST_ENV_NAME)) and bool(env.get(SERVICE_PORT_ENV_NAME))
+    layer = _layer()
+    return bool(env.get(layer.host_variable)) and bool(env.get(layer.port_variable))
 
 
 def _merged(path_list: str) -> tuple[dict[str, Any], str | None]:
@@ -301,16 +397,17 @@ async def load_kubeconfig(
     if not _existing(paths):
         msg = f"no kubeconfig found at {paths}"
         raise ConfigError(msg)
-    configuration = Configuration()
+    layer = _layer()
+    configuration = layer.Configuration()
     try:
-        loader = await load_kube_config(
+        loader = await layer.load_kube_config(
             config_file=paths,
             context=context,
             client_configuration=configuration,
             persist_config=False,
         )
         user = _read_user(paths, context)
-    except _LOAD_ERRORS as exc:
+    except layer.load_errors as exc:
         msg = f"kubeconfig {paths} (context {context or 'current'}) is unusable: {exc}"
         raise ConfigError(msg) from exc
     name = context or (loader.current_context or {}).get("name", "")
@@ -325,24 +422,28 @@ async def load_kubeconfig(
 
 def load_in_cluster(
     *,
-    token_path: str | os.PathLike[str] = SERVICE_TOKEN_FILENAME,
-    ca_path: str | os.PathLike[str] = SERVICE_CERT_FILENAME,
+    token_path: str | os.PathLike[str] | None = None,
+    ca_path: str | os.PathLike[str] | None = None,
     environ: Mapping[str, str] | None = None,
     clock: Clock | None = None,
 ) -> ClusterConfig:
     """Load the in-cluster connection of a pod's service account.
 
     Args:
-        token_path: the projected service-account token (re-read every minute).
-        ca_path: the cluster CA bundle.
+        token_path: the projected service-account token (re-read every minute); by default the
+            service account's own.
+        ca_path: the cluster CA bundle; by default the service account's.
         environ: the environment to read ``KUBERNETES_SERVICE_HOST``/``PORT`` from.
         clock: the clock that times token re-reads.
 
     Raises:
         ConfigError: not running in a pod, or the token or CA file is missing or empty.
     """
-    configuration = Configuration()
-    loader = InClusterConfigLoader(
+    layer = _layer()
+    token_path = layer.token_file if token_path is None else token_path
+    ca_path = layer.ca_file if ca_path is None else ca_path
+    configuration = layer.Configuration()
+    loader = layer.InClusterConfigLoader(
         token_filename=os.fspath(token_path),
         cert_filename=os.fspath(ca_path),
         try_refresh_token=False,
@@ -350,7 +451,7 @@ def load_in_cluster(
     )
     try:
         loader.load_and_set(configuration)
-    except _LOAD_ERRORS as exc:
+    except layer.load_errors as exc:
         msg = f"in-cluster configuration is unusable: {exc}"
         raise ConfigError(msg) from exc
     return _InClusterConfig(configuration, token_path=Path(token_path), clock=clock or RealClock())

@@ -19,6 +19,7 @@ from typing import Any, Literal
 import orjson
 
 from etctl.errors import TransportError
+from etctl.runtime._collector import paused_collection
 from etctl.runtime._objects import KubeObject, ObjectView
 from etctl.runtime._resources import Resource
 from etctl.runtime._retry import RetrySafety
@@ -85,7 +86,8 @@ def decode_object(raw: RawResponse) -> KubeObject:
         TransportError: the body is not a JSON object (the server broke the protocol).
     """
     try:
-        value = orjson.loads(raw.body) if raw.body else {}
+        with paused_collection():  # a large body is one allocation burst with no cycles
+            value = orjson.loads(raw.body) if raw.body else {}
     except orjson.JSONDecodeError as exc:
         msg = f"the API server sent an undecodable body: {raw.body[:200]!r}"
         raise TransportError(msg) from exc

@@ -22,6 +22,10 @@ Whether a transient failure may be retried depends on the request's :class:`Retr
 Delays grow exponentially from ``backoff_base`` up to ``backoff_cap`` with jitter (each delay drawn
 uniformly from its upper half), or follow the server's ``Retry-After`` (capped at
 ``retry_after_cap``). Sleeps go through the injected :class:`~etctl.runtime.Clock`.
+
+Most requests succeed at once, so the first attempt runs on its own: the retry loop (tenacity's
+``AsyncRetrying``, with its hooks) is built only after a retryable failure, and takes that failure
+as its first attempt, so attempts, delays and logs are the same as if it had run from the start.
 """
 
 from __future__ import annotations
@@ -34,11 +38,25 @@ from typing import TypeVar
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
-from etctl.errors import ApiError, RequestNotSent, ServerError, TooManyRequests, TransportError
+from etctl.errors import (
+    ApiError,
+    EtctlError,
+    RequestNotSent,
+    ServerError,
+    TooManyRequests,
+    TransportError,
+)
 from etctl.log import get_logger
 from etctl.runtime._clock import Clock
 
-__all__ = ["RetryPolicy", "RetrySafety", "backoff_delay", "is_retryable", "run_with_retries"]
+__all__ = [
+    "RetryPolicy",
+    "RetrySafety",
+    "backoff_delay",
+    "is_retryable",
+    "retry_after",
+    "run_with_retries",
+]
 
 log = get_logger(__name__)
 
@@ -117,7 +135,40 @@ async def run_with_retries(
     ``operation`` must be a coroutine function (tenacity awaits only those). The last failure is
     re-raised as is.
     """
+    try:
+        return await operation()
+    except EtctlError as exc:  # nothing else is ever retried
+        first = exc
+    return await retry_after(
+        first, operation, policy=policy, safety=safety, clock=clock, what=what, rng=rng
+    )
+
+
+async def retry_after(
+    first: EtctlError,
+    operation: Callable[[], Awaitable[T]],
+    *,
+    policy: RetryPolicy,
+    safety: RetrySafety,
+    clock: Clock,
+    what: str,
+    rng: random.Random | None = None,
+) -> T:
+    """Go on after the first attempt of ``operation`` failed with ``first``.
+
+    ``first`` is re-raised at once when it may not be retried (or retries are off); otherwise the
+    retry loop replays it as its first attempt, so the attempts, delays and logs are those of a
+    loop that ran from the start.
+    """
+    if policy.max_attempts == 1 or not is_retryable(first, safety):
+        raise first
     chance = rng or _JITTER
+    replay = [first]
+
+    async def attempt() -> T:
+        if replay:
+            raise replay.pop()
+        return await operation()
 
     def wait(state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
@@ -142,4 +193,4 @@ async def run_with_retries(
         before_sleep=before_sleep,
         reraise=True,
     )
-    return await retrying(operation)
+    return await retrying(attempt)

@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable, Collection
 from typing import Any, TypeVar
 
 from etctl.log import get_logger
-from etctl.runtime._clock import Clock
+from etctl.runtime._clock import Clock, timer
 
 __all__ = [
     "WorkTimedOut",
@@ -70,11 +70,11 @@ async def run_with_timeout(
 
     async with asyncio.TaskGroup() as group:
         task = group.create_task(capture(), name=name)
-        timer = group.create_task(clock.sleep(max(timeout, 0.0)), name=f"{name}:timeout")
-        await asyncio.wait((task, timer), return_when=asyncio.FIRST_COMPLETED)
+        expiry = group.create_task(timer(clock, max(timeout, 0.0)), name=f"{name}:timeout")
+        await asyncio.wait((task, expiry), return_when=asyncio.FIRST_COMPLETED)
         timed_out = not task.done()
         task.cancel()
-        timer.cancel()
+        expiry.cancel()
     if timed_out:
         msg = f"{name}: no answer within {timeout:g}s"
         raise WorkTimedOut(msg)
@@ -96,10 +96,10 @@ async def wait_tasks(clock: Clock, tasks: Collection[asyncio.Task[Any]], timeout
     if timeout <= 0:
         return False
     async with asyncio.TaskGroup() as group:
-        timer = group.create_task(clock.sleep(timeout), name="wait-tasks-timeout")
+        expiry = group.create_task(timer(clock, timeout), name="wait-tasks-timeout")
         waiter = group.create_task(asyncio.wait(pending), name="wait-tasks")
-        await asyncio.wait((timer, waiter), return_when=asyncio.FIRST_COMPLETED)
-        timer.cancel()
+        await asyncio.wait((expiry, waiter), return_when=asyncio.FIRST_COMPLETED)
+        expiry.cancel()
         waiter.cancel()
     return all(task.done() for task in tasks)
 

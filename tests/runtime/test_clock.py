@@ -77,6 +77,16 @@ async def test_wait_event_times_out_in_virtual_time() -> None:
     assert await waiter is False
 
 
+async def test_a_wait_times_out_from_when_it_was_called_not_when_its_timer_task_started() -> None:
+    clock = FakeClock(settle_rounds=0)  # time moves before the timer task gets to run
+    event = asyncio.Event()
+    waiting = asyncio.create_task(wait_event(clock, event, 1.0))
+    await asyncio.sleep(0)  # wait_event has created its timer task, which has not run yet
+    await clock.advance(0.5)
+    await clock.advance(0.5)  # one second after the call
+    assert await asyncio.wait_for(waiting, 5) is False
+
+
 async def test_wait_event_returns_when_set() -> None:
     clock = FakeClock()
     event = asyncio.Event()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import stat
+import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -243,3 +244,29 @@ def test_the_context_namespace_is_read_as_kubectl_merges_files(tmp_path: Path) -
     (tmp_path / "broken").write_text("- not\n- a mapping\n")
     with pytest.raises(ConfigError, match="is not a mapping"):
         context_namespace(tmp_path / "broken")
+
+
+def test_loading_a_connection_leaves_the_generated_api_unloaded_until_used(tmp_path: Path) -> None:
+    # In a fresh interpreter: this one may have imported kubernetes_asyncio in full already.
+    path = write_kubeconfig(tmp_path / "config", "http://127.0.0.1:1")
+    script = (
+        "import asyncio, sys\n"
+        "from etctl.runtime import Client\n"
+        "async def connect():\n"
+        f"    async with await Client.from_kubeconfig({str(path)!r}):\n"
+        "        pass\n"
+        "asyncio.run(connect())\n"
+        "models = [m for m in sys.modules if m.startswith('kubernetes_asyncio.client.models.')]\n"
+        "apis = [m for m in sys.modules if m.startswith('kubernetes_asyncio.client.api.')]\n"
+        "print(len(models), len(apis))\n"
+        "import kubernetes_asyncio\n"
+        "from kubernetes_asyncio import client\n"
+        "from kubernetes_asyncio.client import ApiClient, Configuration, V1Pod\n"
+        "from kubernetes_asyncio.client.api_client import ApiClient as Same\n"
+        "assert ApiClient is Same and V1Pod.__name__ == 'V1Pod' and client.CoreV1Api\n"
+        "print(kubernetes_asyncio.__version__ == client.__version__)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.split() == ["0", "0", "True"]

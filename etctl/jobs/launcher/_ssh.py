@@ -27,15 +27,6 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from cryptography.hazmat.primitives.serialization import (
-    Encoding,
-    NoEncryption,
-    PrivateFormat,
-    PublicFormat,
-)
-
 from etctl.runtime import KubeObject
 
 __all__ = [
@@ -65,6 +56,19 @@ def generate_key_pair(
     comment: str, algorithm: KeyAlgorithm = KeyAlgorithm.ED25519
 ) -> tuple[str, str]:
     """A fresh key pair: ``(private key, public key line ending in comment)``."""
+    # Imported on the first key, not with the plugin: the library weighs about 7 MB of memory in
+    # an operator that may never run a job that needs a key.
+    from cryptography.hazmat.primitives.asymmetric import ec  # noqa: PLC0415
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import (  # noqa: PLC0415
+        Ed25519PrivateKey,
+    )
+    from cryptography.hazmat.primitives.serialization import (  # noqa: PLC0415
+        Encoding,
+        NoEncryption,
+        PrivateFormat,
+        PublicFormat,
+    )
+
     if algorithm is KeyAlgorithm.ED25519:
         key = Ed25519PrivateKey.generate()
         private = key.private_bytes(Encoding.PEM, PrivateFormat.OpenSSH, NoEncryption())

@@ -1,0 +1,152 @@
+"""Start-up of the ``etctl`` binary on real processes: help, time to synced caches, memory.
+
+Three figures, each the median of ``--runs`` fresh processes:
+
+* ``etctl --help``: wall time from spawning the process to its exit;
+* ``etctl run`` to caches synced: wall time from spawning ``etctl run`` against an empty cluster
+  (``python -m etctl.testing`` with the CRDs of ``manifests/base/crds``, already listening) until it
+  logs ``caches synced`` (interpreter start, imports, kubeconfig, every informer's list and watch);
+* idle RSS of ``etctl run``: the process's resident memory once its caches have synced and it has
+  idled for ``--idle`` seconds, with the default plugins, metrics and probes (on free ports).
+
+etctl's modules are compiled to bytecode first, as the image does when it installs the package: a
+checkout run with ``PYTHONDONTWRITEBYTECODE`` would otherwise compile them again in every process.
+The wall times depend on what else the machine runs; the CPU time ``etctl run`` had used when its
+caches synced is printed beside its wall time for that reason.
+
+    .venv/bin/python bench/startup.py [--runs N] [--idle SECONDS]
+"""
+
+from __future__ import annotations
+
+import argparse
+import compileall
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import etctl
+from _report import figure, header
+
+CRDS = Path(__file__).resolve().parents[1] / "manifests" / "base" / "crds"
+HELP_TARGET = 0.3
+SYNC_TARGET = 1.0
+RSS_TARGET = 50.0
+
+
+def _etctl() -> list[str]:
+    script = Path(sys.executable).with_name("etctl")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "etctl.cli"]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    msg = f"no VmRSS for process {pid}"
+    raise RuntimeError(msg)
+
+
+def help_seconds() -> float:
+    began = time.perf_counter()
+    subprocess.run([*_etctl(), "--help"], check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - began
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run_once(kubeconfig: Path, idle: float) -> tuple[float, float, float]:
+    """(seconds until ``caches synced``, CPU seconds by then, idle RSS in MB) of ``etctl run``."""
+    command = [
+        *_etctl(),
+        "run",
+        "--kubeconfig",
+        str(kubeconfig),
+        "--log-format",
+        "json",
+        "--metrics-bind-address",
+        f"127.0.0.1:{_free_port()}",
+        "--health-probe-bind-address",
+        f"127.0.0.1:{_free_port()}",
+    ]
+    began = time.perf_counter()
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    assert process.stderr is not None
+    try:
+        for line in process.stderr:
+            if json.loads(line).get("msg") == "caches synced":
+                synced = time.perf_counter() - began
+                cpu = _cpu_seconds(process.pid)
+                break
+        else:
+            msg = f"etctl run exited with {process.wait()} before its caches synced"
+            raise RuntimeError(msg)
+        time.sleep(idle)
+        return synced, cpu, _rss_mb(process.pid)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=60)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--idle", type=float, default=3.0)
+    args = parser.parse_args()
+    header(f"etctl start-up: median of {args.runs} fresh processes")
+    compileall.compile_dir(Path(etctl.__file__).parent, quiet=1)
+    helps = [help_seconds() for _ in range(args.runs)]
+    help_ms = statistics.median(helps) * 1000
+    figure("etctl --help", help_ms, "ms", compare=f"target <= {HELP_TARGET * 1000:g} ms")
+    with tempfile.TemporaryDirectory() as tmp:
+        kubeconfig = Path(tmp) / "kubeconfig"
+        server = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "etctl.testing",
+                "--kubeconfig",
+                str(kubeconfig),
+                "--crds",
+                str(CRDS),
+                "--no-kubelet",
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        try:
+            assert server.stdout is not None
+            server.stdout.readline()  # the URL: the server listens
+            runs = [run_once(kubeconfig, args.idle) for _ in range(args.runs)]
+        finally:
+            server.send_signal(signal.SIGTERM)
+            server.communicate(timeout=60)
+    synced = statistics.median(seconds for seconds, _, _ in runs)
+    cpu = statistics.median(seconds for _, seconds, _ in runs)
+    rss = statistics.median(mb for _, _, mb in runs)
+    target = f"target <= {SYNC_TARGET * 1000:g} ms"
+    figure("etctl run to caches synced", synced * 1000, "ms", compare=target)
+    figure("  its CPU time by then", cpu * 1000, "ms")
+    figure("etctl run idle RSS", rss, "MB", compare=f"target <= {RSS_TARGET:g} MB")
+
+
+if __name__ == "__main__":
+    main()

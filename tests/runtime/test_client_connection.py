@@ -1,0 +1,213 @@
+"""How the client reaches the server: TLS, proxies and ~/.netrc, all settled when it is built."""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import ipaddress
+import ssl
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+import yaml
+from aiohttp import web
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from etctl.errors import RequestNotSent
+from etctl.runtime import CONFIGMAPS, PODS, Client, ClientOptions
+from etctl.runtime._transport import encode_body
+from tests.runtime.scripted import (
+    InstantClock,
+    client_for,
+    json_response,
+    scripted_server,
+    write_kubeconfig,
+)
+
+POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns"}}
+PROXY_VARIABLES = ("http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")
+
+
+@pytest.fixture(autouse=True)
+def no_proxy_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Each test starts without proxies and without a netrc file."""
+    for name in PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
+
+
+def self_signed(tmp_path: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 signed by its own key: (certificate, key) files."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "etctl-test")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path = tmp_path / "server.crt"
+    key_path = tmp_path / "server.key"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_path, key_path
+
+
+@asynccontextmanager
+async def tls_server(cert: Path, key: Path) -> AsyncIterator[str]:
+    """An HTTPS server on 127.0.0.1 that answers every request with :data:`POD`."""
+
+    async def handler(_request: web.Request) -> web.StreamResponse:
+        return json_response(POD)
+
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", handler)
+    runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.5)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=context)
+    await site.start()
+    try:
+        yield f"https://127.0.0.1:{runner.addresses[0][1]}"
+    finally:
+        await runner.cleanup()
+
+
+async def connect(tmp_path: Path, url: str, **cluster: Any) -> Client:
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", url)
+    if cluster:
+        data = yaml.safe_load(kubeconfig.read_text())
+        data["clusters"][0]["cluster"].update(cluster)
+        kubeconfig.write_text(yaml.safe_dump(data))
+    return await Client.from_kubeconfig(kubeconfig, options=ClientOptions(clock=InstantClock()))
+
+
+async def test_tls_with_the_kubeconfig_ca(tmp_path: Path) -> None:
+    cert, key = self_signed(tmp_path)
+    ca = base64.b64encode(cert.read_bytes()).decode()
+    async with tls_server(cert, key) as url:
+        async with await connect(tmp_path, url, **{"certificate-authority-data": ca}) as client:
+            assert await client.get(PODS, "p", namespace="ns") == POD
+
+
+async def test_tls_with_an_unknown_ca_is_refused_before_anything_is_sent(tmp_path: Path) -> None:
+    cert, key = self_signed(tmp_path)
+    async with tls_server(cert, key) as url:
+        async with await connect(tmp_path, url) as client:
+            with pytest.raises(RequestNotSent):
+                await client.get(PODS, "p", namespace="ns")
+        skip = {"insecure-skip-tls-verify": True}
+        async with await connect(tmp_path, url, **skip) as client:
+            assert await client.get(PODS, "p", namespace="ns") == POD
+
+
+async def test_the_environment_proxy_is_read_when_the_client_is_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with scripted_server() as proxy:
+
+        async def answer(_request: web.Request) -> web.StreamResponse:
+            return json_response(POD)
+
+        proxy.handler = answer
+        monkeypatch.setenv("HTTP_PROXY", proxy.url.replace("http://", "http://me:pw@"))
+        # The cluster's name does not resolve: only the proxy can carry the request.
+        async with await client_for("http://cluster.invalid:6443", tmp_path) as client:
+            monkeypatch.delenv("HTTP_PROXY")  # read once: later changes do not matter
+            assert await client.get(PODS, "p", namespace="ns") == POD
+    assert proxy.seen[0].path == "/api/v1/namespaces/ns/pods/p"
+    assert proxy.seen[0].headers["Authorization"] == "Bearer t0ken"
+    assert (
+        proxy.seen[0].headers["Proxy-Authorization"]
+        == "Basic " + base64.b64encode(b"me:pw").decode()
+    )
+
+
+async def test_no_proxy_hosts_are_reached_directly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with scripted_server() as server:
+
+        async def answer(_request: web.Request) -> web.StreamResponse:
+            return json_response(POD)
+
+        server.handler = answer
+        monkeypatch.setenv("HTTP_PROXY", "http://proxy.invalid:3128")
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        async with await client_for(server.url, tmp_path) as client:
+            assert await client.get(PODS, "p", namespace="ns") == POD
+    assert len(server.seen) == 1
+
+
+async def test_netrc_credentials_are_used_only_without_a_token(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    netrc = tmp_path / "netrc"
+    netrc.write_text("machine 127.0.0.1 login admin password s3cret\n")
+    netrc.chmod(0o600)
+    monkeypatch.setenv("NETRC", str(netrc))
+    async with scripted_server() as server:
+
+        async def answer(_request: web.Request) -> web.StreamResponse:
+            return json_response(POD)
+
+        server.handler = answer
+        kubeconfig = write_kubeconfig(tmp_path / "anonymous", server.url, token="")
+        async with await Client.from_kubeconfig(kubeconfig) as client:
+            await client.get(PODS, "p", namespace="ns")
+        async with await client_for(server.url, tmp_path) as client:
+            await client.get(PODS, "p", namespace="ns")
+    basic = "Basic " + base64.b64encode(b"admin:s3cret").decode()
+    assert [seen.headers["Authorization"] for seen in server.seen] == [basic, "Bearer t0ken"]
+
+
+async def test_bodies_are_compact_json_with_their_content_type(tmp_path: Path) -> None:
+    async with scripted_server() as server:
+
+        async def answer(_request: web.Request) -> web.StreamResponse:
+            return json_response(POD, 201)
+
+        server.handler = answer
+        body = {"metadata": {"name": "cm", "namespace": "ns"}, "data": {"k": "vé"}}
+        async with await client_for(server.url, tmp_path) as client:
+            await client.create(CONFIGMAPS, body)
+    seen = server.seen[0]
+    assert seen.headers["Content-Type"] == "application/json"
+    assert orjson.loads(seen.body) == {"apiVersion": "v1", "kind": "ConfigMap", **body}
+
+
+def test_body_encoding_covers_what_json_dumps_accepted() -> None:
+    stamp = datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.UTC)
+    encoded = encode_body({"at": stamp, "ids": (1, 2), 3: "three", "none": None})
+    assert orjson.loads(encoded) == {
+        "at": "2026-01-02T03:04:05+00:00",
+        "ids": [1, 2],
+        "3": "three",
+        "none": None,
+    }
+    with pytest.raises(TypeError):
+        encode_body({"x": object()})
