@@ -39,9 +39,6 @@ __all__ = ["LogFormat", "bind_context", "configure", "get_logger", "redact"]
 
 LogFormat = Literal["json", "console", "auto"]
 
-_configured = False
-"""True once :func:`configure` installed etctl's formatter on the root logger."""
-
 _SECRET_KEYS = (
     "token",
     "password",
@@ -91,12 +88,15 @@ def _plain(logger: Any, method: str, event: MutableMapping[str, Any]) -> str:
 def _hand_over(logger: Any, method: str, event: MutableMapping[str, Any]) -> Any:
     """The last processor: etctl's formatter, else the program's structlog, else plain text.
 
-    Once :func:`configure` ran, events go to its formatter on the root logger. A program that
-    configured structlog itself (or a test inside ``structlog.testing.capture_logs()``) gets
-    etctl's events through its own processors, after etctl's (so secrets are already redacted).
-    Otherwise they are plain text for the standard library's ``logging``.
+    When structlog's chain ends by handing events to a ``ProcessorFormatter`` (what
+    :func:`configure` installs, and the usual structlog-on-logging setup), events go to that
+    formatter on the handlers. Any other pipeline a program configured (a test inside
+    ``structlog.testing.capture_logs()`` included) gets etctl's events through its own
+    processors, after etctl's (so secrets are already redacted). Otherwise they are plain text
+    for the standard library's ``logging``.
     """
-    if _configured:
+    configured = structlog.get_config()["processors"]
+    if configured and configured[-1] is structlog.stdlib.ProcessorFormatter.wrap_for_formatter:
         return structlog.stdlib.ProcessorFormatter.wrap_for_formatter(logger, method, event)
     if structlog.is_configured():
         # Tracebacks become plain text first: the program's renderer may print every frame's
@@ -169,8 +169,6 @@ def configure(
     # Third-party chatter stays at warning unless the user asked for debug.
     for noisy in ("aiohttp.access", "kubernetes_asyncio"):
         logging.getLogger(noisy).setLevel(max(numeric, logging.WARNING))  # noqa: TID251
-    global _configured  # noqa: PLW0603 - one process-wide switch, set once at start-up
-    _configured = True
 
 
 def get_logger(name: str) -> structlog.stdlib.BoundLogger:

@@ -14,7 +14,6 @@ import pytest
 import structlog
 from structlog.testing import capture_logs
 
-import etctl.log
 from etctl.log import bind_context, configure, get_logger
 
 _UNCONFIGURED = """
@@ -43,12 +42,12 @@ def test_an_unconfigured_program_gets_warnings_on_stderr_and_nothing_on_stdout()
 def configured() -> Iterator[io.StringIO]:
     stream = io.StringIO()
     root = logging.getLogger()  # noqa: TID251 - restoring the root logger after the test
-    handlers, level, was = root.handlers[:], root.level, etctl.log._configured
+    handlers, level, was = root.handlers[:], root.level, structlog.get_config()["processors"]
     configure(fmt="json", level="info", stream=stream)
     yield stream
     root.handlers[:] = handlers
     root.setLevel(level)
-    etctl.log._configured = was
+    structlog.configure(processors=was)
 
 
 def test_configured_json_carries_bound_context_and_redacts_secrets(
