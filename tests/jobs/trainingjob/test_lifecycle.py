@@ -83,6 +83,23 @@ def test_after_a_whole_job_restart_the_launcher_waits_again() -> None:
     assert gate.fail_at == NOW - timedelta(seconds=30) + timedelta(seconds=60)
 
 
+def test_a_launcher_deleted_by_a_suspension_did_not_vanish() -> None:
+    # The round that resumes the job still reads Suspended True; its workers are being created.
+    suspended = {
+        **MEMBERS,
+        "conditions": [
+            {"type": "LauncherCreated", "status": "True", "reason": "GateOpened"},
+            {"type": "Suspended", "status": "True", "reason": "TrainingJobSuspended"},
+        ],
+    }
+    job = parse(job_document(status=suspended))
+    pending = [pod("tj-worker-0", "Pending"), pod("tj-worker-1", "Pending")]
+    gate = launcher_gate(job, state(job, workers=pending), timeout=600)
+    assert not gate.open
+    assert gate.reason == "WorkersNotReady"
+    assert "vanished" not in gate.message
+
+
 def test_the_open_gate_is_recorded_even_if_the_wait_never_was() -> None:
     # Whether the round that saw the gate closed got its status written is timing: the open
     # gate asks for LauncherCreated either way, which is what tells a vanished launcher later.
