@@ -16,6 +16,12 @@ waits for its workers again. A whole-job restart deletes the launcher on purpose
 suspension: neither makes it vanish. A resumed job starts over (workers, then a new launcher), and
 only that launcher's vanishing fails it.
 
+``<Launcher>Created`` is derived from the world: every round that finds the launcher pod records
+it (the gate opens with ``record``, and the job controller asks the gate even when nothing is to be
+created), so a status write lost after the launcher was created (a crash between the two) is made
+good by the next round, and a launcher gone afterwards is judged as vanished. A launcher created
+and deleted again while no operator ran at all leaves no trace to judge by: it is created again.
+
 **Verdict** (:func:`launcher_verdict`): the launcher decides, as et-operator's
 ``syncLauncherState``: Running is ``<Kind>Running``; Succeeded is ``<Kind>Succeeded``; Failed is
 ``<Kind>Failed``, or ``<Kind>Evicted`` when the kubelet evicted it, with the launcher's reason,
@@ -140,7 +146,9 @@ def _waiting_since(job: LauncherJob, now: datetime) -> datetime:
 def launcher_gate(job: LauncherJob, state: JobState[Any], *, timeout: float) -> Gate:
     """Whether the launcher pod may be created now (see the module docstring)."""
     if state.pods_of(job.launcher_type):
-        return Gate.opened()
+        # It exists: <Launcher>Created is recorded from the world on every round, whichever
+        # status write recorded it before (or was lost: a crash between the create and the write).
+        return Gate.opened(record=True)
     if _launcher_vanished(job, state):
         policy = job.launcher_restart_policy
         if policy is RestartPolicy.ALWAYS:

@@ -146,3 +146,12 @@ def test_extra_status() -> None:
         "replicas": 0,
         "workerSelector": None,
     }
+
+
+def test_an_existing_launcher_is_recorded_whatever_the_status_says() -> None:
+    # The round that created it may have lost its status write: the pod itself is the record.
+    job = parse(job_document(status=MEMBERS))
+    found = state(job, workers=WORKERS, launchers=[pod("tj-launcher", "Pending")])
+    gate = launcher_gate(job, found, timeout=600)
+    assert gate.open
+    assert gate.record
