@@ -19,7 +19,9 @@ For every replica type, in the order the job's model lists them:
      ``fail_at`` fails the job with them, and a reconcile is scheduled for ``fail_at``; once it
      opens the condition turns True (``GateOpened``), and a gate opened with ``record`` sets it
      True even if its closed state was never written (a lost status write must not change what
-     the job remembers);
+     the job remembers). This is applied on every round, pods missing or not: a process that
+     died between creating the pods and writing the status leaves pods the next round finds, and
+     their condition follows them (a closed gate, with nothing to create, changes nothing);
    * a pod of that name exists that the job does not control (a Warning ``ErrResourceExists``;
      it is never touched).
 
@@ -41,7 +43,7 @@ from etctl.common._api import ConditionStatus, ReplicaSpec, ReplicatedJob
 from etctl.common._batches import slow_start
 from etctl.common._conditions import get_condition
 from etctl.common._control import ChildControl, ChildReader
-from etctl.common._plugin import Capabilities, JobPlugin, JobState, ReplicaRef
+from etctl.common._plugin import Capabilities, Gate, JobPlugin, JobState, ReplicaRef
 from etctl.common._pods import build_pod
 from etctl.common._restarts import (
     FailureAction,
@@ -228,7 +230,14 @@ class ReplicaSync(Generic[JobT]):
         status = state.replica_statuses.get(rtype)
         completed = parse_indexes(status.completed_indexes) if status else set()
         pending = [ref for ref in slots.missing if ref.index not in completed]
-        if not pending or not rnd.judge or not self._gate_open(rnd, rtype, state):
+        if not rnd.judge:
+            return 0
+        if not pending:
+            # The pods exist: what the job remembers of their creation follows them, whichever
+            # status write recorded it (or was lost, the process dying after the create).
+            self._record_open_gate(rnd, rtype, state)
+            return 0
+        if not self._gate_open(rnd, rtype, state):
             return 0
         missing = [ref for ref in pending if self._may_create(rnd, ref)][: max(budget, 0)]
         drafts = [self._build(rnd, ref, spec, state) for ref in missing]
@@ -255,13 +264,7 @@ class ReplicaSync(Generic[JobT]):
             return True
         gate = self._caps.gate.gate(rnd.job, rtype, state)
         if gate.open:
-            current = get_condition(rnd.job.status.conditions, condition)
-            if (current is None and gate.record) or (
-                current is not None and current.status is not ConditionStatus.TRUE
-            ):
-                rnd.change(
-                    condition, ConditionStatus.TRUE, "GateOpened", f"{rtype} pods are being created"
-                )
+            _opened(rnd, rtype, gate)
             return True
         if gate.fail_at is not None and rnd.now >= gate.fail_at:
             rnd.fail(gate.reason or f"{rnd.kind}Failed", gate.message or f"{rtype} never started")
@@ -270,6 +273,14 @@ class ReplicaSync(Generic[JobT]):
         if gate.fail_at is not None:
             rnd.wake_in((gate.fail_at - rnd.now).total_seconds())
         return False
+
+    def _record_open_gate(self, rnd: Round[JobT], rtype: str, state: JobState[JobT]) -> None:
+        """Nothing to create: an open gate makes ``<Type>Created`` True; a closed one, nothing."""
+        if self._caps.gate is None:
+            return
+        gate = self._caps.gate.gate(rnd.job, rtype, state)
+        if gate.open:
+            _opened(rnd, rtype, gate)
 
     def _may_create(self, rnd: Round[JobT], ref: ReplicaRef) -> bool:
         owner = f"{rnd.kind} {rnd.name}"
@@ -356,6 +367,16 @@ class ReplicaSync(Generic[JobT]):
     def _may_create_service(self, rnd: Round[JobT], name: str) -> bool:
         owner = f"{rnd.kind} {rnd.name}"
         return not self._control.name_taken(self._reader, rnd.raw, SERVICES, name, owner=owner)
+
+
+def _opened(rnd: Round[Any], rtype: str, gate: Gate) -> None:
+    """``<Type>Created`` True for an open gate: from False, or from nothing if it records."""
+    condition = f"{rtype}Created"
+    current = get_condition(rnd.job.status.conditions, condition)
+    if (current is None and gate.record) or (
+        current is not None and current.status is not ConditionStatus.TRUE
+    ):
+        rnd.change(condition, ConditionStatus.TRUE, "GateOpened", f"{rtype} pods are being created")
 
 
 def _restarting(rnd: Round[Any], rtype: str) -> ConditionChange:

@@ -265,6 +265,25 @@ async def test_a_recorded_gate_is_reported_though_it_was_never_seen_closed(
         assert "WorkerCreated" not in conditions  # not recorded: never gated
 
 
+async def test_pods_created_before_a_lost_status_write_get_their_condition_next_round(
+    tmp_path: Path,
+) -> None:
+    async with harness(tmp_path) as h:
+        await h.submit(simplejob("train", workers=1, leader=True))
+        await h.step("train")
+        await h.set_phase("train-worker-0", "Running")
+        before = (await h.job("train"))["status"]["conditions"]
+        await h.step("train")
+        assert "train-leader-0" in await h.pods()
+        # The process died after creating the leader: its status write never happened.
+        await h.client.patch_status(
+            SIMPLEJOBS, "train", {"status": {"conditions": before}}, namespace=NAMESPACE
+        )
+        assert (await h.conditions("train"))["LeaderCreated"] == ("False", "WaitingForWorkers")
+        await h.step("train")
+        assert (await h.conditions("train"))["LeaderCreated"] == ("True", "GateOpened")
+
+
 async def test_planned_replicas_and_extended_status(tmp_path: Path) -> None:
     async with harness(tmp_path, plugin=PhasedPlugin()) as h:
         body = simplejob("train", workers=2)

@@ -235,7 +235,7 @@ class ElasticWorkersStatus(ElasticJobStatus):
     current_workers: list[str] = Field(default_factory=list)
     """Worker pods running and in the hostfile, by name, in index order."""
     last_worker_index: Int32 | None = Field(default=None, json_schema_extra={"minimum": 0})
-    """The highest worker index ever used; new workers get higher ones (never a used name)."""
+    """The highest worker index ever used; new workers get higher ones while their names fit."""
 
     def members(self) -> Members:
         """The members these fields record (:data:`WORKER_FIELDS`)."""

@@ -53,6 +53,7 @@ from etctl.common._scaling.roster import settle
 from etctl.common._scaling.scaler import Transition
 from etctl.common._scaling.steps import ScalerSteps
 from etctl.common._scaling.writes import GuardedWriter
+from etctl.common._validation import DNS1035_LABEL_MAX_LENGTH
 from etctl.errors import ConfigError, Conflict
 from etctl.log import get_logger
 from etctl.runtime import PODS, CacheReader, Client, Clock, ObjectView, Request, Result, objects
@@ -220,16 +221,29 @@ class ScalingController:
             fields[names.current] = list(settled.current)
         if settled.last_index != stored.last_index:
             fields[names.last_index] = settled.last_index
+        rtype = seen.elasticity.replica_type
+        if settled.unreplaced:
+            message = (
+                f"{rtype.lower()} {', '.join(settled.unreplaced)} of {self.kind} {seen.name} "
+                f"cannot be replaced now: every {rtype.lower()} name of at most "
+                f"{DNS1035_LABEL_MAX_LENGTH} characters is taken (a shorter job name leaves room "
+                "for more)"
+            )
+            self._recorder.event(seen.raw, "Warning", f"{self.kind}{rtype}NotReplaced", message)
         if not fields:
             return
         seen.refresh(await self._writer.patch_status(self.jobs, seen.raw, fields))
-        rtype = seen.elasticity.replica_type
         for swap in settled.replaced:
             phase = seen.worker_phase(swap.old) or "gone"
             message = (
                 f"{rtype.lower()} {swap.old} of {self.kind} {seen.name} is {phase.lower()}; "
                 f"replaced by {swap.new}"
             )
+            if swap.reused:
+                message += (
+                    f", a name used before (every unused name would exceed "
+                    f"{DNS1035_LABEL_MAX_LENGTH} characters)"
+                )
             self._recorder.event(seen.raw, "Warning", f"{self.kind}{rtype}Failed", message)
             metrics.WORKER_REPLACEMENTS.labels(kind=self.kind).inc()
 

@@ -14,7 +14,14 @@ only the scaling controller writes them:
   next ones, so a name is not used twice: Horovod blacklists a host whose worker failed, and a new
   pod under that name would never be used.
 
-Members are named ``<prefix><index>`` (``<job>-worker-<i>``). Everything here is pure.
+Members are named ``<prefix><index>`` (``<job>-worker-<i>``), and a name has a length limit (a
+worker's service is named like it, and a service name is a DNS label of 63 characters). A
+replacement takes the next index while its name fits; when it would not, it takes the lowest index
+that left the job (not a target, no pod of it left, not chosen by a scaler), so that a running job
+is never failed by a name it chose: a reused name may be one Horovod blacklisted (the new worker
+may then get no work), which costs less than the job. When every name that fits is taken, the
+member is not replaced until one frees up. A scale-out, which can be refused, never reuses a name:
+it fails with ``NameTooLong``. Everything here is pure.
 
 Replacement rule: a member whose pod failed (under the kind's restart policy), or vanished or is
 being deleted by someone else, is replaced by a worker under a new name. A target that never
@@ -122,10 +129,28 @@ def planned(
 
 @dataclass(frozen=True, slots=True)
 class Replacement:
-    """One member replaced: the old name leaves the targets, the new one takes its place."""
+    """One member replaced: the old name leaves the targets, the new one takes its place.
+
+    ``reused`` says the new name was used before (no unused one fits the length limit).
+    """
 
     old: str
     new: str
+    reused: bool = False
+
+
+def _reusable(
+    prefix: str, last_index: int, max_length: int, unavailable: Collection[str]
+) -> list[str]:
+    """Used names that fit ``max_length`` and are free, lowest index first."""
+    found = []
+    for index in range(last_index + 1):
+        name = member_name(prefix, index)
+        if len(name) > max_length:
+            break  # longer indices are longer names
+        if name not in unavailable:
+            found.append(name)
+    return found
 
 
 def replace(
@@ -133,16 +158,42 @@ def replace(
     targets: Sequence[str],
     last_index: int,
     names: Iterable[str],
+    *,
+    max_length: int | None = None,
+    taken: Collection[str] = (),
 ) -> tuple[list[str], int, list[Replacement]]:
     """Replace ``names`` (those among ``targets``) by new workers, in index order.
+
+    Args:
+        prefix: members are ``<prefix><index>``.
+        targets: the job's targets.
+        last_index: the highest index ever used.
+        names: the members to replace.
+        max_length: the longest name allowed (None: no limit). A replacement whose next index
+            would make a longer name reuses the lowest free name that fits (see the module
+            docstring), or is not made when none is free.
+        taken: names that are not free although not targets (pods of them still exist, a
+            scaler chose them).
 
     Returns:
         The new targets (each new name where its old one was), the new high-water mark and the
         replacements made.
     """
     doomed = [n for n in sort_members(prefix, names) if n in targets]
-    fresh = new_names(prefix, last_index, len(doomed))
-    swaps = [Replacement(old, new) for old, new in zip(doomed, fresh, strict=True)]
+    swaps: list[Replacement] = []
+    last = last_index
+    unavailable = {*targets, *taken}
+    spare: list[str] | None = None
+    for old in doomed:
+        fresh = member_name(prefix, last + 1)
+        if max_length is None or len(fresh) <= max_length:
+            swaps.append(Replacement(old, fresh))
+            last += 1
+            continue
+        if spare is None:
+            spare = _reusable(prefix, last, max_length, unavailable)
+        if spare:
+            swaps.append(Replacement(old, spare.pop(0), reused=True))
     by_old = {swap.old: swap.new for swap in swaps}
     new_targets = [by_old.get(name, name) for name in targets]
-    return new_targets, last_index + len(swaps), swaps
+    return new_targets, last, swaps

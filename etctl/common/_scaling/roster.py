@@ -7,7 +7,8 @@ reconcile, before and after each step of the active scaler:
   ``0..replicas-1``, the desired count clamped into its bounds;
 * members the plugin asks to replace get new names (:func:`~etctl.common._scaling.membership.
   replace`), except the workers the active scaler chose (a scale-out's failing worker fails the
-  scale-out; a scale-in's victim goes anyway);
+  scale-out; a scale-in's victim goes anyway); a name never exceeds 63 characters (a member's
+  service is named like it): past that, a replacement reuses a name that left the job;
 * the hostfile is every running target but those the active scaler keeps out: a scale-in's
   victims from the Draining step on, a scale-out's new workers until it admits them (Joining).
   While nothing uses the membership (``membership_in_use`` False), members that stopped running
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from etctl.common._scaling import membership, selection
 from etctl.common._scaling.api import ScaleStep
 from etctl.common._scaling.scaler import Direction, JobView, Scaler
+from etctl.common._validation import DNS1035_LABEL_MAX_LENGTH
 
 __all__ = ["Settlement", "settle"]
 
@@ -33,6 +35,8 @@ class Settlement:
     current: tuple[str, ...]
     last_index: int
     replaced: tuple[membership.Replacement, ...] = ()
+    unreplaced: tuple[str, ...] = ()
+    """Members to replace for which no name that fits is free now."""
 
 
 def _excluded(active: Scaler | None) -> tuple[frozenset[str], frozenset[str]]:
@@ -68,10 +72,22 @@ def settle(job: JobView, active: Scaler | None) -> Settlement:
         count = selection.clamp(elastic.replicas, elastic.min_replicas, elastic.max_replicas)
         targets = membership.initial_targets(prefix, count)
         last = count - 1
-    targets, last, swaps = membership.replace(prefix, targets, last, elastic.replace - protected)
+    doomed = elastic.replace - protected
+    targets, last, swaps = membership.replace(
+        prefix,
+        targets,
+        last,
+        doomed,
+        max_length=DNS1035_LABEL_MAX_LENGTH,
+        taken=job.present | protected,
+    )
+    left = {swap.old for swap in swaps}
+    unreplaced = tuple(
+        n for n in membership.sort_members(prefix, doomed) if n in targets and n not in left
+    )
     leaving, joining = _excluded(active)
     running = {name for name, phase in job.phases.items() if phase == "Running"}
     if not elastic.membership_in_use:
         running |= set(job.current)
     current = membership.members(prefix, targets, running, leaving=leaving, joining=joining)
-    return Settlement(tuple(targets), tuple(current), last, tuple(swaps))
+    return Settlement(tuple(targets), tuple(current), last, tuple(swaps), unreplaced)

@@ -145,16 +145,18 @@ def digest(content: str) -> str:
 def live_hosts(
     members: Iterable[str], pods: Iterable[ObjectView], *, ready: bool = True
 ) -> list[str]:
-    """The ``members`` whose pod runs (and, with ``ready``, is Ready and not terminating), sorted.
+    """The ``members`` whose pod runs (and, with ``ready``, is Ready), not terminating, sorted.
 
     Horovod reaches a host as soon as discover_hosts.sh names it: a worker whose sshd (or
-    container) is not up yet would be blacklisted, so kinds publish Ready workers only.
+    container) is not up yet would be blacklisted, so kinds publish Ready workers only; and a
+    worker being deleted is on its way out.
     """
     wanted = set(members)
     up = (
         objects.name(pod)
         for pod in pods
-        if (pod_running_and_ready(pod) if ready else pod_phase(pod) == "Running")
+        if not objects.is_terminating(pod)
+        and (pod_running_and_ready(pod) if ready else pod_phase(pod) == "Running")
     )
     return sorted(name for name in up if name in wanted)
 

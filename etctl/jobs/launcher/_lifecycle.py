@@ -12,8 +12,15 @@ workers are not all up ``timeout`` seconds after the job started (or restarted).
 says, and no pod any more while workers remain) is created again when the launcher's restartPolicy
 is Always; otherwise the job fails at once, reason ``<Kind>Failed`` (et-operator's rule, whatever
 phase the launcher had reached). A launcher gone together with every worker is a restart: the job
-waits for its workers again. A whole-job restart deletes the launcher on purpose: that does not
-make it vanish.
+waits for its workers again. A whole-job restart deletes the launcher on purpose, and so does a
+suspension: neither makes it vanish. A resumed job starts over (workers, then a new launcher), and
+only that launcher's vanishing fails it.
+
+``<Launcher>Created`` is derived from the world: every round that finds the launcher pod records
+it (the gate opens with ``record``, and the job controller asks the gate even when nothing is to be
+created), so a status write lost after the launcher was created (a crash between the two) is made
+good by the next round, and a launcher gone afterwards is judged as vanished. A launcher created
+and deleted again while no operator ran at all leaves no trace to judge by: it is created again.
 
 **Verdict** (:func:`launcher_verdict`): the launcher decides, as et-operator's
 ``syncLauncherState``: Running is ``<Kind>Running``; Succeeded is ``<Kind>Succeeded``; Failed is
@@ -109,6 +116,11 @@ def _launcher_vanished(job: LauncherJob, state: JobState[Any]) -> bool:
     conditions = job.status.conditions
     if is_true(conditions, JobConditionType.RESTARTING):
         return False  # a whole-job restart deleted it on purpose
+    if is_true(conditions, JobConditionType.SUSPENDED):
+        # The suspension deleted it. The round that resumes the job still reads Suspended: its
+        # gate finds the workers not up and writes <Launcher>Created False with the resumption,
+        # so the launcher of the resumed run is the one a later vanishing is judged by.
+        return False
     if not state.pods_of(job.worker_type):
         # Gone with every worker: a whole-job restart whose record was not written yet (or a
         # loss of everything). The job starts again rather than failing.
@@ -134,7 +146,9 @@ def _waiting_since(job: LauncherJob, now: datetime) -> datetime:
 def launcher_gate(job: LauncherJob, state: JobState[Any], *, timeout: float) -> Gate:
     """Whether the launcher pod may be created now (see the module docstring)."""
     if state.pods_of(job.launcher_type):
-        return Gate.opened()
+        # It exists: <Launcher>Created is recorded from the world on every round, whichever
+        # status write recorded it before (or was lost: a crash between the create and the write).
+        return Gate.opened(record=True)
     if _launcher_vanished(job, state):
         policy = job.launcher_restart_policy
         if policy is RestartPolicy.ALWAYS:

@@ -250,7 +250,8 @@ def validate_trainingjob(job: TrainingJob) -> list[str]:
     targets = job.status.target_workers
     if targets:
         # A started job keeps the names it has; a scale-out refuses names that would not fit
-        # (NameTooLong), so a later spec.replicas never fails a job that runs.
+        # (NameTooLong) and a replacement chooses only names that fit, so neither a later
+        # spec.replicas nor a worker failure fails a job that runs.
         longest = max(targets, key=len)
         worker_suffix = max(worker_suffix, longest[len(job.metadata.name) :], key=len)
     elif specs.worker is not None:

@@ -8,8 +8,9 @@
   :data:`~etctl.common.WORKER_FIELDS`); slots per worker as the hostfile has them;
 * workers to replace follow the worker replica's restartPolicy
   (:func:`~etctl.jobs.launcher.workers_to_replace`);
-* the membership is in use while the launcher runs: only then does a worker that stopped running
-  leave the hostfile, and is a vanished member replaced;
+* the membership is in use while the launcher runs and the job is not suspended: only then does a
+  worker that stopped running leave the hostfile, and is a vanished member replaced (a suspension
+  deletes every pod; the resumed job gets its workers back under their names);
 * scalers start once the launcher runs (et-operator scaled only Running jobs), and their scripts
   run in the launcher's first container;
 * the membership is delivered when the running launcher's recorded hostfile digest (written by the
@@ -54,7 +55,10 @@ def read_elasticity(job: TrainingJob, state: JobState[Any]) -> Elasticity:
         state.pods_of(TrainingJobReplicaType.LAUNCHER),
         digest(hostfile(job.status.current_workers, slots)),
     )
-    running = launcher.running is not None
+    suspended = job.run_policy().suspend
+    # A suspension deletes every pod, the launcher last: workers it already deleted are no
+    # vanished members of a launcher that still runs, and the resumed job gets them back.
+    running = launcher.running is not None and not suspended
     pods = {objects.name(p): p for p in state.pods_of(TrainingJobReplicaType.WORKER)}
     replace = workers_to_replace(
         worker.restart_policy if worker is not None else RestartPolicy.NEVER,
@@ -63,7 +67,6 @@ def read_elasticity(job: TrainingJob, state: JobState[Any]) -> Elasticity:
         pods,
         launcher_running=running,
     )
-    suspended = job.run_policy().suspend
     return Elasticity(
         replica_type=TrainingJobReplicaType.WORKER,
         replicas=worker.replicas if worker is not None else 1,
@@ -74,7 +77,7 @@ def read_elasticity(job: TrainingJob, state: JobState[Any]) -> Elasticity:
         member_prefix=worker_prefix(job.metadata.name),
         slots=slots,
         replace=replace,
-        ready=running and not suspended and not is_finished(job.status.conditions),
+        ready=running and not is_finished(job.status.conditions),
         executor=launcher.executor,
         membership_delivered=launcher.delivered,
         membership_in_use=running,

@@ -83,3 +83,27 @@ def test_replace_keeps_positions_and_uses_fresh_names() -> None:
         Replacement("j-worker-2", "j-worker-7"),
     ]
     assert replace(P, targets, 5, set()) == (targets, 5, [])
+
+
+def test_a_replacement_whose_next_name_is_too_long_reuses_the_lowest_free_name() -> None:
+    long = "j" * 54 + "-worker-"  # room for one digit in 63 characters
+    targets = [f"{long}0", f"{long}9"]
+    # worker-1's pod is still being deleted, worker-2 is a scaler's choice: neither is free.
+    new_targets, last, swaps = replace(
+        long, targets, 9, {f"{long}9"}, max_length=63, taken={f"{long}1", f"{long}2", f"{long}9"}
+    )
+    assert new_targets == [f"{long}0", f"{long}3"]
+    assert last == 9  # no new index was used
+    assert swaps == [Replacement(f"{long}9", f"{long}3", reused=True)]
+    # Fresh names first while they fit.
+    assert replace(long, [f"{long}0"], 4, {f"{long}0"}, max_length=63) == (
+        [f"{long}5"],
+        5,
+        [Replacement(f"{long}0", f"{long}5")],
+    )
+
+
+def test_without_a_free_name_that_fits_nothing_is_replaced() -> None:
+    long = "j" * 54 + "-worker-"
+    targets = [f"{long}{i}" for i in range(10)]
+    assert replace(long, targets, 9, {f"{long}4"}, max_length=63) == (targets, 9, [])

@@ -64,3 +64,28 @@ def test_new_workers_join_the_hostfile_only_when_the_scale_out_admits_them() -> 
     # A finished scaler keeps nobody out.
     done = s.with_status(s.status.model_copy(update={"step": ScaleStep.DONE}))
     assert settle(j, done).current == settle(j, None).current
+
+
+def test_replacements_stay_within_the_name_limit() -> None:
+    long = "j" * 54 + "-worker-"
+    names = (f"{long}0", f"{long}9")
+    phases = {names[0]: "Running", names[1]: "Failed"}
+    view = dataclasses.replace(
+        job(list(names), phases=phases, last=9, replace=frozenset({names[1]})),
+        elasticity=dataclasses.replace(
+            job().elasticity, member_prefix=long, replace=frozenset({names[1]})
+        ),
+    )
+    settled = settle(view, None)
+    # worker-9's pod still exists (it is deleted once replaced): worker-1 is the lowest free name.
+    assert settled.targets == (names[0], f"{long}1")
+    assert settled.last_index == 9
+    assert [(r.old, r.new, r.reused) for r in settled.replaced] == [(names[1], f"{long}1", True)]
+    # Every name that fits taken: the failed member is left, and said so.
+    full = tuple(f"{long}{i}" for i in range(10))
+    crowded = dataclasses.replace(
+        view, targets=full, present=frozenset(full), phases=dict.fromkeys(full, "Running")
+    )
+    stuck = settle(crowded, None)
+    assert stuck.targets == full
+    assert stuck.unreplaced == (names[1],)

@@ -83,6 +83,23 @@ def test_after_a_whole_job_restart_the_launcher_waits_again() -> None:
     assert gate.fail_at == NOW - timedelta(seconds=30) + timedelta(seconds=60)
 
 
+def test_a_launcher_deleted_by_a_suspension_did_not_vanish() -> None:
+    # The round that resumes the job still reads Suspended True; its workers are being created.
+    suspended = {
+        **MEMBERS,
+        "conditions": [
+            {"type": "LauncherCreated", "status": "True", "reason": "GateOpened"},
+            {"type": "Suspended", "status": "True", "reason": "TrainingJobSuspended"},
+        ],
+    }
+    job = parse(job_document(status=suspended))
+    pending = [pod("tj-worker-0", "Pending"), pod("tj-worker-1", "Pending")]
+    gate = launcher_gate(job, state(job, workers=pending), timeout=600)
+    assert not gate.open
+    assert gate.reason == "WorkersNotReady"
+    assert "vanished" not in gate.message
+
+
 def test_the_open_gate_is_recorded_even_if_the_wait_never_was() -> None:
     # Whether the round that saw the gate closed got its status written is timing: the open
     # gate asks for LauncherCreated either way, which is what tells a vanished launcher later.
@@ -129,3 +146,12 @@ def test_extra_status() -> None:
         "replicas": 0,
         "workerSelector": None,
     }
+
+
+def test_an_existing_launcher_is_recorded_whatever_the_status_says() -> None:
+    # The round that created it may have lost its status write: the pod itself is the record.
+    job = parse(job_document(status=MEMBERS))
+    found = state(job, workers=WORKERS, launchers=[pod("tj-launcher", "Pending")])
+    gate = launcher_gate(job, found, timeout=600)
+    assert gate.open
+    assert gate.record

@@ -61,3 +61,16 @@ def test_a_suspended_or_finished_job_does_not_scale() -> None:
         job_document(status={**MEMBERS, "conditions": [{"type": "Succeeded", "status": "True"}]})
     )
     assert not read_elasticity(done, state(done, launchers=launcher)).ready
+
+
+def test_a_suspended_job_replaces_nobody_and_keeps_its_members() -> None:
+    # The suspension deletes the workers before the launcher: none of them vanished.
+    annotations = {"job-supervisor.kube-ai.io/job-suspended": "true"}
+    members = {**MEMBERS, "currentWorkers": ["tj-worker-0", "tj-worker-1"]}
+    job = parse(job_document(status=members, annotations=annotations))
+    view = read_elasticity(job, state(job, launchers=[pod("tj-launcher")]))
+    assert view.replace == frozenset()
+    assert not view.membership_in_use
+    running = parse(job_document(status=members))
+    gone = read_elasticity(running, state(running, launchers=[pod("tj-launcher")]))
+    assert gone.replace == {"tj-worker-0", "tj-worker-1"}

@@ -1,0 +1,86 @@
+"""What a TrainingJob knows of its launcher comes from the world, not from which write landed.
+
+The operator creates the launcher, then writes ``LauncherCreated`` with the round's status. A
+process that dies in between (or a status lost another way: restored from a backup, rewritten by
+hand) leaves a launcher that the status does not mention. The next operator must record it from
+the launcher it finds, so that a launcher that vanishes afterwards fails the job as documented
+instead of being silently created again (which would start the training over).
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from etctl.jobs.trainingjob._api import TRAININGJOBS
+from etctl.runtime import PODS, objects
+from etctl.testing import Behaviour, PodPolicy, wait_idle
+from tests.jobs.trainingjob._operator import (
+    JOB,
+    LAUNCHER,
+    NS,
+    Cluster,
+    cluster,
+    eventually,
+    operator,
+)
+from tests.schema_support import EXAMPLES, load_yaml
+
+
+def example() -> dict[str, Any]:
+    return copy.deepcopy(load_yaml(EXAMPLES / "trainingjob" / "training-job.yaml"))
+
+
+WAITING = {
+    "type": "LauncherCreated",
+    "status": "False",
+    "reason": "WorkersNotReady",
+    "message": "0 of 2 workers of TrainingJob elastic-training are running members",
+}
+
+
+def forget_the_launcher(env: Cluster, before: dict[str, str] | None) -> None:
+    """Write the job's status as it was before the write that recorded the launcher."""
+    job = env.job()
+    status = job["status"]
+    kept = [c for c in status["conditions"] if c["type"] != "LauncherCreated"]
+    status["conditions"] = kept if before is None else [*kept, before]
+    env.server.storage.update(TRAININGJOBS, job, namespace=NS, subresource="status")
+
+
+@pytest.mark.parametrize(
+    "before",
+    [pytest.param(WAITING, id="waiting-recorded"), pytest.param(None, id="nothing-recorded")],
+)
+async def test_a_launcher_the_status_lost_is_recorded_and_its_vanishing_fails_the_job(
+    tmp_path: Path, before: dict[str, str] | None
+) -> None:
+    async with cluster(tmp_path) as env:
+        # The launcher never leaves Pending: no replica count will ever mention it.
+        env.kubelet.add_policy(PodPolicy(name=LAUNCHER, does=Behaviour(stay_pending=True)))
+        async with operator(env):
+            env.apply(example())
+            await eventually(lambda: env.pods().get(LAUNCHER) == "Pending")
+            await eventually(lambda: env.condition("LauncherCreated") == ("True", "GateOpened"))
+        # The operator is gone; the status it wrote after creating the launcher is lost.
+        forget_the_launcher(env, before)
+        assert env.condition("LauncherCreated") == (
+            None if before is None else ("False", "WorkersNotReady")
+        )
+        launcher = objects.uid(env.get(PODS, LAUNCHER) or {})
+        async with operator(env) as manager:
+            await eventually(manager.cache.has_synced)
+            await eventually(lambda: env.condition("LauncherCreated") == ("True", "GateOpened"))
+            await wait_idle(env.server, manager)
+            assert objects.uid(env.get(PODS, LAUNCHER) or {}) == launcher
+            # Afterwards the launcher vanishes: the job fails, no new launcher is made.
+            env.server.storage.delete(PODS, LAUNCHER, namespace=NS)
+            await eventually(lambda: env.condition("Failed") is not None)
+            await wait_idle(env.server, manager)
+        assert env.condition("Failed") == ("True", "TrainingJobFailed")
+        failed = next(c for c in env.status()["conditions"] if c["type"] == "Failed")
+        assert f"launcher pod {LAUNCHER} of TrainingJob {JOB} vanished" in failed["message"]
+        assert LAUNCHER not in env.pods()
