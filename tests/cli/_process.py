@@ -1,7 +1,9 @@
 """etctl as a child process (``python -m etctl.cli``): start it, read its output, stop it.
 
 The child gets the test process's environment without any ``ETCTL_*`` setting or ``NO_COLOR``, so
-only its arguments configure it; it is killed when the block ends if it is still running.
+only its arguments configure it; it is killed when the block ends if it is still running. It starts
+with SIGINT's default disposition, as a command typed at a terminal does: a suite run in the
+background (where the shell ignores SIGINT, and children inherit that) still tests Ctrl-C.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import signal
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -56,6 +59,10 @@ class SandboxProcess:
         return "\n".join(self.lines)
 
 
+def _foreground_signals() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @asynccontextmanager
 async def etctl_process(*args: str) -> AsyncIterator[asyncio.subprocess.Process]:
     """``python -m etctl.cli ARGS`` with pipes; killed at the end if still running."""
@@ -69,6 +76,7 @@ async def etctl_process(*args: str) -> AsyncIterator[asyncio.subprocess.Process]
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         env=env,
+        preexec_fn=_foreground_signals,
     )
     try:
         yield process
