@@ -77,7 +77,7 @@ async def test_a_client_runs_a_trainingjob_and_sigterm_stops_with_status_0() -> 
     assert not kubeconfig.parent.exists()
 
 
-@pytest.mark.kubectl
+@pytest.mark.etctl_kubectl
 async def test_kubectl_applies_and_reads_through_the_kubeconfig_and_sigint_stops(
     tmp_path: Path,
 ) -> None:

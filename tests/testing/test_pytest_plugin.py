@@ -32,35 +32,74 @@ def test_kubeconfig(etctl_kubeconfig):
     assert etctl_kubeconfig.read_text().startswith("apiVersion: v1")
 
 
-@pytest.mark.hooks
+@pytest.mark.etctl_hooks
 def test_marked_hooks():
     pass
 
 
-@pytest.mark.real_cluster
+@pytest.mark.etctl_real_cluster
 def test_only_on_a_real_cluster(etctl_kubeconfig):
     assert str(etctl_kubeconfig).endswith("real-kubeconfig")
 
 
-@pytest.mark.kubectl
+@pytest.mark.etctl_kubectl
 def test_needs_kubectl():
     pass
 """
 
 
-def _run(pytester: pytest.Pytester) -> pytest.RunResult:
+def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     pytester.makeini(
         "[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n"
     )
     pytester.makepyfile(test_suite=SUITE)
-    return pytester.runpytest_inprocess("-p", "no:randomly", "-rs")
+    return pytester.runpytest_inprocess("-p", "no:randomly", "-rs", *args)
+
+
+def _opted_in(pytester: pytest.Pytester) -> pytest.RunResult:
+    return _run(pytester, "-p", "etctl.testing.pytest_plugin")
+
+
+def test_installing_etctl_changes_no_other_test_run(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ETCTL_TEST_KUBECONFIG", raising=False)
+    pytester.makepyfile(
+        test_other="""
+        import pytest
+
+        @pytest.mark.hooks
+        def test_their_own_hooks_marker():
+            pass
+
+        def test_no_etctl_fixture(request):
+            assert "etctl_apiserver" not in request.fixturenames
+            with pytest.raises(pytest.FixtureLookupError):
+                request.getfixturevalue("etctl_kubeconfig")
+        """
+    )
+    result = pytester.runpytest_inprocess("-p", "no:randomly", "-W", "ignore")
+    result.assert_outcomes(passed=2)
+    plugins = next(line for line in result.outlines if line.startswith("plugins:"))
+    assert "etctl" not in plugins
+    assert "etctl:" not in result.stdout.str()  # no report header: the plugin is not loaded
+
+
+def test_the_plugin_loads_from_a_conftest(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ETCTL_TEST_KUBECONFIG", raising=False)
+    pytester.makeconftest('pytest_plugins = ["etctl.testing.pytest_plugin"]')
+    result = _run(pytester, "--strict-markers")
+    result.assert_outcomes(passed=5, skipped=1)
+    result.stdout.fnmatch_lines(["etctl: embedded API server*"])
 
 
 def test_embedded_mode_runs_hook_tests_and_skips_real_cluster_ones(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("ETCTL_TEST_KUBECONFIG", raising=False)
-    result = _run(pytester)
+    result = _opted_in(pytester)
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed", 0) == 0, result.stdout.str()
     result.assert_outcomes(passed=5, skipped=1)
@@ -73,9 +112,11 @@ def test_real_cluster_mode_skips_hook_tests(
     kubeconfig = Path(pytester.path) / "real-kubeconfig"
     kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
     monkeypatch.setenv("ETCTL_TEST_KUBECONFIG", str(kubeconfig))
-    result = _run(pytester)
+    result = _opted_in(pytester)
     result.assert_outcomes(passed=3, skipped=3)
-    result.stdout.fnmatch_lines(["*needs the embedded API server*"])
+    result.stdout.fnmatch_lines(
+        ["*needs the embedded API server: uses the etctl_apiserver fixture"]
+    )
 
 
 def test_kubectl_marker_skips_without_kubectl(
@@ -83,6 +124,6 @@ def test_kubectl_marker_skips_without_kubectl(
 ) -> None:
     monkeypatch.delenv("ETCTL_TEST_KUBECONFIG", raising=False)
     monkeypatch.setenv("PATH", str(pytester.path))
-    result = _run(pytester)
+    result = _opted_in(pytester)
     result.assert_outcomes(passed=4, skipped=2)
     result.stdout.fnmatch_lines(["*kubectl is not installed*"])

@@ -94,7 +94,7 @@ async def test_example_runs_to_success(tmp_path: Path, path: Path) -> None:
         assert op.error is None
 
 
-@pytest.mark.kubectl
+@pytest.mark.etctl_kubectl
 async def test_kubectl_applies_an_example_unchanged(tmp_path: Path) -> None:
     kubectl = shutil.which("kubectl")
     assert kubectl is not None

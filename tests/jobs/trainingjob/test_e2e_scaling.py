@@ -307,7 +307,7 @@ async def kubectl(kubeconfig: Path, *args: str) -> tuple[int, str, str]:
     return process.returncode, out.decode(), err.decode()
 
 
-@pytest.mark.kubectl
+@pytest.mark.etctl_kubectl
 async def test_kubectl_applies_the_examples_and_scales(tmp_path: Path) -> None:
     async with cluster(tmp_path) as env, operator(env):
         kubeconfig = env.server.write_kubeconfig(tmp_path / "kubectl-config")
