@@ -11,7 +11,8 @@ a real cluster when ``ETCTL_TEST_KUBECONFIG`` names one (see :mod:`etctl.testing
   server's :class:`~etctl.testing.Storage` that tests use to arrange and read state (``create``,
   ``get``, ``list``, ``update``, ``patch``, ``delete``), each one HTTP request to the cluster;
 * namespaces of its own for each test (:meth:`RealCluster.create_namespace`, labelled
-  :data:`TEST_LABEL`, deleted by :meth:`RealCluster.delete_namespace` or at :meth:`close`);
+  :data:`TEST_LABEL`, ready once the cluster's own per-namespace objects are in, deleted by
+  :meth:`RealCluster.delete_namespace` or at :meth:`close`);
 * CRDs installed idempotently (:meth:`RealCluster.install_crds`: server-side apply, then wait
   until each is established and its resource served);
 * :meth:`RealCluster.has_nodes`: whether a kubelet runs pods there (a node is ``Ready``).
@@ -37,9 +38,11 @@ from typing import Any, TypeVar
 
 from etctl.errors import ApiError, NotFound
 from etctl.runtime import (
+    CONFIGMAPS,
     CRDS,
     NAMESPACES,
     NODES,
+    SERVICEACCOUNTS,
     Client,
     ClientOptions,
     KubeObject,
@@ -188,6 +191,7 @@ class RealCluster:
         self._crds: dict[str, str] = {}
         self._nodes: bool | None = None
         self._namespaces: dict[str, None] = {}
+        self._presets: tuple[tuple[Resource, str], ...] | None = None
         self._counter = 0
         self.namespaces_created = 0
         """How many namespaces this object created (and deleted, or will at close)."""
@@ -283,15 +287,46 @@ class RealCluster:
 
     # -- namespaces
 
-    async def create_namespace(self, prefix: str = "etctl") -> str:
-        """Create a namespace of this run's own, labelled :data:`TEST_LABEL`; returns its name."""
+    def create_namespace(self, prefix: str = "etctl") -> str:
+        """Create a namespace of this run's own (see :meth:`acreate_namespace`); blocks."""
+        name = self._next_name(prefix)
+        self.call(lambda c: self._create_namespace(c, name))
+        return name
+
+    async def acreate_namespace(self, prefix: str = "etctl") -> str:
+        """Create a namespace of this run's own, labelled :data:`TEST_LABEL`; returns its name.
+
+        It returns once the objects the cluster puts in every new namespace are there (its
+        ``default`` ServiceAccount, without which no pod is admitted, and the
+        ``kube-root-ca.crt`` ConfigMap), when the cluster makes them at all.
+        """
+        name = self._next_name(prefix)
+        await self.acall(lambda c: self._create_namespace(c, name))
+        return name
+
+    def _next_name(self, prefix: str) -> str:
         self._counter += 1
-        name = f"{prefix}-{self.session}-{self._counter}"[:63].rstrip("-")
+        return f"{prefix}-{self.session}-{self._counter}"[:63].rstrip("-")
+
+    async def _create_namespace(self, client: Client, name: str) -> None:
         body = {"metadata": {"name": name, "labels": {TEST_LABEL: self.session}}}
-        await self.acall(lambda c: c.create(NAMESPACES, body))
+        await client.create(NAMESPACES, body)
         self._namespaces[name] = None
         self.namespaces_created += 1
-        return name
+        if self._presets is None:
+            self._presets = await _presets(client)
+        async with asyncio.timeout(self._ready_timeout):
+            for res, preset in self._presets:
+                while True:
+                    try:
+                        await client.get(res, preset, namespace=name)
+                        break
+                    except NotFound:
+                        await asyncio.sleep(0.05)  # made by the cluster's controllers, soon
+
+    def presets(self) -> builtins.list[tuple[Resource, str]]:
+        """The objects the cluster puts in every namespace (known once one was created)."""
+        return list(self._presets or ())
 
     def delete_namespace(self, name: str) -> None:
         """Start deleting a namespace (the cluster finishes it; nothing waits for that)."""
@@ -382,6 +417,18 @@ def _applier(name: str, manifest: Mapping[str, Any]) -> Callable[[Client], Await
         )
 
     return apply
+
+
+async def _presets(client: Client) -> tuple[tuple[Resource, str], ...]:
+    """What the cluster's controllers put in every namespace, judged by ``default``'s."""
+    found = []
+    for res, name in ((SERVICEACCOUNTS, "default"), (CONFIGMAPS, "kube-root-ca.crt")):
+        try:
+            await client.get(res, name, namespace="default")
+        except NotFound:
+            continue
+        found.append((res, name))
+    return tuple(found)
 
 
 def _ready(node: KubeObject) -> bool:

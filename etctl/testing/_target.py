@@ -242,7 +242,7 @@ async def cluster_target(
             yield ClusterTarget(path, namespace, server=server)
         return
     await cluster.install_crds(_documents(sources))
-    name = await cluster.create_namespace(namespace)
+    name = await cluster.acreate_namespace(namespace)
     try:
         yield ClusterTarget(cluster.kubeconfig, name, cluster=cluster)
     finally:
