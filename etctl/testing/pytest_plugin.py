@@ -35,6 +35,9 @@ Markers:
   them; skipped on a real cluster without a ``Ready`` node.
 * ``etctl_real_cluster``: runs only on a real cluster.
 * ``etctl_kubectl``: needs ``kubectl`` on ``PATH`` (skipped where there is none).
+
+On a real-cluster run, a test that is not marked ``etctl_hooks`` and starts an embedded server
+anyway fails (:class:`~etctl.testing.HooksUnavailable`): it would pass without the cluster.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ from etctl.testing._realcluster import RealCluster
 from etctl.testing._target import (
     ENV_KUBECONFIG,
     ClusterTarget,
+    HooksUnavailable,
     close_real_cluster,
     cluster_target,
     real_cluster,
@@ -132,6 +136,7 @@ def _reason(marker: pytest.Mark, default: str) -> str:
     return str(marker.args[0]) if marker.args else str(marker.kwargs.get("reason", default))
 
 
+@pytest.hookimpl(trylast=True)  # after conftests have added their markers
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark hook users, then skip what the chosen cluster or the machine cannot run."""
     real = real_cluster_kubeconfig()
@@ -165,6 +170,29 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _has_nodes() -> bool:
     cluster = real_cluster()
     return cluster is not None and cluster.has_nodes()
+
+
+@pytest.fixture(autouse=True)
+def _etctl_only_the_real_cluster(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a real-cluster run, a test not marked ``etctl_hooks`` cannot start an embedded server.
+
+    Such a test would pass without a request reaching the cluster under test: it fails instead,
+    saying to mark it (or to run it on :func:`~etctl.testing.cluster_target`).
+    """
+    if real_cluster_kubeconfig() is None or request.node.get_closest_marker("etctl_hooks"):
+        return
+
+    async def refuse(server: ApiServer) -> None:
+        msg = (
+            f"{request.node.nodeid} started an embedded API server while {ENV_KUBECONFIG} names "
+            "the cluster under test: run it on cluster_target(), or mark it "
+            "etctl_hooks(reason) so that real-cluster runs skip it"
+        )
+        raise HooksUnavailable(msg)
+
+    monkeypatch.setattr(ApiServer, "start", refuse)
 
 
 @pytest.fixture

@@ -46,6 +46,10 @@ from tests.jobs.trainingjob._operator import JOB, LAUNCHER, NS, Cluster, w
 from tests.runtime._realtime import client_of, eventually, run_manager
 from tests.schema_support import EXAMPLES, load_yaml
 
+pytestmark = pytest.mark.etctl_hooks(
+    "RBAC enforced for the service-account tokens the embedded server mints"
+)
+
 MANIFESTS = Path(__file__).resolve().parents[2] / "manifests"
 _RBAC = "rbac.authorization.k8s.io"
 KINDS = {

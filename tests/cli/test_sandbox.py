@@ -19,6 +19,10 @@ from etctl.runtime import PODS, Client
 from tests.cli._process import SandboxProcess, sandbox_process
 from tests.schema_support import EXAMPLES, ROOT, load_yaml
 
+pytestmark = pytest.mark.etctl_hooks(
+    "the sandbox runs its own embedded server and simulated kubelet"
+)
+
 LAUNCHER = "elastic-training-launcher"
 QUICK = ("--pod-start-delay=0", "--log-level=warning")
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from etctl.errors import CacheSyncError, ConfigError
+from etctl.errors import CacheSyncError, ConfigError, NotFound
 from etctl.runtime import (
     CONFIGMAPS,
     NAMESPACES,
@@ -30,13 +30,25 @@ def new_cache(env: Cluster, **options: Any) -> Cache:
     return Cache(env.client, clock=env.clock, options=CacheOptions(**options))
 
 
+def owner_uid(env: Cluster, owner: str, namespace: str = "") -> str:
+    """The uid of the Secret ``owner`` (created the first time): a real owner, which a garbage
+    collector keeps the dependents of."""
+    namespace = namespace or env.ns
+    try:
+        found = env.target.storage.get(SECRETS, owner, namespace=namespace)
+    except NotFound:
+        body = {"metadata": {"name": owner, "namespace": namespace}}
+        found = env.target.storage.create(SECRETS, body, namespace=namespace)
+    return objects.uid(found)
+
+
 def owned(env: Cluster, name: str, owner: str, namespace: str = "") -> None:
     namespace = namespace or env.ns
     ref = {
-        "apiVersion": "kai.alibabacloud.com/v1alpha1",
-        "kind": "TrainingJob",
+        "apiVersion": "v1",
+        "kind": "Secret",
         "name": owner,
-        "uid": f"uid-{owner}",
+        "uid": owner_uid(env, owner, namespace),
         "controller": True,
     }
     body = {
@@ -105,14 +117,14 @@ async def test_reads_follow_the_server_and_the_owner_index(tmp_path: Path) -> No
                 f"{env.ns}/w-0",
                 f"{env.ns}/w-1",
             ]
-            assert env.keys(cache.controlled_by(CONFIGMAPS, "uid-job-a")) == [
+            assert env.keys(cache.controlled_by(CONFIGMAPS, owner_uid(env, "job-a"))) == [
                 f"{env.ns}/w-0",
                 f"{env.ns}/w-1",
             ]
             env.delete("w-1")
             owned(env, "w-2", "job-a")
             await eventually(lambda: cache.get(CONFIGMAPS, "w-2", namespace=env.ns) is not None)
-            assert env.keys(cache.controlled_by(CONFIGMAPS, "uid-job-a")) == [
+            assert env.keys(cache.controlled_by(CONFIGMAPS, owner_uid(env, "job-a"))) == [
                 f"{env.ns}/w-0",
                 f"{env.ns}/w-2",
             ]
@@ -217,7 +229,9 @@ async def test_selected_informers_are_merged_on_reads(tmp_path: Path) -> None:
                 f"{env.ns}/w-0",
                 f"{env.ns}/w-1",
             ]
-            assert env.keys(cache.controlled_by(CONFIGMAPS, "uid-job-b")) == [f"{env.ns}/w-1"]
+            assert env.keys(cache.controlled_by(CONFIGMAPS, owner_uid(env, "job-b"))) == [
+                f"{env.ns}/w-1"
+            ]
 
 
 @pytest.mark.etctl_hooks("fault injection: a 403 on list")

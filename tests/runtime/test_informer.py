@@ -291,7 +291,8 @@ async def test_a_forbidden_list_fails_wait_for_sync_with_the_reason(tmp_path: Pa
 
 
 async def test_a_missing_crd_fails_wait_for_sync_with_not_found(tmp_path: Path) -> None:
-    widgets = Resource("example.com", "v1", "widgets", "Widget")
+    # A group no test installs (a real cluster keeps the CRDs other tests installed).
+    widgets = Resource("missing.etctl.io", "v1", "widgets", "Widget")
     async with cluster(tmp_path) as env:
         inf = Informer(env.client, widgets, clock=env.clock, namespace=env.ns)
         async with running(inf):
@@ -299,7 +300,7 @@ async def test_a_missing_crd_fails_wait_for_sync_with_not_found(tmp_path: Path) 
             waiting = asyncio.create_task(inf.wait_for_sync(3))
             await env.clock.advance(3)
             with pytest.raises(
-                CacheSyncError, match=rf"widgets.example.com/v1 in namespace {env.ns}"
+                CacheSyncError, match=rf"widgets.missing.etctl.io/v1 in namespace {env.ns}"
             ):
                 await waiting
         assert "404 NotFound" in str(waiting.exception())

@@ -16,6 +16,10 @@ from tests.common._operator import eventually, running
 from tests.jobs.tfjob._cluster import TFCluster, tf_cluster
 from tests.schema_support import EXAMPLES
 
+pytestmark = pytest.mark.etctl_hooks(
+    "the simulated kubelet plays the TFJob containers (image tf:2) and their exits"
+)
+
 TF_EXAMPLES = sorted((EXAMPLES / "tfjob").glob("*.yaml"))
 # Room for every example at once, GPUs included (the estimator examples ask for them).
 NODES = KubeletConfig(nodes=(NodeConfig(name="gpu-0", cpu="64", memory="256Gi", gpus=16),))
