@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -127,3 +133,86 @@ def test_kubectl_marker_skips_without_kubectl(
     result = _opted_in(pytester)
     result.assert_outcomes(passed=4, skipped=2)
     result.stdout.fnmatch_lines(["*kubectl is not installed*"])
+
+
+REAL_SUITE = """
+import pytest
+
+from etctl.runtime import CONFIGMAPS
+from etctl.testing import ApiServer
+
+
+async def test_on_the_target(etctl_target):
+    assert not etctl_target.embedded
+    body = {"metadata": {"name": "proof"}, "data": {"k": "v"}}
+    etctl_target.storage.create(CONFIGMAPS, body, namespace=etctl_target.namespace)
+    listed = etctl_target.storage.list(CONFIGMAPS, namespace=etctl_target.namespace)
+    assert "proof" in [item["metadata"]["name"] for item in listed.items]
+
+
+@pytest.mark.etctl_hooks("fault injection")
+def test_needs_hooks():
+    pass
+
+
+@pytest.mark.etctl_kubelet("runs busybox")
+def test_needs_a_kubelet(etctl_real_cluster):
+    assert etctl_real_cluster.has_nodes()
+
+
+async def test_an_embedded_server_in_disguise():
+    async with ApiServer():
+        pass
+"""
+
+
+@contextmanager
+def serving(tmp_path: Path, *args: str) -> Iterator[tuple[Path, Path]]:
+    """``python -m etctl.testing`` in its own process: its kubeconfig and its request log."""
+    kubeconfig, log = tmp_path / "cluster.kubeconfig", tmp_path / "requests.jsonl"
+    command = [sys.executable, "-m", "etctl.testing", "--kubeconfig", str(kubeconfig)]
+    with subprocess.Popen(
+        [*command, "--request-log", str(log), *args], stdout=subprocess.PIPE
+    ) as process:
+        try:
+            assert process.stdout is not None
+            assert process.stdout.readline().startswith(b"http://127.0.0.1:")
+            yield kubeconfig, log
+        finally:
+            process.send_signal(signal.SIGINT)
+            process.wait(15)
+
+
+def requests_in(log: Path) -> list[dict[str, str]]:
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("nodes", [0, 1])
+def test_a_real_cluster_run_reaches_that_cluster_only(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, nodes: int
+) -> None:
+    kubelet = ["--nodes", "1"] if nodes else ["--no-kubelet"]
+    with serving(tmp_path, *kubelet) as (kubeconfig, log):
+        monkeypatch.setenv("ETCTL_TEST_KUBECONFIG", str(kubeconfig))
+        pytester.makeini(
+            "[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n"
+        )
+        pytester.makepyfile(test_suite=REAL_SUITE)
+        result = pytester.runpytest_inprocess("-p", "etctl.testing.pytest_plugin", "-rs")
+        seen = requests_in(log)
+    result.stdout.fnmatch_lines([f"etctl: real cluster of {kubeconfig}*"])
+    result.assert_outcomes(passed=1 + nodes, skipped=2 - nodes, failed=1)
+    result.stdout.fnmatch_lines(["*needs the embedded API server: fault injection*"])
+    result.stdout.fnmatch_lines(["*test_an_embedded_server_in_disguise started an embedded*"])
+    if not nodes:
+        result.stdout.fnmatch_lines(["*needs a kubelet that runs busybox: *no Ready node*"])
+    # The server's side: the test's namespace came and went, and the ConfigMap went into it.
+    (created,) = [r for r in seen if r["method"] == "POST" and r["path"] == "/api/v1/namespaces"]
+    namespaces = [r["path"] for r in seen if r["method"] == "DELETE"]
+    (namespace,) = [path.rsplit("/", 1)[1] for path in namespaces]
+    assert namespace.startswith("etctl-test-")
+    assert {"method": "POST", "path": f"/api/v1/namespaces/{namespace}/configmaps"} in [
+        {"method": r["method"], "path": r["path"]} for r in seen
+    ]
+    assert {r["user_agent"] for r in seen} == {"etctl-tests"}
+    assert created
