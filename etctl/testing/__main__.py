@@ -5,6 +5,8 @@ that line before running ``kubectl``. The simulated kubelet and scheduler run by
 nodes; ``--nodes`` and the ``--node-*`` flags shape them, ``--no-kubelet`` turns them off), so
 pods are scheduled, run, and answer ``kubectl logs`` and ``kubectl exec``.
 
+With ``--auth`` it authenticates tokens and enforces RBAC, as a cluster does (the kubeconfig it
+writes is the administrator's), and serves the TokenRequest API for ServiceAccount tokens.
 With ``--request-log FILE`` every request the server receives is appended to FILE as one JSON
 line (its method, path and user agent, as it arrives), so a run of the test suite against it
 (``ETCTL_TEST_KUBECONFIG``) can be checked from the server's side.
@@ -23,9 +25,11 @@ from pathlib import Path
 from typing import TextIO
 
 from etctl.log import configure
+from etctl.testing._apiserver.authorization import AuthConfig
 from etctl.testing._apiserver.requestlog import RequestRecord
 from etctl.testing._apiserver.server import ApiServer
 from etctl.testing._kubelet import KubeletConfig
+from etctl.testing._tokenrequest import serve_token_requests
 
 __all__ = ["main"]
 
@@ -51,6 +55,12 @@ def _parser() -> argparse.ArgumentParser:
         type=Path,
         default=None,
         help="append every request to this file, one JSON object per line",
+    )
+    parser.add_argument(
+        "--auth",
+        action="store_true",
+        help="authenticate tokens and enforce RBAC (the kubeconfig is the administrator's); "
+        "ServiceAccount tokens come from the TokenRequest API (kubectl create token)",
     )
     parser.add_argument("--log-level", default="warning", help="log level (default: warning)")
     kubelet = parser.add_argument_group("simulated kubelet")
@@ -104,7 +114,10 @@ async def _serve(args: argparse.Namespace, kubelet: KubeletConfig | None) -> Non
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     with ExitStack() as files:
-        async with ApiServer(port=args.port, crds=args.crds, kubelet=kubelet) as server:
+        auth = AuthConfig() if args.auth else None
+        async with ApiServer(port=args.port, crds=args.crds, kubelet=kubelet, auth=auth) as server:
+            if auth is not None:
+                serve_token_requests(server)
             if args.request_log is not None:
                 out = files.enter_context(args.request_log.open("a", encoding="utf-8"))
                 server.requests.subscribe(_log_to(out))

@@ -123,12 +123,14 @@ def pytest_report_header(config: pytest.Config) -> str:
     return f"etctl: real cluster of {real} ({ENV_KUBECONFIG})"
 
 
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """On a real cluster, say how many namespaces the run created there."""
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """On a real cluster, say how many tests ran there, in how many namespaces."""
     for kubeconfig, cluster in started_real_clusters().items():
+        tests = len(config.stash.get(_ON_THE_CLUSTER, []))
         terminalreporter.write_line(
-            f"etctl: {cluster.namespaces_created} test namespace(s) created on the cluster of "
-            f"{kubeconfig}, {len(cluster.namespaces())} still held (deleted at exit)"
+            f"etctl: {tests} test(s) ran on the cluster of {kubeconfig}, in "
+            f"{cluster.namespaces_created} namespace(s) of their own "
+            f"({len(cluster.namespaces())} still held, deleted at exit)"
         )
 
 
@@ -172,16 +174,21 @@ def _has_nodes() -> bool:
     return cluster is not None and cluster.has_nodes()
 
 
+_ON_THE_CLUSTER = pytest.StashKey[list[str]]()
+
+
 @pytest.fixture(autouse=True)
 def _etctl_only_the_real_cluster(
     request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
-) -> None:
+) -> Iterator[None]:
     """On a real-cluster run, a test not marked ``etctl_hooks`` cannot start an embedded server.
 
     Such a test would pass without a request reaching the cluster under test: it fails instead,
-    saying to mark it (or to run it on :func:`~etctl.testing.cluster_target`).
+    saying to mark it (or to run it on :func:`~etctl.testing.cluster_target`). The tests that
+    made a namespace on the cluster are counted for the summary.
     """
     if real_cluster_kubeconfig() is None or request.node.get_closest_marker("etctl_hooks"):
+        yield
         return
 
     async def refuse(server: ApiServer) -> None:
@@ -193,6 +200,14 @@ def _etctl_only_the_real_cluster(
         raise HooksUnavailable(msg)
 
     monkeypatch.setattr(ApiServer, "start", refuse)
+    before = _namespaces_created()
+    yield
+    if _namespaces_created() > before:
+        request.config.stash.setdefault(_ON_THE_CLUSTER, []).append(request.node.nodeid)
+
+
+def _namespaces_created() -> int:
+    return sum(cluster.namespaces_created for cluster in started_real_clusters().values())
 
 
 @pytest.fixture

@@ -202,6 +202,7 @@ def test_a_real_cluster_run_reaches_that_cluster_only(
         seen = requests_in(log)
     result.stdout.fnmatch_lines([f"etctl: real cluster of {kubeconfig}*"])
     result.assert_outcomes(passed=1 + nodes, skipped=2 - nodes, failed=1)
+    result.stdout.fnmatch_lines(["etctl: 1 test(s) ran on the cluster of *, in 1 namespace(s) of*"])
     result.stdout.fnmatch_lines(["*needs the embedded API server: fault injection*"])
     result.stdout.fnmatch_lines(["*test_an_embedded_server_in_disguise started an embedded*"])
     if not nodes:
