@@ -47,6 +47,7 @@ from etctl.testing._target import (
     cluster_target,
     real_cluster,
 )
+from etctl.testing._tokenrequest import serve_token_requests
 
 __all__ = [
     "ApiServer",
@@ -78,5 +79,6 @@ __all__ = [
     "cluster_target",
     "kubeconfig_document",
     "real_cluster",
+    "serve_token_requests",
     "wait_idle",
 ]
