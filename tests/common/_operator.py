@@ -25,6 +25,7 @@ from etctl.common import JobController, JobPlugin, JobSettings, crd_manifest, se
 from etctl.runtime import (
     EVENTS,
     PODS,
+    CacheOptions,
     Client,
     FakeClock,
     KubeObject,
@@ -208,7 +209,7 @@ class Cluster(StoredObjects):
 
         Its cache covers the test's namespace.
         """
-        options.setdefault("namespaces", [self.ns])
+        options.setdefault("cache", CacheOptions(namespaces=[self.ns]))
         return job_operator(
             self.client, self.clock, plugin or SimpleJobPlugin(), settings=settings, **options
         )

@@ -20,6 +20,7 @@ from etctl.errors import ConfigError
 from etctl.runtime import (
     CONFIGMAPS,
     SECRETS,
+    CacheOptions,
     Client,
     CreateEvent,
     EnqueueRequestsFromMapFunc,
@@ -60,7 +61,9 @@ async def client(target: ClusterTarget) -> AsyncIterator[Client]:
 def new_manager(client: Client, ns: str, clock: FakeClock | None = None) -> Manager:
     """A manager whose cache covers the test's namespace."""
     options = ManagerOptions(
-        metrics_bind_address="0", health_probe_bind_address="0", namespaces=[ns]
+        metrics_bind_address="0",
+        health_probe_bind_address="0",
+        cache=CacheOptions(namespaces=[ns]),
     )
     return Manager(client, options=options, clock=clock or FakeClock())
 

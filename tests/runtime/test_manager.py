@@ -728,7 +728,7 @@ async def test_names_are_unique_and_setup_ends_at_start(
 
 
 async def test_wait_started_returns_once_caches_synced_and_work_runs(
-    server: ApiServer, client: Client
+    ns: str, client: Client
 ) -> None:
     clock = FakeClock()
     op = operator(client, clock, lease=None)
@@ -739,7 +739,7 @@ async def test_wait_started_returns_once_caches_synced_and_work_runs(
         return Result()
 
     op.manager.controller("started", reconcile).for_(CONFIGMAPS).build()
-    await client.create(CONFIGMAPS, configmap("before-start"))
+    await client.create(CONFIGMAPS, configmap("before-start", ns))
     async with running(op):
         await asyncio.wait_for(op.manager.wait_started(), timeout=30)
         assert op.manager.cache.has_synced()

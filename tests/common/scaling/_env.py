@@ -24,7 +24,16 @@ from etctl.errors import NotFound
 from etctl.jobs.launcher import PUSHED_ANNOTATION, digest, hostfile
 from etctl.jobs.trainingjob._api import TRAININGJOB, TRAININGJOBS
 from etctl.jobs.trainingjob._plugin import TrainingJobPlugin
-from etctl.runtime import EVENTS, PODS, KubeObject, Manager, ManagerOptions, Resource, objects
+from etctl.runtime import (
+    EVENTS,
+    PODS,
+    CacheOptions,
+    KubeObject,
+    Manager,
+    ManagerOptions,
+    Resource,
+    objects,
+)
 from etctl.testing import StorageVerbs, wait_idle
 from tests.runtime._cluster import Cluster, cluster, eventually
 from tests.runtime._realtime import run_manager
@@ -169,7 +178,7 @@ async def controllers(env: Env, **plugin_options: Any) -> AsyncIterator[Manager]
         metrics_bind_address="0",
         health_probe_bind_address="0",
         cache_sync_timeout=5.0,
-        namespaces=[env.ns],
+        cache=CacheOptions(namespaces=[env.ns]),
     )
     manager = Manager(env.cluster.client, options=options, clock=env.cluster.clock)
     setup_scaling(manager, TrainingJobPlugin(**plugin_options))
