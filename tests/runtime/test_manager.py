@@ -749,6 +749,7 @@ async def test_wait_started_returns_once_caches_synced_and_work_runs(
         await eventually(lambda: "before-start" in seen)
 
 
+@pytest.mark.etctl_hooks("fault injection: a 403 on list")
 async def test_wait_started_raises_what_stopped_the_start(
     server: ApiServer, client: Client
 ) -> None:
