@@ -23,7 +23,7 @@ from etctl.cli._settings import OPTIONS, RunSettings
 from etctl.common import Registry, crd_manifest, discover
 from etctl.errors import CacheSyncError
 from etctl.jobs.tfjob._api import TFJOB, TFJOBS
-from etctl.runtime import LEASES, PODS, FakeClock
+from etctl.runtime import LEASES, NAMESPACES, PODS, FakeClock
 from etctl.testing import ApiServer, Fault, cluster_target
 from etctl.testing._apiserver.server import kubeconfig_document
 from tests.cli._process import etctl_process
@@ -262,6 +262,7 @@ async def test_the_library_keeps_prometheus_created_series() -> None:
     assert b"probe_created " in out
 
 
+@pytest.mark.etctl_hooks("pausing the server")
 async def test_a_shutdown_whose_grace_period_runs_out_exits_1(tmp_path: Path) -> None:
     async with ApiServer(crds=[crd_manifest(TFJOB)]) as server:
         server.storage.create(NAMESPACES, {"metadata": {"name": "team"}})

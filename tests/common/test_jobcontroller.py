@@ -282,7 +282,7 @@ async def test_pods_created_before_a_lost_status_write_get_their_condition_next_
         assert "train-leader-0" in await h.pods()
         # The process died after creating the leader: its status write never happened.
         await h.client.patch_status(
-            SIMPLEJOBS, "train", {"status": {"conditions": before}}, namespace=NAMESPACE
+            SIMPLEJOBS, "train", {"status": {"conditions": before}}, namespace=h.ns
         )
         assert (await h.conditions("train"))["LeaderCreated"] == ("False", "WaitingForWorkers")
         await h.step("train")

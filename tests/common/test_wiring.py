@@ -270,11 +270,12 @@ async def test_an_invalid_job_fails_and_the_operator_keeps_running(tmp_path: Pat
         assert op.error is None
 
 
+@pytest.mark.etctl_hooks("the request log shows the orphan's claim")
 async def test_a_hand_made_orphan_wakes_the_job_it_could_belong_to(tmp_path: Path) -> None:
     async with cluster(tmp_path) as c:
         op = c.operator()
         async with running(op):
-            job = await c.client.create(SIMPLEJOBS, simplejob("train", workers=2))
+            job = await c.submit(simplejob("train", workers=2))
             await eventually(lambda: len(c.pods()) == 2)
             for name in ("train-worker-0", "train-worker-1"):
                 c.set_phase(name, "Running")
@@ -293,7 +294,7 @@ async def test_a_hand_made_orphan_wakes_the_job_it_could_belong_to(tmp_path: Pat
                     "metadata": {"name": "train-worker-1-debug", "labels": labels},
                     "spec": {"containers": [{"name": "main", "image": "busybox"}]},
                 },
-                namespace=NAMESPACE,
+                namespace=c.ns,
             )
             await wait_idle(c.server, op.manager)
             adopted = c.pods().get("train-worker-1-debug")

@@ -329,7 +329,7 @@ _READS = ("get", "list", "watch")
 
 @pytest.mark.etctl_hooks("the request log says who wrote when")
 async def test_a_leader_paused_past_its_lease_sends_no_write_after_it_resumes(
-    server: ApiServer, client: Client, tmp_path: Path
+    server: ApiServer, ns: str, client: Client, tmp_path: Path
 ) -> None:
     """SIGSTOP right after a renew, SIGCONT 16 s later: reconciles woken on resume are fenced."""
     clock, lease = FakeClock(), unique_name("lease")
@@ -343,7 +343,7 @@ async def test_a_leader_paused_past_its_lease_sends_no_write_after_it_resumes(
             if request.name != beat:
                 return Result()
             stamp = {"metadata": {"annotations": {"by": op, "at": str(clock.monotonic())}}}
-            await clients[op].patch(CONFIGMAPS, f"{beat}-out", stamp, namespace="default")
+            await clients[op].patch(CONFIGMAPS, f"{beat}-out", stamp, namespace=ns)
             return Result(requeue_after=1.5)
 
         return reconcile
@@ -353,12 +353,12 @@ async def test_a_leader_paused_past_its_lease_sends_no_write_after_it_resumes(
 
     async with client_of(server, tmp_path, user_agent="replica-a") as client_a:
         clients.update(a=client_a, b=client)
-        a = operator(client_a, clock, lease=lease, identity="a")
+        a = operator(client_a, clock, lease=lease, namespace=ns, identity="a")
         a.manager.controller("beat", beating("a")).for_(CONFIGMAPS).build()
-        b = operator(client, clock, lease=lease, identity="b")
+        b = operator(client, clock, lease=lease, namespace=ns, identity="b")
         b.manager.controller("beat", beating("b")).for_(CONFIGMAPS).build()
-        await client.create(CONFIGMAPS, configmap(f"{beat}-out"))
-        await client.create(CONFIGMAPS, configmap(beat))
+        await client.create(CONFIGMAPS, configmap(f"{beat}-out", ns))
+        await client.create(CONFIGMAPS, configmap(beat, ns))
         real = client_a.replace
         resumed: list[int] = []  # the request log's length when the process resumed
         armed: list[bool] = []
