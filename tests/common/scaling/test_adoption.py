@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from etctl.common import SCALEINS, SCALEOUTS
 from etctl.common._scaling.adoption import selector_index
 from etctl.runtime import Resource, objects
@@ -108,6 +110,7 @@ async def test_foreign_and_finished_scalers_are_left_alone(tmp_path: Path) -> No
         assert objects.controller_of(env.scaler(SCALEOUTS, "old")) is None
 
 
+@pytest.mark.etctl_hooks("the server's clock, which stamps the creation times compared")
 async def test_a_scaler_never_acts_on_a_job_created_after_it(tmp_path: Path) -> None:
     async with scaling_env(tmp_path) as env:
         env.create_scaler(SCALEINS, "stale", {"selector": {"name": "tj"}, "toDelete": {"count": 1}})

@@ -200,6 +200,7 @@ async def test_scalers_run_one_at_a_time_oldest_first(tmp_path: Path) -> None:
         assert env.scaler_status(SCALEINS, "newer")["toDeletePods"] == [f"{W}2"]
 
 
+@pytest.mark.etctl_hooks("the server's clock, which stamps the creation times compared")
 async def test_scalers_of_one_second_run_in_the_order_they_were_created(tmp_path: Path) -> None:
     async with scaling_env(tmp_path) as env:
         env.create_job(replicas=2)
