@@ -225,7 +225,7 @@ async def test_scalers_of_one_second_run_in_the_order_they_were_created(tmp_path
         env.launcher()
         env.deliver()
         await env.until(lambda: env.status().get("currentScaler") is not None)
-        assert env.status()["currentScaler"] == "ScaleOut:default/zz-first"
+        assert env.status()["currentScaler"] == f"ScaleOut:{env.ns}/zz-first"
         assert "step" not in env.scaler_status(SCALEINS, "aa-second")  # waits its turn
 
 
