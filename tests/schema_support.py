@@ -2,7 +2,8 @@
 
 ``apply_defaults`` mirrors what the API server does with a CRD schema's defaults (missing fields
 with a default get a copy of it, recursively, including inside map values and list items), so
-tests can compare the server's defaults with the models' defaults.
+tests can compare the server's defaults with the models' defaults. :func:`admitted` and
+:func:`refused` put a document to the cluster under test itself, whose admission has the last word.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from typing import Any
 import yaml
 
 from etctl.common import CustomResource, crd_manifest
+from etctl.errors import Invalid
+from etctl.runtime import Client, KubeObject, Resource
+from etctl.testing import ClusterTarget
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -65,3 +69,24 @@ def _default(value: Any, schema: Mapping[str, Any]) -> None:
     elif isinstance(value, list) and isinstance(schema.get("items"), Mapping):
         for item in value:
             _default(item, schema["items"])
+
+
+async def admitted(target: ClusterTarget, res: Resource, document: Mapping[str, Any]) -> KubeObject:
+    """``document`` created in the target's namespace: what the cluster stored, defaults applied.
+
+    The cluster's admission is the judge here: its structural schema validation and defaulting,
+    on the embedded server or on a real kube-apiserver.
+    """
+    metadata = {**document.get("metadata", {}), "namespace": target.namespace}
+    async with await Client.from_kubeconfig(target.kubeconfig) as client:
+        return await client.create(res, {**document, "metadata": metadata})
+
+
+async def refused(target: ClusterTarget, res: Resource, document: Mapping[str, Any]) -> Invalid:
+    """The cluster's 422 for ``document``, created in the target's namespace (it must refuse)."""
+    try:
+        await admitted(target, res, document)
+    except Invalid as refusal:
+        return refusal
+    msg = f"the cluster admitted an invalid {res.kind}"
+    raise AssertionError(msg)

@@ -13,8 +13,14 @@ The public surface is small:
   :class:`PodPolicy`): the simulated nodes, scheduler and kubelet (``ApiServer(kubelet=...)``);
 * :func:`wait_idle`: wait until an operator under test (and the server) has nothing left to do
   before moving a FakeClock;
-* the pytest plugin (``etctl.testing.pytest_plugin``, loaded automatically): fixtures
-  ``etctl_apiserver``, ``etctl_shared_apiserver``, ``etctl_kubeconfig`` and ``etctl_kubelet``.
+* :func:`cluster_target` (a :class:`ClusterTarget`): where a test runs, a fresh embedded server
+  or a namespace of the real cluster named by ``ETCTL_TEST_KUBECONFIG`` (:class:`RealCluster`,
+  whose :class:`RemoteStorage` has the storage's synchronous verbs), so one test runs in both
+  modes;
+* the pytest plugin (``etctl.testing.pytest_plugin``, opt-in: ``-p etctl.testing.pytest_plugin``
+  or ``pytest_plugins = ["etctl.testing.pytest_plugin"]`` in a conftest): fixtures
+  ``etctl_apiserver``, ``etctl_shared_apiserver``, ``etctl_kubeconfig``, ``etctl_target`` and
+  ``etctl_kubelet``, and the ``etctl_*`` markers.
 
 See ``docs/testing.md`` for usage, the internal storage API and the server's limits.
 """
@@ -33,29 +39,46 @@ from etctl.testing._apiserver.storage import ListResult, Storage, WriteOptions
 from etctl.testing._apiserver.store import Event
 from etctl.testing._idle import wait_idle
 from etctl.testing._kubelet import Behaviour, Kubelet, KubeletConfig, NodeConfig, PodPolicy
+from etctl.testing._realcluster import RealCluster, RemoteStorage
+from etctl.testing._target import (
+    ClusterTarget,
+    HooksUnavailable,
+    StorageVerbs,
+    cluster_target,
+    real_cluster,
+)
+from etctl.testing._tokenrequest import serve_token_requests
 
 __all__ = [
     "ApiServer",
     "AuthConfig",
     "BackgroundApiServer",
     "Behaviour",
+    "ClusterTarget",
     "DeleteOptions",
     "Event",
     "Fault",
     "FaultInjector",
     "History",
+    "HooksUnavailable",
     "Kubelet",
     "KubeletConfig",
     "Limits",
     "ListResult",
     "NodeConfig",
     "PodPolicy",
+    "RealCluster",
+    "RemoteStorage",
     "RequestLog",
     "RequestRecord",
     "Storage",
+    "StorageVerbs",
     "SubresourceRequest",
     "UserInfo",
     "WriteOptions",
+    "cluster_target",
     "kubeconfig_document",
+    "real_cluster",
+    "serve_token_requests",
     "wait_idle",
 ]

@@ -4,19 +4,32 @@ Writes a kubeconfig for it and prints the URL once the server listens, so script
 that line before running ``kubectl``. The simulated kubelet and scheduler run by default (three
 nodes; ``--nodes`` and the ``--node-*`` flags shape them, ``--no-kubelet`` turns them off), so
 pods are scheduled, run, and answer ``kubectl logs`` and ``kubectl exec``.
+
+With ``--auth`` it authenticates tokens and enforces RBAC, as a cluster does (the kubeconfig it
+writes is the administrator's), and serves the TokenRequest API for ServiceAccount tokens.
+With ``--request-log FILE`` every request the server receives is appended to FILE as one JSON
+line (its method, path and user agent, as it arrives), so a run of the test suite against it
+(``ETCTL_TEST_KUBECONFIG``) can be checked from the server's side.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import signal
 import sys
+from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
+from typing import TextIO
 
 from etctl.log import configure
+from etctl.testing._apiserver.authorization import AuthConfig
+from etctl.testing._apiserver.requestlog import RequestRecord
 from etctl.testing._apiserver.server import ApiServer
 from etctl.testing._kubelet import KubeletConfig
+from etctl.testing._tokenrequest import serve_token_requests
 
 __all__ = ["main"]
 
@@ -36,6 +49,18 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         help="a CRD file or directory to serve (repeatable)",
+    )
+    parser.add_argument(
+        "--request-log",
+        type=Path,
+        default=None,
+        help="append every request to this file, one JSON object per line",
+    )
+    parser.add_argument(
+        "--auth",
+        action="store_true",
+        help="authenticate tokens and enforce RBAC (the kubeconfig is the administrator's); "
+        "ServiceAccount tokens come from the TokenRequest API (kubectl create token)",
     )
     parser.add_argument("--log-level", default="warning", help="log level (default: warning)")
     kubelet = parser.add_argument_group("simulated kubelet")
@@ -73,18 +98,33 @@ def _kubelet_config(args: argparse.Namespace) -> KubeletConfig | None:
     )
 
 
-async def _serve(
-    port: int, kubeconfig: Path | None, crds: list[Path], kubelet: KubeletConfig | None
-) -> None:
+def _log_to(out: TextIO) -> Callable[[RequestRecord], None]:
+    def write(record: RequestRecord) -> None:
+        # Handed over as the request arrives: what the request says, not yet how it was answered.
+        fields = {"method": record.method, "path": record.path, "user_agent": record.user_agent}
+        out.write(json.dumps(fields, separators=(",", ":")) + "\n")
+        out.flush()  # the file is read while the server runs
+
+    return write
+
+
+async def _serve(args: argparse.Namespace, kubelet: KubeletConfig | None) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    async with ApiServer(port=port, crds=crds, kubelet=kubelet) as server:
-        if kubeconfig is not None:
-            server.write_kubeconfig(kubeconfig)
-        print(server.url, flush=True)  # noqa: T201 - the CLI's one line of output
-        await stop.wait()
+    with ExitStack() as files:
+        auth = AuthConfig() if args.auth else None
+        async with ApiServer(port=args.port, crds=args.crds, kubelet=kubelet, auth=auth) as server:
+            if auth is not None:
+                serve_token_requests(server)
+            if args.request_log is not None:
+                out = files.enter_context(args.request_log.open("a", encoding="utf-8"))
+                server.requests.subscribe(_log_to(out))
+            if args.kubeconfig is not None:
+                server.write_kubeconfig(args.kubeconfig)
+            print(server.url, flush=True)  # noqa: T201 - the CLI's one line of output
+            await stop.wait()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -97,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bad kubelet options: {exc}", file=sys.stderr)  # noqa: T201
         return 2
     try:
-        asyncio.run(_serve(args.port, args.kubeconfig, args.crds, kubelet))
+        asyncio.run(_serve(args, kubelet))
     except OSError as exc:
         print(f"cannot serve: {exc}", file=sys.stderr)  # noqa: T201
         return 1

@@ -21,10 +21,14 @@ Everything is read in one synchronous pass (the server, the operators and the te
 event loop), and the answer must hold on two passes in a row, a poll apart, so that bytes already
 in a socket are read in between.
 
-Limits: the server must run on the test's own event loop (an :class:`ApiServer`, not the shared
-background server); informers created with label or field selectors are compared with everything
-the server holds, so they never look caught up (the controllers etctl builds use none); the work
-of plain runnables (``Manager.add_runnable``) and of event recorders is not seen.
+On a real cluster (a :class:`~etctl.testing.RealCluster`) only the operators and their caches are
+checked, each cache against a list of the cluster: what the cluster's watch streams hold is not
+visible from outside, and the list is the cluster's word on what exists.
+
+Limits: the embedded server must run on the test's own event loop (an :class:`ApiServer`, not
+the shared background server); informers created with label or field selectors are compared with
+everything the server holds, so they never look caught up (the controllers etctl builds use
+none); the work of plain runnables (``Manager.add_runnable``) and of event recorders is not seen.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from typing import TYPE_CHECKING
 
 from etctl.errors import ApiError, ConfigError
 from etctl.runtime import Resource, objects
+from etctl.testing._realcluster import RealCluster
 
 if TYPE_CHECKING:
     from etctl.runtime import Manager
@@ -43,16 +48,20 @@ if TYPE_CHECKING:
 __all__ = ["wait_idle"]
 
 _POLL_SECONDS = 0.005
+_REMOTE_POLL_SECONDS = 0.02  # each pass lists the cluster: poll it less often
 
 
-async def wait_idle(server: ApiServer, *managers: Manager, timeout: float = 10.0) -> None:
+async def wait_idle(
+    server: ApiServer | RealCluster, *managers: Manager, timeout: float = 10.0
+) -> None:
     """Wait until the server and every manager are idle (see the module docstring).
 
     Call it before each ``await clock.advance(...)`` under a running operator, and before
     asserting on what the operator does with no further event.
 
     Args:
-        server: the embedded API server the managers talk to, on this event loop.
+        server: the embedded API server the managers talk to, on this event loop, or the real
+            cluster they talk to.
         managers: the running operators (none: only the server must be idle).
         timeout: real seconds to wait at most.
 
@@ -63,6 +72,7 @@ async def wait_idle(server: ApiServer, *managers: Manager, timeout: float = 10.0
     deadline = loop.time() + timeout
     calm = 0
     busy: list[str] = []
+    poll = _REMOTE_POLL_SECONDS if isinstance(server, RealCluster) else _POLL_SECONDS
     while calm < 2:
         busy = [*_server_busy(server), *(b for m in managers for b in _manager_busy(server, m))]
         calm = 0 if busy else calm + 1
@@ -70,10 +80,12 @@ async def wait_idle(server: ApiServer, *managers: Manager, timeout: float = 10.0
             msg = f"not idle after {timeout:g} s: " + "; ".join(busy)
             raise TimeoutError(msg)
         if calm < 2:
-            await asyncio.sleep(_POLL_SECONDS)
+            await asyncio.sleep(poll)
 
 
-def _server_busy(server: ApiServer) -> list[str]:
+def _server_busy(server: ApiServer | RealCluster) -> list[str]:
+    if isinstance(server, RealCluster):
+        return []  # a real cluster's watch streams and controllers are not visible
     busy = []
     unsent = server.store.unsent()
     if unsent:
@@ -89,7 +101,7 @@ def _server_busy(server: ApiServer) -> list[str]:
     return busy
 
 
-def _manager_busy(server: ApiServer, manager: Manager) -> list[str]:
+def _manager_busy(server: ApiServer | RealCluster, manager: Manager) -> list[str]:
     if not manager.running:
         return [f"{manager!r} is not running"]
     if not manager.cache.has_synced():
@@ -113,16 +125,14 @@ def _manager_busy(server: ApiServer, manager: Manager) -> list[str]:
     return busy
 
 
-def _cache_behind(server: ApiServer, manager: Manager, res: Resource) -> list[str]:
+def _cache_behind(server: ApiServer | RealCluster, manager: Manager, res: Resource) -> list[str]:
     scopes: Iterable[str | None] = (None,)
     if res.namespaced and manager.cache.namespaces is not None:
         scopes = manager.cache.namespaces
     behind = []
     for namespace in scopes:
         try:
-            info, _ = server.storage.target(res)
-            scope = (namespace or "") if info.namespaced else ""
-            stored = [obj for _, obj in server.storage.store.items(info.key, scope)]
+            stored = _stored(server, res, namespace)
             cached = manager.cache.list(res, namespace=namespace)
         except (ApiError, ConfigError) as exc:
             behind.append(f"{res} cannot be compared: {exc}")
@@ -131,6 +141,17 @@ def _cache_behind(server: ApiServer, manager: Manager, res: Resource) -> list[st
             where = f" in namespace {namespace}" if namespace else ""
             behind.append(f"the cache of {res}{where} is behind the server")
     return behind
+
+
+def _stored(
+    server: ApiServer | RealCluster, res: Resource, namespace: str | None
+) -> list[objects.ObjectView]:
+    if isinstance(server, RealCluster):
+        scope = (namespace or "") if res.namespaced else ""
+        return list(server.storage.list(res, namespace=scope).items)
+    info, _ = server.storage.target(res)
+    scope = (namespace or "") if info.namespaced else ""
+    return [obj for _, obj in server.storage.store.items(info.key, scope)]
 
 
 def _versions(found: Iterable[objects.ObjectView]) -> dict[tuple[str, str], str]:

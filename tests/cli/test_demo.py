@@ -19,6 +19,10 @@ from etctl.cli._timeline import Timeline
 from etctl.testing import Behaviour, PodPolicy
 from tests.cli._process import sandbox_process
 
+pytestmark = pytest.mark.etctl_hooks(
+    "the sandbox runs its own embedded server and simulated kubelet"
+)
+
 QUICK = SandboxOptions(pod_start_delay=0)
 
 

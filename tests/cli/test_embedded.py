@@ -16,6 +16,10 @@ from etctl.jobs.trainingjob._api import TRAININGJOBS
 from etctl.runtime import CRDS, NODES, PODS, Client
 from tests.schema_support import EXAMPLES, load_yaml
 
+pytestmark = pytest.mark.etctl_hooks(
+    "the sandbox runs its own embedded server and simulated kubelet"
+)
+
 QUICK = SandboxOptions(pod_start_delay=0)
 
 

@@ -1,11 +1,16 @@
 """The committed manifests under enforced RBAC: the grants are enough, and no more.
 
-The embedded API server enforces RBAC (with Kubernetes 1.35's rule that a WebSocket exec also needs
-``create``, the stricter of the two behaviours). The release file ``manifests/install.yaml`` is
-installed (the Deployment left out, since the test runs the operator itself), and the operator is
-assembled as ``etctl run`` assembles it, authenticated as its ServiceAccount, electing a leader in
-its namespace. People get the job kinds through the aggregated ``etctl-<plural>-edit`` and
-``-view`` roles.
+The first test runs on the cluster under test: the release file's RBAC is installed into the
+test's namespace (cluster-wide objects renamed after it, and deleted afterwards), the operator
+gets its ServiceAccount's token from the TokenRequest API and runs as that account, and none of
+its requests may be refused.
+
+The others run on the embedded API server, which enforces RBAC (with Kubernetes 1.35's rule that
+a WebSocket exec also needs ``create``, the stricter of the two behaviours). The release file
+``manifests/install.yaml`` is installed (the Deployment left out, since the test runs the operator
+itself), and the operator is assembled as ``etctl run`` assembles it, authenticated as its
+ServiceAccount, electing a leader in its namespace. People get the job kinds through the
+aggregated ``etctl-<plural>-edit`` and ``-view`` roles.
 """
 
 from __future__ import annotations
@@ -23,14 +28,18 @@ import yaml
 from etctl.cli._run import build_manager, serve
 from etctl.cli._settings import RunSettings
 from etctl.common import SCALEINS, SCALEOUTS, discover
-from etctl.errors import CacheSyncError, Forbidden
+from etctl.errors import CacheSyncError, Forbidden, NotFound
 from etctl.jobs.tfjob._api import TFJOBS
+from etctl.jobs.trainingjob._api import TRAININGJOBS
 from etctl.runtime import (
     CONFIGMAPS,
     CRDS,
+    EVENTS,
     LEASES,
     NAMESPACES,
+    NODES,
     PODS,
+    REGISTRY,
     ROLEBINDINGS,
     ROLES,
     SECRETS,
@@ -40,7 +49,14 @@ from etctl.runtime import (
     FakeClock,
     Resource,
 )
-from etctl.testing import ApiServer, AuthConfig, KubeletConfig
+from etctl.testing import (
+    ApiServer,
+    AuthConfig,
+    ClusterTarget,
+    KubeletConfig,
+    cluster_target,
+    serve_token_requests,
+)
 from tests.jobs.tfjob._cluster import replica, tfjob
 from tests.jobs.trainingjob._operator import JOB, LAUNCHER, NS, Cluster, w
 from tests.runtime._realtime import client_of, eventually, run_manager
@@ -79,6 +95,156 @@ def manifests() -> tuple[str, list[dict[str, Any]]]:
 NAMESPACE, DOCUMENTS = manifests()
 ACCOUNT = next(d for d in DOCUMENTS if d["kind"] == "ServiceAccount")["metadata"]["name"]
 OPERATOR = f"system:serviceaccount:{NAMESPACE}:{ACCOUNT}"
+
+
+def renamed_into(namespace: str) -> list[dict[str, Any]]:
+    """The RBAC documents of manifests/ in ``namespace``; cluster-wide names end in it."""
+    documents = []
+    for document in DOCUMENTS:
+        kind = document["kind"]
+        if kind in ("Namespace", "CustomResourceDefinition"):
+            continue  # the test's namespace; CRDs come with the cluster target
+        labels = document["metadata"].get("labels") or {}
+        if any(label.startswith("rbac.authorization.k8s.io/aggregate-to-") for label in labels):
+            continue  # people's roles, aggregated into the cluster's own: not the operator's
+        doc = copy.deepcopy(document)
+        if KINDS[kind].namespaced:
+            doc["metadata"]["namespace"] = namespace
+        else:
+            doc["metadata"]["name"] += f"-{namespace}"
+        if kind in ("ClusterRoleBinding", "RoleBinding"):
+            if doc["roleRef"]["kind"] == "ClusterRole":
+                doc["roleRef"]["name"] += f"-{namespace}"
+            for subject in doc["subjects"]:
+                subject["namespace"] = namespace
+        documents.append(doc)
+    return documents
+
+
+async def token_of(admin: Client, namespace: str, account: str) -> str:
+    """A token of the ServiceAccount, from the TokenRequest API (``kubectl create token``)."""
+    # The subresource, addressed as a resource of its own: POST .../serviceaccounts/<name>/token.
+    request = Resource("", "v1", f"serviceaccounts/{account}/token", "TokenRequest")
+    body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}
+    answer = await admin.create(request, body, namespace=namespace)
+    return str(answer["status"]["token"])
+
+
+def as_token(kubeconfig: Path, token: str, path: Path) -> Path:
+    """``kubeconfig``'s current cluster, reached with ``token`` (nothing else of its user)."""
+    config = yaml.safe_load(kubeconfig.read_text())
+    context = next(c for c in config["contexts"] if c["name"] == config["current-context"])
+    cluster = next(c for c in config["clusters"] if c["name"] == context["context"]["cluster"])
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [cluster],
+                "users": [{"name": "operator", "user": {"token": token}}],
+                "contexts": [
+                    {
+                        "name": "operator",
+                        "context": {"cluster": cluster["name"], "user": "operator"},
+                    }
+                ],
+                "current-context": "operator",
+            }
+        )
+    )
+    return path
+
+
+def refusals() -> float:
+    """Requests this process's clients got 401 or 403 for, so far."""
+    total = 0.0
+    for metric in REGISTRY.collect():
+        for sample in metric.samples:
+            if sample.name == "rest_client_requests_total" and sample.labels["code"] in (
+                "401",
+                "403",
+            ):
+                total += sample.value
+    return total
+
+
+async def test_the_manifests_grant_what_the_operator_does_on_the_cluster_under_test(
+    tmp_path: Path,
+) -> None:
+    crds = [d for d in DOCUMENTS if d["kind"] == "CustomResourceDefinition"]
+    async with (
+        cluster_target(tmp_path, crds=crds, auth=AuthConfig()) as target,
+        client_of(target) as admin,
+    ):
+        if target.server is not None:
+            serve_token_requests(target.server)
+        ns = target.namespace
+        documents = renamed_into(ns)
+        try:
+            for doc in documents:
+                await admin.create(KINDS[doc["kind"]], doc)
+            try:
+                token = await token_of(admin, ns, ACCOUNT)
+            except NotFound:
+                pytest.skip("the cluster under test serves no TokenRequest API (no RBAC either)")
+            kubeconfig = as_token(target.kubeconfig, token, tmp_path / "operator.kubeconfig")
+            await operator_runs_unrefused(target, admin, kubeconfig)
+        finally:
+            for doc in documents:
+                if not KINDS[doc["kind"]].namespaced:
+                    await admin.delete(KINDS[doc["kind"]], doc["metadata"]["name"])
+
+
+async def operator_runs_unrefused(target: ClusterTarget, admin: Client, kubeconfig: Path) -> None:
+    """Run ``etctl run``'s operator as the ServiceAccount: it works, and nothing is refused."""
+    ns = target.namespace
+    async with await Client.from_kubeconfig(kubeconfig) as operator_client:
+        try:
+            await operator_client.list(NODES)  # not granted: the cluster must say no
+        except Forbidden:
+            pass
+        else:
+            pytest.skip("the cluster under test does not enforce RBAC")
+        before = refusals()
+        settings = RunSettings(
+            kubeconfig=str(kubeconfig),
+            leader_elect=True,
+            leader_election_namespace=ns,
+            metrics_bind_address="0",
+            health_probe_bind_address="0",
+        )
+        manager = build_manager(operator_client, settings, discover().plugins(), clock=FakeClock())
+        async with run_manager(manager):
+            await eventually(lambda: manager.is_leader)
+            await admin.create(
+                TFJOBS,
+                {
+                    **tfjob("mnist", Worker=replica(2)),
+                    "metadata": {"name": "mnist", "namespace": ns},
+                },
+            )
+            job = {**example("training-job.yaml")}
+            job["metadata"] = {**job["metadata"], "namespace": ns}
+            await admin.create(TRAININGJOBS, job)
+            names = ("mnist-worker-0", "mnist-worker-1", w(0), w(1))  # the launcher waits
+            await eventually(lambda: names_of(target, PODS) >= set(names), timeout=20)
+            await eventually(lambda: {"mnist-worker-0", w(0)} <= names_of(target, SERVICES))
+            await eventually(lambda: "SuccessfulCreatePod" in reasons(target))
+        assert refusals() == before
+    leases = target.storage.list(LEASES, namespace=ns).items
+    assert [lease["metadata"]["name"] for lease in leases] == [settings.leader_election_id]
+
+
+def reasons(target: ClusterTarget) -> set[str]:
+    """The reasons of the Events recorded in the test's namespace."""
+    listed = target.storage.list(EVENTS, namespace=target.namespace)
+    return {str(event.get("reason")) for event in listed.items}
+
+
+def names_of(target: ClusterTarget, res: Resource) -> set[str]:
+    return {
+        o["metadata"]["name"] for o in target.storage.list(res, namespace=target.namespace).items
+    }
 
 
 def install(server: ApiServer, edit: Callable[[dict[str, Any]], None] | None = None) -> None:
@@ -154,6 +320,7 @@ async def hostfile_becomes(env: Cluster, expected: str) -> None:
         await asyncio.sleep(0.01)
 
 
+@pytest.mark.etctl_hooks("the simulated kubelet runs the examples; the request log shows refusals")
 async def test_the_manifests_grant_everything_the_operator_does(tmp_path: Path) -> None:
     async with enforced(tmp_path) as env, operator(env, tmp_path):
         lease = env.server.storage
@@ -182,6 +349,7 @@ async def test_the_manifests_grant_everything_the_operator_does(tmp_path: Path) 
         assert refused(env.server, OPERATOR) == []
 
 
+@pytest.mark.etctl_hooks("the request log paces the refused list, in virtual time")
 async def test_a_missing_rule_fails_loudly_naming_the_resource(tmp_path: Path) -> None:
     def drop_services(doc: dict[str, Any]) -> None:
         if doc["kind"] == "ClusterRole":
@@ -205,6 +373,7 @@ async def test_a_missing_rule_fails_loudly_naming_the_resource(tmp_path: Path) -
     ) in message
 
 
+@pytest.mark.etctl_hooks("the simulated kubelet runs the examples; the request log shows refusals")
 async def test_the_launcher_may_exec_into_its_current_workers_only(tmp_path: Path) -> None:
     async with enforced(tmp_path) as env, operator(env, tmp_path):
         document = example("training-job.yaml")
@@ -276,6 +445,7 @@ def _tfjob_state(env: Cluster, name: str) -> str:
     return true[-1] if true else ""
 
 
+@pytest.mark.etctl_hooks("service-account tokens minted by the embedded server")
 async def test_the_edit_and_view_roles_give_people_the_job_kinds(tmp_path: Path) -> None:
     async with enforced(tmp_path) as env:
         await env.client.create(NAMESPACES, {"metadata": {"name": "team"}})

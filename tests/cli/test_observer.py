@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from etctl.cli._demo_manifests import NAMESPACE, trainingjob_manifest
+from etctl.cli._demo_manifests import trainingjob_manifest
 from etctl.cli._feed import Feed
 from etctl.cli._jobview import Snapshot, snapshot
 from etctl.cli._observer import Observer, StepFailed, describe, hosts_of
@@ -20,14 +20,14 @@ from etctl.common import JOB_NAME
 from etctl.errors import NotFound, TransportError
 from etctl.jobs.trainingjob._api import TRAININGJOBS
 from etctl.runtime import PODS
-from etctl.testing import ApiServer, KubeletConfig
-from tests.cli.test_feed import CRDS, KIND, pod
+from etctl.testing import ClusterTarget, KubeletConfig, cluster_target
+from tests.cli.test_feed import CRDS, KIND, create, pod
 from tests.runtime._realtime import client_of
 
 
 @dataclass
 class Watching:
-    server: ApiServer
+    target: ClusterTarget
     observer: Observer
     out: io.StringIO
 
@@ -36,17 +36,17 @@ class Watching:
 async def watching(tmp_path: Path, *, kubelet: bool = False) -> AsyncIterator[Watching]:
     config = KubeletConfig.uniform(1, root=tmp_path / "pods") if kubelet else None
     async with (
-        ApiServer(crds=CRDS, kubelet=config) as server,
-        client_of(server, tmp_path) as client,
+        cluster_target(tmp_path, crds=CRDS, kubelet=config) as target,
+        client_of(target) as client,
         asyncio.TaskGroup() as group,
     ):
-        feed = Feed(client, KIND, namespace=NAMESPACE, job="elastic-mnist")
+        feed = Feed(client, KIND, namespace=target.namespace, job="elastic-mnist")
         out = io.StringIO()
         observer = Observer(feed, Timeline(out, steps=1, environ={}), poll_interval=0.01)
         task = group.create_task(feed.run(), name="test:feed")
         try:
             await asyncio.wait_for(feed.wait_synced(), timeout=5)
-            yield Watching(server, observer, out)
+            yield Watching(target, observer, out)
         finally:
             task.cancel()
 
@@ -81,8 +81,8 @@ def test_hosts_of_a_hostfile() -> None:
 
 async def test_until_narrates_each_change_and_returns_the_state_that_held(tmp_path: Path) -> None:
     async with watching(tmp_path) as env:
-        env.server.storage.create(TRAININGJOBS, trainingjob_manifest(), namespace=NAMESPACE)
-        env.server.storage.create(PODS, pod("elastic-mnist-worker-0"), namespace=NAMESPACE)
+        create(env.target, TRAININGJOBS, trainingjob_manifest())
+        create(env.target, PODS, pod("elastic-mnist-worker-0"))
         # The job and pod watches are independent streams: wait for both objects, not for
         # whichever of the two events happens to arrive first.
         seen = await env.observer.until(
@@ -142,17 +142,20 @@ async def test_poll_retries_failed_requests_until_a_result(tmp_path: Path) -> No
         )
 
 
+@pytest.mark.etctl_hooks("the simulated kubelet's shell runs the exec'd commands")
 async def test_the_hostfile_is_read_through_exec_until_it_matches(tmp_path: Path) -> None:
     async with watching(tmp_path, kubelet=True) as env:
         launcher = pod("elastic-mnist-launcher")
         launcher["metadata"]["labels"] = {JOB_NAME: "elastic-mnist"}
-        env.server.storage.create(PODS, launcher, namespace=NAMESPACE)
+        del launcher["spec"]["schedulerName"]  # the simulated kubelet runs it
+        create(env.target, PODS, launcher)
+        ns = env.target.namespace
         await env.observer.until(
             "the launcher", lambda s: s.running("elastic-mnist-launcher"), timeout=5
         )
         client = env.observer.client
         written = await client.exec(
-            NAMESPACE,
+            ns,
             "elastic-mnist-launcher",
             ["sh", "-c", "mkdir -p /etc/edl && printf 'w-0:1\\nw-1:1\\n' > /etc/edl/hostfile"],
             timeout=5,
@@ -166,7 +169,7 @@ async def test_the_hostfile_is_read_through_exec_until_it_matches(tmp_path: Path
             await env.observer.hostfile(launcher_name, path, ["w-0"], timeout=0.1)
         assert "to list 1 workers: not done after 0.1s (it lists w-0, w-1)" in str(failed.value)
         removed = await client.exec(
-            NAMESPACE, "elastic-mnist-launcher", ["rm", "/etc/edl/hostfile"], timeout=5
+            ns, "elastic-mnist-launcher", ["rm", "/etc/edl/hostfile"], timeout=5
         )
         assert removed.exit_code == 0, removed.stderr
         with pytest.raises(StepFailed) as unreadable:

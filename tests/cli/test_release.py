@@ -96,6 +96,9 @@ def test_the_release_file_is_one_install_in_apply_order() -> None:
     assert largest < 4 * _ANNOTATION_LIMIT
 
 
+@pytest.mark.etctl_hooks(
+    "installs the release under its fixed cluster-wide names, on a fresh server"
+)
 async def test_every_document_applies_server_side_and_again_unchanged(
     tmp_path: Path,
 ) -> None:
@@ -124,7 +127,10 @@ async def test_every_document_applies_server_side_and_again_unchanged(
             assert conditions["Established"] == "True", name
 
 
-@pytest.mark.kubectl
+@pytest.mark.etctl_kubectl
+@pytest.mark.etctl_hooks(
+    "installs the release under its fixed cluster-wide names, on a fresh server"
+)
 async def test_kubectl_applies_the_release_file_server_side(tmp_path: Path) -> None:
     kubectl = shutil.which("kubectl")
     assert kubectl is not None

@@ -188,7 +188,7 @@ def test_an_unknown_overlay_is_refused() -> None:
         render_stream(PLUGINS, ManifestOptions(overlay="dev"))
 
 
-@pytest.mark.kubectl
+@pytest.mark.etctl_kubectl
 @pytest.mark.parametrize("overlay", ["standalone", "kubeflow"])
 def test_kustomize_renders_each_overlay_as_the_generator_does(overlay: str) -> None:
     kubectl = shutil.which("kubectl")
@@ -209,7 +209,7 @@ def test_kustomize_renders_each_overlay_as_the_generator_does(overlay: str) -> N
         assert doc == rendered[found], found
 
 
-@pytest.mark.kubectl
+@pytest.mark.etctl_kubectl
 def test_kustomize_of_the_root_is_the_release_file() -> None:
     kubectl = shutil.which("kubectl")
     assert kubectl is not None

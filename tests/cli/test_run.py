@@ -1,4 +1,4 @@
-"""``etctl run``: the operator as a process against the embedded API server, and its errors."""
+"""``etctl run``: the operator as a process against the cluster under test, and its errors."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from etctl.common import Registry, crd_manifest, discover
 from etctl.errors import CacheSyncError
 from etctl.jobs.tfjob._api import TFJOB, TFJOBS
 from etctl.runtime import LEASES, NAMESPACES, PODS, FakeClock
-from etctl.testing import ApiServer, Fault
+from etctl.testing import ApiServer, Fault, cluster_target
 from etctl.testing._apiserver.server import kubeconfig_document
 from tests.cli._process import etctl_process
 from tests.runtime._realtime import client_of, eventually
@@ -56,20 +56,19 @@ async def get(url: str) -> tuple[int, str]:
 
 async def test_run_serves_probes_reconciles_and_drains_on_sigterm(tmp_path: Path) -> None:
     async with (
-        ApiServer(crds=[crd_manifest(TFJOB)]) as server,
-        client_of(server, tmp_path) as client,
+        cluster_target(tmp_path, crds=[crd_manifest(TFJOB)], namespace="team") as target,
+        client_of(target) as client,
     ):
-        kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
-        await client.create(NAMESPACES, {"metadata": {"name": "team"}})
+        team = target.namespace
         probes, metrics = free_port(), free_port()
         async with operator_process(
-            f"--kubeconfig={kubeconfig}",
+            f"--kubeconfig={target.kubeconfig}",
             f"--health-probe-bind-address=127.0.0.1:{probes}",
             f"--metrics-bind-address=127.0.0.1:{metrics}",
-            "--namespace=team",
+            f"--namespace={team}",
             "--jobs=tfjob",
             "--leader-elect",
-            "--leader-election-namespace=team",
+            f"--leader-election-namespace={team}",
             "--leader-election-id=etctl-test",
         ) as process:
             ready = ""
@@ -92,7 +91,7 @@ async def test_run_serves_probes_reconciles_and_drains_on_sigterm(tmp_path: Path
             job = {
                 "apiVersion": "kubeflow.org/v1",
                 "kind": "TFJob",
-                "metadata": {"name": "mnist", "namespace": "team"},
+                "metadata": {"name": "mnist", "namespace": team},
                 "spec": {
                     "tfReplicaSpecs": {
                         "Worker": {
@@ -107,7 +106,7 @@ async def test_run_serves_probes_reconciles_and_drains_on_sigterm(tmp_path: Path
             await client.create(TFJOBS, job)
 
             def pods() -> list[str]:
-                listed = server.storage.list(PODS, namespace="team")
+                listed = target.storage.list(PODS, namespace=team)
                 return sorted(p["metadata"]["name"] for p in listed.items)
 
             await eventually(lambda: pods() == ["mnist-worker-0", "mnist-worker-1"], timeout=20)
@@ -126,10 +125,11 @@ async def test_run_serves_probes_reconciles_and_drains_on_sigterm(tmp_path: Path
             assert b"operator stopped" in err
             assert b"Traceback" not in err
             # The Lease was released on the way out, for a successor to take at once.
-            lease = server.storage.get(LEASES, "etctl-test", namespace="team")
+            lease = target.storage.get(LEASES, "etctl-test", namespace=team)
             assert not lease["spec"].get("holderIdentity")
 
 
+@pytest.mark.etctl_hooks("a cluster without the TFJob CRD")
 async def test_run_without_the_crd_exits_1_with_the_reason(tmp_path: Path) -> None:
     async with ApiServer() as server:
         kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
@@ -151,6 +151,7 @@ async def test_run_without_the_crd_exits_1_with_the_reason(tmp_path: Path) -> No
         assert "404" in last["error"]
 
 
+@pytest.mark.etctl_hooks("fault injection: a 403 on list")
 async def test_a_forbidden_list_fails_the_operator_with_the_reason(tmp_path: Path) -> None:
     clock = FakeClock()
     async with ApiServer(clock=clock, crds=[crd_manifest(TFJOB)]) as server:
@@ -261,6 +262,7 @@ async def test_the_library_keeps_prometheus_created_series() -> None:
     assert b"probe_created " in out
 
 
+@pytest.mark.etctl_hooks("pausing the server")
 async def test_a_shutdown_whose_grace_period_runs_out_exits_1(tmp_path: Path) -> None:
     async with ApiServer(crds=[crd_manifest(TFJOB)]) as server:
         server.storage.create(NAMESPACES, {"metadata": {"name": "team"}})

@@ -9,7 +9,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.cli._failover import Drill, prepare, server
+
+pytestmark = pytest.mark.etctl_hooks(
+    "the request log of the embedded server shows each replica's writes"
+)
 
 # Short durations keep the drill a few seconds long; their ratios are the defaults' (15/10/2 s).
 _LEASE = (3.0, 2.0, 0.4)

@@ -19,6 +19,10 @@ from etctl.runtime import PODS, Client
 from tests.cli._process import SandboxProcess, sandbox_process
 from tests.schema_support import EXAMPLES, ROOT, load_yaml
 
+pytestmark = pytest.mark.etctl_hooks(
+    "the sandbox runs its own embedded server and simulated kubelet"
+)
+
 LAUNCHER = "elastic-training-launcher"
 QUICK = ("--pod-start-delay=0", "--log-level=warning")
 
@@ -77,7 +81,7 @@ async def test_a_client_runs_a_trainingjob_and_sigterm_stops_with_status_0() -> 
     assert not kubeconfig.parent.exists()
 
 
-@pytest.mark.kubectl
+@pytest.mark.etctl_kubectl
 async def test_kubectl_applies_and_reads_through_the_kubeconfig_and_sigint_stops(
     tmp_path: Path,
 ) -> None:

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
+
 from etctl.cli import Sandbox, run_sandbox
 from etctl.cli._sandbox_options import SandboxOptions
 from etctl.cli._sandbox_session import usage_lines
+
+pytestmark = pytest.mark.etctl_hooks(
+    "the sandbox runs its own embedded server and simulated kubelet"
+)
 
 
 async def test_the_usage_lines_say_where_everything_is() -> None:

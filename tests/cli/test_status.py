@@ -14,6 +14,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from etctl.cli import Sandbox, run_sandbox
@@ -26,6 +27,10 @@ from etctl.jobs.tfjob import TFJOBS
 from etctl.jobs.trainingjob import SCALEOUTS, TRAININGJOBS
 from etctl.runtime import NAMESPACES, Client, ClientOptions
 from tests.cli._process import etctl_process, sandbox_process
+
+pytestmark = pytest.mark.etctl_hooks(
+    "the sandbox runs its own embedded server and simulated kubelet"
+)
 
 QUICK = SandboxOptions(pod_start_delay=0)
 KINDS = job_kinds(discover())

@@ -1,9 +1,14 @@
-"""A JobController driven reconcile by reconcile against the embedded API server.
+"""A JobController driven reconcile by reconcile against the cluster under test.
 
 The harness runs no informer and no workqueue: a test submits a job, calls :meth:`Harness.step`
 (refresh the snapshot cache, deliver its events, reconcile once) and plays the kubelet itself by
-writing pod statuses. Every timestamp comes from one :class:`FakeClock`. Events are really sent
-(the recorder runs), so tests read them back from the server.
+writing pod statuses. Every timestamp the controller writes comes from one :class:`FakeClock`.
+Events are really sent (the recorder runs), so tests read them back from the cluster.
+
+The cluster is a fresh embedded server, or a namespace of the real cluster named by
+``ETCTL_TEST_KUBECONFIG`` (:func:`etctl.testing.cluster_target`); either way the test's objects
+live in :attr:`Harness.ns`. Pods name a scheduler no cluster runs (:data:`NO_SCHEDULER`), so no
+kubelet ever runs them and the test alone writes their status.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from etctl.runtime import (
     PODS,
     SERVICES,
     Client,
+    ClientOptions,
     FakeClock,
     KubeObject,
     Request,
@@ -30,12 +36,17 @@ from etctl.runtime import (
     objects,
 )
 from etctl.runtime._recorder import ClientEventSink, EventRecorder
-from etctl.testing import ApiServer
+from etctl.testing import ApiServer, ClusterTarget, cluster_target
 from tests.common._snapshot import SnapshotCache
 from tests.common.simplejob import SIMPLEJOB, SIMPLEJOBS, SimpleJobPlugin
-from tests.runtime.scripted import client_for
+from tests.runtime._cluster import PRESET_CONFIGMAP
+from tests.runtime.scripted import InstantClock
 
-NAMESPACE = "default"
+PRESET = frozenset({PRESET_CONFIGMAP})
+"""Objects a real cluster puts in every namespace, which tests do not count as theirs."""
+
+NO_SCHEDULER = "etctl-tests-unscheduled"
+"""A scheduler name no cluster runs: pods naming it stay unbound, so the test plays the kubelet."""
 
 
 def simplejob(
@@ -47,9 +58,15 @@ def simplejob(
     run_policy: Mapping[str, Any] | None = None,
     template: Mapping[str, Any] | None = None,
 ) -> KubeObject:
-    """A SimpleJob manifest."""
+    """A SimpleJob manifest (its namespace is the harness's, set on submission)."""
     pod_template = dict(
-        template or {"spec": {"containers": [{"name": "main", "image": "busybox"}]}}
+        template
+        or {
+            "spec": {
+                "schedulerName": NO_SCHEDULER,
+                "containers": [{"name": "main", "image": "busybox"}],
+            }
+        }
     )
     specs: dict[str, Any] = {
         "Worker": {"replicas": workers, "restartPolicy": restart, "template": pod_template}
@@ -59,7 +76,7 @@ def simplejob(
     return {
         "apiVersion": "example.etctl.io/v1",
         "kind": "SimpleJob",
-        "metadata": {"name": name, "namespace": NAMESPACE},
+        "metadata": {"name": name},
         "spec": {"replicaSpecs": specs, "runPolicy": dict(run_policy or {})},
     }
 
@@ -89,28 +106,39 @@ def pod_status(phase: str, *, exit_code: int | None = None, restarts: int = 0) -
 
 @dataclass
 class Harness:
-    """A job controller, its server, client, clock and cache."""
+    """A job controller, the cluster it runs on, its client, clock and cache."""
 
-    server: ApiServer
+    target: ClusterTarget
     client: Client
     clock: FakeClock
     cache: SnapshotCache
     controller: JobController[Any]
     recorder: EventRecorder
 
-    async def submit(self, body: KubeObject) -> KubeObject:
-        """Create a job."""
-        return await self.client.create(SIMPLEJOBS, body)
+    @property
+    def server(self) -> ApiServer:
+        """The embedded server's hooks (tests using them are marked etctl_hooks)."""
+        return self.target.hooks
+
+    @property
+    def ns(self) -> str:
+        """The test's namespace."""
+        return self.target.namespace
+
+    async def submit(self, body: KubeObject, res: Resource = SIMPLEJOBS) -> KubeObject:
+        """Create a job in the test's namespace."""
+        metadata = {**body.get("metadata", {}), "namespace": self.ns}
+        return await self.client.create(res, {**body, "metadata": metadata})
 
     async def step(self, name: str, *, refresh: bool = True) -> Result:
         """Refresh the cache (delivering its events) and reconcile ``name`` once."""
         if refresh:
             await self.cache.refresh()
-        return await self.controller.reconcile(Request(NAMESPACE, name))
+        return await self.controller.reconcile(Request(self.ns, name))
 
     async def job(self, name: str) -> KubeObject:
         """The job as stored."""
-        return await self.client.get(SIMPLEJOBS, name, namespace=NAMESPACE)
+        return await self.client.get(SIMPLEJOBS, name, namespace=self.ns)
 
     async def conditions(self, name: str) -> dict[str, tuple[str, str]]:
         """``type -> (status, reason)`` of the job's conditions."""
@@ -119,8 +147,8 @@ class Harness:
 
     async def objects_of(self, res: Resource) -> dict[str, KubeObject]:
         """Objects of ``res`` in the namespace, by name."""
-        listed = await self.client.list(res, namespace=NAMESPACE)
-        return {objects.name(obj): obj for obj in listed.items}
+        listed = await self.client.list(res, namespace=self.ns)
+        return {objects.name(obj): obj for obj in listed.items if objects.name(obj) not in PRESET}
 
     async def pods(self) -> dict[str, KubeObject]:
         """Pods by name."""
@@ -131,12 +159,12 @@ class Harness:
     ) -> None:
         """Play the kubelet: give pod ``name`` a phase (and a terminated container)."""
         status = pod_status(phase, exit_code=exit_code, restarts=restarts)
-        await self.client.patch_status(PODS, name, {"status": status}, namespace=NAMESPACE)
+        await self.client.patch_status(PODS, name, {"status": status}, namespace=self.ns)
 
     async def events(self, reason: str | None = None) -> list[KubeObject]:
         """Events recorded so far (optionally of one reason), oldest first."""
         await self.recorder.flush()
-        listed = await self.client.list(EVENTS, namespace=NAMESPACE)
+        listed = await self.client.list(EVENTS, namespace=self.ns)
         found = [e for e in listed.items if reason is None or e.get("reason") == reason]
         return sorted(found, key=objects.name)
 
@@ -150,12 +178,13 @@ async def harness(
     crds: tuple[Mapping[str, Any], ...] = (),
     extra_resources: tuple[Resource, ...] = (),
 ) -> AsyncIterator[Harness]:
-    """A harness around ``plugin`` (SimpleJob by default) on a fresh API server."""
+    """A harness around ``plugin`` (SimpleJob by default) on the cluster under test."""
     clock = FakeClock()
     chosen = plugin or SimpleJobPlugin()
     manifests = [crd_manifest(chosen.resource), *crds]
-    async with ApiServer(clock=clock, crds=manifests) as server:
-        client = await client_for(server.url, tmp_path, request_timeout=10)
+    async with cluster_target(tmp_path, clock=clock, crds=manifests) as target:
+        options = ClientOptions(request_timeout=10, clock=InstantClock())
+        client = await Client.from_kubeconfig(target.kubeconfig, options=options)
         async with client:
             recorder = EventRecorder(ClientEventSink(client), component="test", clock=clock)
             resources = (chosen.resource.resource(), PODS, SERVICES, CONFIGMAPS, *extra_resources)
@@ -173,10 +202,10 @@ async def harness(
             }
             sender = asyncio.create_task(recorder.run(), name="test-recorder")
             try:
-                yield Harness(server, client, clock, cache, controller, recorder)
+                yield Harness(target, client, clock, cache, controller, recorder)
             finally:
                 sender.cancel()
                 await asyncio.gather(sender, return_exceptions=True)
 
 
-__all__ = ["NAMESPACE", "SIMPLEJOB", "Harness", "harness", "pod_status", "simplejob"]
+__all__ = ["NO_SCHEDULER", "SIMPLEJOB", "Harness", "harness", "pod_status", "simplejob"]

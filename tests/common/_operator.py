@@ -1,8 +1,11 @@
-"""The whole operator under test: embedded API server, Manager, informers and a JobController.
+"""The whole operator under test: the cluster, a Manager, informers and a JobController.
 
-Everything runs on one :class:`FakeClock`; HTTP and watches are real, so tests wait (bounded, in
-real time) for a *condition* on the server's storage, read synchronously. The test plays the
-kubelet by writing pod statuses through the storage, unless the server runs its own kubelet.
+The cluster is a fresh embedded API server, or a namespace of the real cluster named by
+``ETCTL_TEST_KUBECONFIG`` (:func:`etctl.testing.cluster_target`). The operator runs on one
+:class:`FakeClock` (so does the embedded server); HTTP and watches are real, so tests wait
+(bounded, in real time) for a *condition* on the cluster's state, read synchronously through the
+target's storage verbs. The test plays the kubelet by writing pod statuses (the pods name a
+scheduler no cluster runs, so nothing else does), unless a kubelet runs them.
 
 The pieces every job kind's operator tests share live here: :func:`job_operator` (a Manager with
 one plugin's JobController, not started), :class:`StoredObjects` (readers of the server's storage),
@@ -22,6 +25,7 @@ from etctl.common import JobController, JobPlugin, JobSettings, crd_manifest, se
 from etctl.runtime import (
     EVENTS,
     PODS,
+    CacheOptions,
     Client,
     FakeClock,
     KubeObject,
@@ -30,15 +34,19 @@ from etctl.runtime import (
     Resource,
     objects,
 )
-from etctl.testing import ApiServer, wait_idle
-from tests.common._harness import pod_status
+from etctl.testing import (
+    ApiServer,
+    ClusterTarget,
+    RealCluster,
+    StorageVerbs,
+    cluster_target,
+    wait_idle,
+)
+from tests.common._harness import PRESET, pod_status
 from tests.common.simplejob import SIMPLEJOBS, SimpleJobPlugin
 from tests.runtime._realtime import ManagerRun, NoJitter, client_of, eventually, running
 
-NAMESPACE = "default"
-
 __all__ = [
-    "NAMESPACE",
     "Cluster",
     "Operator",
     "StoredObjects",
@@ -100,7 +108,7 @@ class Env(Protocol):
     """What :func:`advance_idle` needs of a test cluster."""
 
     @property
-    def server(self) -> ApiServer: ...
+    def idle(self) -> ApiServer | RealCluster: ...
 
     @property
     def clock(self) -> FakeClock: ...
@@ -109,34 +117,62 @@ class Env(Protocol):
 async def advance_idle(env: Env, seconds: float, *managers: Manager) -> None:
     """Let ``seconds`` pass while nothing is in flight, and wait for what they set off.
 
-    The server and the managers are idle before the clock moves (no event misses the jump) and
+    The cluster and the managers are idle before the clock moves (no event misses the jump) and
     again after it, so a test can then assert on what did, or did not, happen in that time.
     """
-    await wait_idle(env.server, *managers)
+    await wait_idle(env.idle, *managers)
     await env.clock.advance(seconds)
-    await wait_idle(env.server, *managers)
+    await wait_idle(env.idle, *managers)
 
 
 @dataclass
 class StoredObjects:
-    """The server, a client, the clock, and readers of the server's storage."""
+    """The cluster under test, a client, the clock, and readers of the cluster's state."""
 
-    server: ApiServer
+    target: ClusterTarget
     client: Client
     clock: FakeClock
 
-    def objects(self, res: Resource, namespace: str = NAMESPACE) -> dict[str, KubeObject]:
-        """Objects of ``res`` in ``namespace``, by name (read from storage)."""
-        listed = self.server.storage.list(res, namespace=namespace)
-        return {objects.name(obj): obj for obj in listed.items}
+    @property
+    def server(self) -> ApiServer:
+        """The embedded server's hooks (tests using them are marked etctl_hooks)."""
+        return self.target.hooks
 
-    def pods(self, namespace: str = NAMESPACE) -> dict[str, KubeObject]:
+    @property
+    def ns(self) -> str:
+        """The test's namespace."""
+        return self.target.namespace
+
+    @property
+    def storage(self) -> StorageVerbs:
+        """Synchronous verbs on the cluster."""
+        return self.target.storage
+
+    @property
+    def idle(self) -> ApiServer | RealCluster:
+        """What :func:`etctl.testing.wait_idle` compares the operators with."""
+        return self.target.idle
+
+    def objects(self, res: Resource, namespace: str = "") -> dict[str, KubeObject]:
+        """Objects of ``res`` in ``namespace`` (the test's by default), by name.
+
+        Objects a real cluster puts in every namespace are left out.
+        """
+        listed = self.storage.list(res, namespace=namespace or self.ns)
+        return {objects.name(obj): obj for obj in listed.items if objects.name(obj) not in PRESET}
+
+    def pods(self, namespace: str = "") -> dict[str, KubeObject]:
         """Pods by name."""
         return self.objects(PODS, namespace)
 
-    def events(self, reason: str, namespace: str = NAMESPACE) -> list[KubeObject]:
+    def events(self, reason: str, namespace: str = "") -> list[KubeObject]:
         """Events of one reason, as stored."""
         return [e for e in self.objects(EVENTS, namespace).values() if e.get("reason") == reason]
+
+    async def submit(self, body: KubeObject, res: Resource = SIMPLEJOBS) -> KubeObject:
+        """Create a job (or any object of ``res``) in the test's namespace."""
+        metadata = {**body.get("metadata", {}), "namespace": self.ns}
+        return await self.client.create(res, {**body, "metadata": metadata})
 
 
 @dataclass
@@ -153,12 +189,12 @@ class Cluster(StoredObjects):
 
     def set_phase(self, name: str, phase: str, *, exit_code: int | None = None) -> None:
         """Play the kubelet: give pod ``name`` a phase."""
-        self.server.storage.patch(
+        self.storage.patch(
             PODS,
             name,
             {"status": pod_status(phase, exit_code=exit_code)},
             patch_type="application/merge-patch+json",
-            namespace=NAMESPACE,
+            namespace=self.ns,
             subresource="status",
         )
 
@@ -169,7 +205,11 @@ class Cluster(StoredObjects):
         settings: JobSettings | None = None,
         **options: Any,
     ) -> Operator:
-        """A manager with the JobController of ``plugin`` (SimpleJob by default)."""
+        """A manager with the JobController of ``plugin`` (SimpleJob by default).
+
+        Its cache covers the test's namespace.
+        """
+        options.setdefault("cache", CacheOptions(namespaces=[self.ns]))
         return job_operator(
             self.client, self.clock, plugin or SimpleJobPlugin(), settings=settings, **options
         )
@@ -179,11 +219,14 @@ class Cluster(StoredObjects):
 async def cluster(
     tmp_path: Path, *, crds: tuple[Mapping[str, Any], ...] = (), **server: Any
 ) -> AsyncIterator[Cluster]:
-    """A fresh server (SimpleJob CRD loaded) and a client, on one FakeClock."""
+    """The cluster under test (SimpleJob CRD loaded) and a client, on one FakeClock.
+
+    ``server`` configures the embedded server (a real cluster keeps its own).
+    """
     clock = FakeClock()
     manifests = [crd_manifest(SimpleJobPlugin().resource), *crds]
     async with (
-        ApiServer(clock=clock, crds=manifests, **server) as api,
-        client_of(api, tmp_path) as client,
+        cluster_target(tmp_path, clock=clock, crds=manifests, **server) as target,
+        client_of(target) as client,
     ):
-        yield Cluster(api, client, clock)
+        yield Cluster(target, client, clock)

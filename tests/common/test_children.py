@@ -9,7 +9,7 @@ from typing import Any
 from etctl.common import DesiredObject, JobState
 from etctl.common._children import drift
 from etctl.runtime import CONFIGMAPS
-from tests.common._harness import NAMESPACE, harness, simplejob
+from tests.common._harness import harness, simplejob
 from tests.common.simplejob import SIMPLEJOBS, SimpleJob, SimpleJobPlugin
 
 
@@ -47,7 +47,7 @@ async def test_extra_objects_are_created_synced_and_pruned(tmp_path: Path) -> No
             CONFIGMAPS,
             "train-peers",
             {"metadata": {"annotations": {"note": "mine"}}, "data": {"peers": "x", "extra": "y"}},
-            namespace=NAMESPACE,
+            namespace=h.ns,
         )
         await h.step("train")
         configmap = (await h.objects_of(CONFIGMAPS))["train-peers"]
@@ -67,9 +67,7 @@ async def test_unwanted_extra_objects_are_pruned_and_foreign_ones_left_alone(
     tmp_path: Path,
 ) -> None:
     async with harness(tmp_path, plugin=RenamingPlugin()) as h:
-        await h.client.create(
-            CONFIGMAPS, {"metadata": {"name": "other-peers", "namespace": NAMESPACE}}
-        )
+        await h.client.create(CONFIGMAPS, {"metadata": {"name": "other-peers", "namespace": h.ns}})
         await h.submit(simplejob("train", workers=1))
         await h.step("train")
         assert "train-peers" in await h.objects_of(CONFIGMAPS)

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from etctl.runtime import CONFIGMAPS, PODS, objects
-from tests.common._harness import NAMESPACE, harness, simplejob
+from tests.common._harness import NO_SCHEDULER, harness, simplejob
 from tests.common.simplejob import SIMPLEJOBS
 
 LABELS = {
@@ -16,22 +16,25 @@ LABELS = {
 }
 
 
-def pod(name: str, index: int, **meta: Any) -> dict[str, Any]:
+def pod(name: str, index: int, ns: str, **meta: Any) -> dict[str, Any]:
     return {
         "metadata": {
             "name": name,
-            "namespace": NAMESPACE,
+            "namespace": ns,
             "labels": {**LABELS, "training.kubeflow.org/replica-index": str(index)},
             **meta,
         },
-        "spec": {"containers": [{"name": "main", "image": "busybox"}]},
+        "spec": {
+            "schedulerName": NO_SCHEDULER,
+            "containers": [{"name": "main", "image": "busybox"}],
+        },
     }
 
 
 async def test_orphans_are_adopted_and_foreign_pods_left_alone(tmp_path: Path) -> None:
     async with harness(tmp_path) as h:
         other = await h.client.create(
-            CONFIGMAPS, {"metadata": {"name": "other", "namespace": NAMESPACE}}
+            CONFIGMAPS, {"metadata": {"name": "other", "namespace": h.ns}}
         )
         foreign_owner = {
             "apiVersion": "v1",
@@ -40,8 +43,8 @@ async def test_orphans_are_adopted_and_foreign_pods_left_alone(tmp_path: Path) -
             "uid": objects.uid(other),
             "controller": True,
         }
-        orphan = await h.client.create(PODS, pod("train-worker-0", 0))
-        await h.client.create(PODS, pod("train-worker-1", 1, ownerReferences=[foreign_owner]))
+        orphan = await h.client.create(PODS, pod("train-worker-0", 0, h.ns))
+        await h.client.create(PODS, pod("train-worker-1", 1, h.ns, ownerReferences=[foreign_owner]))
         job = await h.submit(simplejob("train", workers=3))
         await h.step("train")
         pods = await h.pods()
@@ -63,7 +66,7 @@ async def test_orphans_are_adopted_and_foreign_pods_left_alone(tmp_path: Path) -
 
 async def test_an_orphan_under_a_name_the_job_never_gives_is_left_alone(tmp_path: Path) -> None:
     async with harness(tmp_path) as h:
-        stranger = await h.client.create(PODS, pod("debug-shell", 0))
+        stranger = await h.client.create(PODS, pod("debug-shell", 0, h.ns))
         await h.submit(simplejob("train", workers=1))
         await h.step("train")
         await h.step("train")
@@ -88,7 +91,7 @@ async def test_a_relabelled_pod_is_released(tmp_path: Path) -> None:
             PODS,
             "train-worker-0",
             {"metadata": {"labels": {"training.kubeflow.org/job-name": "mine-now"}}},
-            namespace=NAMESPACE,
+            namespace=h.ns,
         )
         await h.step("train")
         released = (await h.pods())["train-worker-0"]
@@ -104,9 +107,9 @@ async def test_no_adoption_into_a_job_being_deleted(tmp_path: Path) -> None:
         body = simplejob("train", workers=1)
         body["metadata"]["finalizers"] = ["example.etctl.io/hold"]
         await h.submit(body)
-        await h.client.create(PODS, pod("train-worker-0", 0))
+        await h.client.create(PODS, pod("train-worker-0", 0, h.ns))
         await h.cache.refresh()
-        await h.client.delete(SIMPLEJOBS, "train", namespace=NAMESPACE)
+        await h.client.delete(SIMPLEJOBS, "train", namespace=h.ns)
         # The cache has not seen the deletion; the fresh read before adopting has.
         await h.step("train", refresh=False)
         orphan = (await h.pods())["train-worker-0"]

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from etctl.runtime import CONFIGMAPS, SERVICES, objects
-from tests.common._harness import NAMESPACE, harness, simplejob
+from tests.common._harness import harness, simplejob
 from tests.common._plugins import (
     PHASEDJOBS,
     DeadlineGatePlugin,
@@ -56,7 +58,7 @@ async def test_first_reconcile_creates_workers_configmap_and_service(tmp_path: P
         assert [e["reason"] for e in await h.events("SuccessfulCreatePod")] == [
             "SuccessfulCreatePod"
         ] * 2
-        assert pod["metadata"]["namespace"] == NAMESPACE
+        assert pod["metadata"]["namespace"] == h.ns
 
 
 async def test_a_job_runs_to_success_leader_after_workers(tmp_path: Path) -> None:
@@ -240,6 +242,9 @@ async def test_whole_job_restarts_within_the_backoff_limit(tmp_path: Path) -> No
         assert len(await h.events("SimpleJobRestarting")) == 2
 
 
+@pytest.mark.etctl_hooks(
+    "the server's clock: the gate's deadline counts from the creation time it stamps"
+)
 async def test_a_gate_past_its_deadline_fails_the_job(tmp_path: Path) -> None:
     async with harness(tmp_path, plugin=DeadlineGatePlugin()) as h:
         await h.submit(simplejob("train", workers=1, leader=True))
@@ -277,7 +282,7 @@ async def test_pods_created_before_a_lost_status_write_get_their_condition_next_
         assert "train-leader-0" in await h.pods()
         # The process died after creating the leader: its status write never happened.
         await h.client.patch_status(
-            SIMPLEJOBS, "train", {"status": {"conditions": before}}, namespace=NAMESPACE
+            SIMPLEJOBS, "train", {"status": {"conditions": before}}, namespace=h.ns
         )
         assert (await h.conditions("train"))["LeaderCreated"] == ("False", "WaitingForWorkers")
         await h.step("train")
@@ -289,20 +294,20 @@ async def test_planned_replicas_and_extended_status(tmp_path: Path) -> None:
         body = simplejob("train", workers=2)
         body["kind"] = "PhasedJob"
         body["metadata"]["annotations"] = {"members": "3,5"}
-        await h.client.create(PHASEDJOBS, body)
+        await h.submit(body, PHASEDJOBS)
         await h.step("train")
         assert sorted(await h.pods()) == ["train-worker-3", "train-worker-5"]
-        job = await h.client.get(PHASEDJOBS, "train", namespace=NAMESPACE)
+        job = await h.client.get(PHASEDJOBS, "train", namespace=h.ns)
         assert job["status"]["members"] == ["train-worker-3", "train-worker-5"]
         assert job["status"]["phase"] == "Created"
         for name in await h.pods():
             await h.set_phase(name, "Running")
         await h.step("train")
-        job = await h.client.get(PHASEDJOBS, "train", namespace=NAMESPACE)
+        job = await h.client.get(PHASEDJOBS, "train", namespace=h.ns)
         assert job["status"]["phase"] == "Running"
         job["metadata"]["annotations"] = {"members": "5,6"}
         await h.client.replace(PHASEDJOBS, job)
         await h.step("train")
         assert sorted(await h.pods()) == ["train-worker-5", "train-worker-6"]
-        job = await h.client.get(PHASEDJOBS, "train", namespace=NAMESPACE)
+        job = await h.client.get(PHASEDJOBS, "train", namespace=h.ns)
         assert job["status"]["members"] == ["train-worker-5", "train-worker-6"]

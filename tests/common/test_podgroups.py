@@ -10,7 +10,7 @@ from etctl.common import JobSettings
 from etctl.common._gang import SCHEDULER_PLUGINS_PODGROUPS, VOLCANO_PODGROUPS
 from etctl.runtime import PRIORITYCLASSES
 from tests.common._crds import SCHEDULER_PLUGINS_PODGROUP_CRD, VOLCANO_PODGROUP_CRD
-from tests.common._harness import NAMESPACE, Harness, harness, simplejob
+from tests.common._harness import Harness, harness, simplejob
 
 TEMPLATE: dict[str, Any] = {
     "spec": {
@@ -42,66 +42,72 @@ def gang_harness(tmp_path: Path, scheduler: str) -> AbstractAsyncContextManager[
 async def set_group_phase(h: Harness, name: str, phase: str) -> None:
     """Play Volcano: move the job's PodGroup to ``phase`` and reconcile the job."""
     await h.client.patch_status(
-        VOLCANO_PODGROUPS, name, {"status": {"phase": phase}}, namespace=NAMESPACE
+        VOLCANO_PODGROUPS, name, {"status": {"phase": phase}}, namespace=h.ns
     )
     await h.step(name)
 
 
 async def test_volcano_holds_pods_until_the_group_is_admitted(tmp_path: Path) -> None:
     async with gang_harness(tmp_path, "volcano") as h:
+        urgent = f"urgent-{h.ns}"  # cluster-wide: named after the test's namespace
         leader_template = {
-            "spec": {**TEMPLATE["spec"], "priorityClassName": "urgent"},
+            "spec": {**TEMPLATE["spec"], "priorityClassName": urgent},
         }
-        await h.client.create(
-            PRIORITYCLASSES,
-            {"metadata": {"name": "urgent"}, "value": 1000},
-        )
-        body = simplejob(
-            "gang",
-            workers=3,
-            leader=True,
-            template=TEMPLATE,
-            run_policy={"schedulingPolicy": {"minAvailable": 2, "queue": "research"}},
-        )
-        body["spec"]["replicaSpecs"]["Leader"]["template"] = leader_template
-        await h.submit(body)
-        await h.step("gang")
-        groups = await h.objects_of(VOLCANO_PODGROUPS)
-        group = groups["gang"]
-        assert group["spec"] == {
-            "minMember": 2,
-            "minResources": {"cpu": "1", "memory": "2Gi"},
-            "queue": "research",
-        }
-        assert group["metadata"]["ownerReferences"][0]["name"] == "gang"
-        assert await h.pods() == {}
-        await set_group_phase(h, "gang", "Pending")
-        assert await h.pods() == {}
-        await set_group_phase(h, "gang", "Inqueue")
-        pods = await h.pods()
-        assert sorted(pods) == ["gang-worker-0", "gang-worker-1", "gang-worker-2"]
-        pod = pods["gang-worker-0"]
-        assert pod["spec"]["schedulerName"] == "volcano"
-        assert pod["metadata"]["annotations"] == {
-            "scheduling.k8s.io/group-name": "gang",
-            "volcano.sh/task-spec": "Worker",
-        }
-        # The job's spec changes: the PodGroup follows.
-        job = await h.job("gang")
-        job["spec"]["runPolicy"]["schedulingPolicy"]["minAvailable"] = 4
-        await h.client.replace(h.controller.resource, job)
-        await h.step("gang")
-        group = (await h.objects_of(VOLCANO_PODGROUPS))["gang"]
-        assert group["spec"]["minMember"] == 4
-        assert group["spec"]["minResources"] == {"cpu": "2", "memory": "4Gi"}
-        assert group["status"] == {"phase": "Inqueue"}
-        for name in pods:
-            await h.set_phase(name, "Failed", exit_code=1)
-        await h.step("gang")
-        assert (await h.conditions("gang"))["Failed"][0] == "True"
-        await h.step("gang")
-        assert await h.objects_of(VOLCANO_PODGROUPS) == {}
-        assert len(await h.events("SuccessfulDeletePodGroup")) == 1
+        await h.client.create(PRIORITYCLASSES, {"metadata": {"name": urgent}, "value": 1000})
+        try:
+            await volcano_gang(h, leader_template)
+        finally:
+            await h.client.delete(PRIORITYCLASSES, urgent)
+
+
+async def volcano_gang(h: Harness, leader_template: dict[str, Any]) -> None:
+    """The volcano gang test's steps, once its priority class exists."""
+    body = simplejob(
+        "gang",
+        workers=3,
+        leader=True,
+        template=TEMPLATE,
+        run_policy={"schedulingPolicy": {"minAvailable": 2, "queue": "research"}},
+    )
+    body["spec"]["replicaSpecs"]["Leader"]["template"] = leader_template
+    await h.submit(body)
+    await h.step("gang")
+    groups = await h.objects_of(VOLCANO_PODGROUPS)
+    group = groups["gang"]
+    assert group["spec"] == {
+        "minMember": 2,
+        "minResources": {"cpu": "1", "memory": "2Gi"},
+        "queue": "research",
+    }
+    assert group["metadata"]["ownerReferences"][0]["name"] == "gang"
+    assert await h.pods() == {}
+    await set_group_phase(h, "gang", "Pending")
+    assert await h.pods() == {}
+    await set_group_phase(h, "gang", "Inqueue")
+    pods = await h.pods()
+    assert sorted(pods) == ["gang-worker-0", "gang-worker-1", "gang-worker-2"]
+    pod = pods["gang-worker-0"]
+    assert pod["spec"]["schedulerName"] == "volcano"
+    assert pod["metadata"]["annotations"] == {
+        "scheduling.k8s.io/group-name": "gang",
+        "volcano.sh/task-spec": "Worker",
+    }
+    # The job's spec changes: the PodGroup follows.
+    job = await h.job("gang")
+    job["spec"]["runPolicy"]["schedulingPolicy"]["minAvailable"] = 4
+    await h.client.replace(h.controller.resource, job)
+    await h.step("gang")
+    group = (await h.objects_of(VOLCANO_PODGROUPS))["gang"]
+    assert group["spec"]["minMember"] == 4
+    assert group["spec"]["minResources"] == {"cpu": "2", "memory": "4Gi"}
+    assert group["status"] == {"phase": "Inqueue"}
+    for name in pods:
+        await h.set_phase(name, "Failed", exit_code=1)
+    await h.step("gang")
+    assert (await h.conditions("gang"))["Failed"][0] == "True"
+    await h.step("gang")
+    assert await h.objects_of(VOLCANO_PODGROUPS) == {}
+    assert len(await h.events("SuccessfulDeletePodGroup")) == 1
 
 
 async def test_scheduler_plugins_creates_pods_at_once(tmp_path: Path) -> None:
@@ -124,7 +130,7 @@ async def test_scheduler_plugins_creates_pods_at_once(tmp_path: Path) -> None:
 
 async def test_a_foreign_podgroup_holds_the_job(tmp_path: Path) -> None:
     async with gang_harness(tmp_path, "scheduler-plugins") as h:
-        foreign = {"metadata": {"name": "gang", "namespace": NAMESPACE}, "spec": {"minMember": 9}}
+        foreign = {"metadata": {"name": "gang", "namespace": h.ns}, "spec": {"minMember": 9}}
         await h.client.create(SCHEDULER_PLUGINS_PODGROUPS, foreign)
         await h.submit(simplejob("gang", workers=1))
         await h.step("gang")

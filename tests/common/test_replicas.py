@@ -7,7 +7,7 @@ from typing import Any
 
 from etctl.common import JobSettings, JobState, ReplicaRef
 from etctl.runtime import PODS, SERVICES, KubeObject
-from tests.common._harness import NAMESPACE, harness, simplejob
+from tests.common._harness import harness, simplejob
 from tests.common.simplejob import SIMPLEJOBS, SimpleJob, SimpleJobPlugin
 
 
@@ -37,7 +37,7 @@ async def test_completed_pods_that_vanish_are_not_run_again(tmp_path: Path) -> N
         status = (await h.job("train"))["status"]
         assert status["replicaStatuses"]["Worker"]["succeeded"] == 1
         # Someone (a pod garbage collector, a person) removes the completed pod.
-        await h.client.delete(PODS, "train-worker-0", namespace=NAMESPACE)
+        await h.client.delete(PODS, "train-worker-0", namespace=h.ns)
         await h.step("train")
         assert sorted(await h.pods()) == ["train-worker-1"]
         status = (await h.job("train"))["status"]

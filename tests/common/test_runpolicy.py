@@ -101,6 +101,7 @@ async def test_suspend_and_resume(tmp_path: Path) -> None:
         assert len(await h.events("SimpleJobSuspended")) == 1
 
 
+@pytest.mark.etctl_hooks("fault injection: a refused pod delete")
 async def test_a_job_failed_by_its_limits_loses_the_pods_a_refused_delete_left(
     tmp_path: Path,
 ) -> None:
@@ -121,6 +122,7 @@ async def test_a_job_failed_by_its_limits_loses_the_pods_a_refused_delete_left(
         assert await h.pods() == {}
 
 
+@pytest.mark.etctl_hooks("fault injection: a refused service delete")
 async def test_a_cleaned_pod_whose_service_delete_failed_leaves_no_service(
     tmp_path: Path,
 ) -> None:

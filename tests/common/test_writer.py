@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from etctl.runtime import PODS
-from tests.common._harness import NAMESPACE, Harness, harness, simplejob
+from tests.common._harness import Harness, harness, simplejob
 from tests.common._plugins import RestartingPlugin
 from tests.common.simplejob import SIMPLEJOBS
 
@@ -19,7 +19,7 @@ async def test_a_conflicting_status_write_requeues_quietly(tmp_path: Path) -> No
         await h.cache.refresh()
         # The job changes behind the cache's back: the status write must not apply.
         await h.client.patch(
-            SIMPLEJOBS, "train", {"metadata": {"labels": {"x": "y"}}}, namespace=NAMESPACE
+            SIMPLEJOBS, "train", {"metadata": {"labels": {"x": "y"}}}, namespace=h.ns
         )
         result = await h.step("train", refresh=False)
         assert result.requeue_after == 1.0
@@ -48,9 +48,7 @@ async def test_the_controller_reads_its_own_writes(tmp_path: Path) -> None:
 async def behind_the_cache(h: Harness, name: str) -> None:
     """Refresh the cache, then change the job on the server: the next status write conflicts."""
     await h.cache.refresh()
-    await h.client.patch(
-        SIMPLEJOBS, name, {"metadata": {"labels": {"x": "y"}}}, namespace=NAMESPACE
-    )
+    await h.client.patch(SIMPLEJOBS, name, {"metadata": {"labels": {"x": "y"}}}, namespace=h.ns)
 
 
 async def test_a_restart_is_counted_even_when_the_status_write_conflicts(tmp_path: Path) -> None:
@@ -116,7 +114,7 @@ async def test_a_job_replaced_meanwhile_gets_no_record(tmp_path: Path) -> None:
         await h.step("train")
         await h.set_phase("train-worker-0", "Failed", exit_code=1)
         await h.cache.refresh()
-        await h.client.delete(SIMPLEJOBS, "train", namespace=NAMESPACE)
+        await h.client.delete(SIMPLEJOBS, "train", namespace=h.ns)
         await h.submit(simplejob("train", workers=1, restart="OnFailure"))
         assert (await h.step("train", refresh=False)).requeue_after == 1.0
         # The delta of the old job is not written onto its successor.

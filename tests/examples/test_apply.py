@@ -21,7 +21,7 @@ from etctl.common import discover
 from etctl.jobs.tfjob import TFJOBS
 from etctl.jobs.trainingjob import SCALEINS, SCALEOUTS, TRAININGJOBS
 from etctl.runtime import CRDS, PatchType, Resource
-from etctl.testing import ApiServer
+from etctl.testing import ApiServer, cluster_target
 from tests.runtime._realtime import client_of
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,25 +64,29 @@ def test_the_committed_crds_are_every_registered_kinds() -> None:
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
 async def test_the_example_applies_server_side(tmp_path: Path, path: Path) -> None:
-    async with ApiServer(crds=[*crds(), *load(OPERATOR_CRD)]) as server:
-        async with client_of(server, tmp_path) as client:
+    async with cluster_target(tmp_path, crds=[*crds(), *load(OPERATOR_CRD)]) as target:
+        ns = target.namespace
+        async with client_of(target) as client:
             for doc in load(path):
                 applied = await client.patch(
                     RESOURCES[doc["kind"]],
                     doc["metadata"]["name"],
                     doc,
-                    namespace="default",
+                    namespace=ns,
                     patch_type=PatchType.APPLY,
                     field_manager="kubectl",
                     dry_run=True,
                 )
-                assert applied["metadata"]["namespace"] == "default"
+                assert applied["metadata"]["namespace"] == ns
                 assert applied["spec"]  # defaulted and validated, then not stored
-            listed = await client.list(RESOURCES[load(path)[0]["kind"]], namespace="default")
+            listed = await client.list(RESOURCES[load(path)[0]["kind"]], namespace=ns)
             assert listed.items == []
 
 
-@pytest.mark.kubectl
+@pytest.mark.etctl_kubectl
+@pytest.mark.etctl_hooks(
+    "a fresh embedded server, whose default namespace the README's commands use"
+)
 async def test_kubectl_applies_every_example_as_the_readme_says(tmp_path: Path) -> None:
     kubectl = shutil.which("kubectl")
     assert kubectl is not None

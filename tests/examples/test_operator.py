@@ -1,7 +1,8 @@
 """The example operator of docs/runtime.md (examples/operator/greeter.py), run as a user runs it.
 
 In process with a Manager, and as its own process against an API server it reaches through a
-kubeconfig, on the embedded API server (with its garbage collector): the ConfigMap follows the
+kubeconfig, on the cluster under test (the embedded API server with its garbage collector, or a
+real cluster), in the test's namespace: the ConfigMap follows the
 Greeting, drift is repaired, a foreign ConfigMap is left alone, status converges and is written
 once, and deleting the Greeting deletes what it owned.
 """
@@ -16,11 +17,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import pytest
 import pytest_asyncio
 import yaml
 
 from etctl.runtime import CONFIGMAPS, Client, Manager, ManagerOptions, objects
-from etctl.testing import ApiServer
+from etctl.testing import ClusterTarget, cluster_target
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "operator"
 
@@ -46,53 +48,58 @@ async def eventually(condition: Callable[[], Any], *, timeout: float = 20.0) -> 
 
 
 @pytest_asyncio.fixture
-async def server() -> AsyncIterator[ApiServer]:
+async def target(tmp_path: Path) -> AsyncIterator[ClusterTarget]:
     crd = yaml.safe_load((EXAMPLE / "crd.yaml").read_text(encoding="utf-8"))
-    async with ApiServer(crds=[crd]) as api:
-        yield api
+    async with cluster_target(tmp_path, crds=[crd]) as found:
+        yield found
+
+
+@pytest.fixture
+def ns(target: ClusterTarget) -> str:
+    return target.namespace
 
 
 @pytest_asyncio.fixture
-async def client(server: ApiServer, tmp_path: Path) -> AsyncIterator[Client]:
-    async with Client.connect(server.write_kubeconfig(tmp_path / "kubeconfig")) as connected:
+async def client(target: ClusterTarget) -> AsyncIterator[Client]:
+    async with Client.connect(target.kubeconfig) as connected:
         yield connected
 
 
-def _greeting(name: str, who: str) -> dict[str, Any]:
+def _greeting(name: str, who: str, ns: str) -> dict[str, Any]:
     return {
         "apiVersion": "example.etctl.dev/v1",
         "kind": "Greeting",
-        "metadata": {"name": name, "namespace": "default"},
+        "metadata": {"name": name, "namespace": ns},
         "spec": {"name": who},
     }
 
 
-async def _message(client: Client, name: str) -> str | None:
-    found = await client.list(CONFIGMAPS, namespace="default")
+async def _message(client: Client, name: str, ns: str) -> str | None:
+    found = await client.list(CONFIGMAPS, namespace=ns)
     for cm in found.items:
         if objects.name(cm) == name:
             return str((cm.get("data") or {}).get("message"))
     return None
 
 
-async def test_the_greeter_converges_repairs_and_cleans_up(client: Client) -> None:
+async def test_the_greeter_converges_repairs_and_cleans_up(client: Client, ns: str) -> None:
     manager = Manager(client, options=ManagerOptions())
     greeter.setup(manager)
     async with asyncio.TaskGroup() as group:
         group.create_task(manager.run(), name="greeter")
         await manager.wait_started()
-        created = await client.create(GREETINGS, _greeting("world", "World"))
+        created = await client.create(GREETINGS, _greeting("world", "World", ns))
 
         async def says(text: str) -> bool:
-            return await _message(client, "world-greeting") == text
+            return await _message(client, "world-greeting", ns) == text
 
         await eventually(lambda: says("Hello, World!"))
-        cm = await client.get(CONFIGMAPS, "world-greeting", namespace="default")
+        cm = await client.get(CONFIGMAPS, "world-greeting", namespace=ns)
         assert objects.controller_of(cm) is not None
         assert objects.is_controlled_by(cm, created)
 
         async def ready() -> bool:
-            got = await client.get(GREETINGS, "world", namespace="default")
+            got = await client.get(GREETINGS, "world", namespace=ns)
             conditions = (got.get("status") or {}).get("conditions") or []
             return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
 
@@ -100,43 +107,43 @@ async def test_the_greeter_converges_repairs_and_cleans_up(client: Client) -> No
 
         # Drift is repaired; a spec change is followed.
         await client.patch(
-            CONFIGMAPS, "world-greeting", {"data": {"message": "edited"}}, namespace="default"
+            CONFIGMAPS, "world-greeting", {"data": {"message": "edited"}}, namespace=ns
         )
         await eventually(lambda: says("Hello, World!"))
-        await client.patch(GREETINGS, "world", {"spec": {"greeting": "Hi"}}, namespace="default")
+        await client.patch(GREETINGS, "world", {"spec": {"greeting": "Hi"}}, namespace=ns)
         await eventually(lambda: says("Hi, World!"))
 
         # A ConfigMap of the wanted name that is not ours is left alone, and said so.
         foreign = {
             "apiVersion": "v1",
             "kind": "ConfigMap",
-            "metadata": {"name": "taken-greeting", "namespace": "default"},
+            "metadata": {"name": "taken-greeting", "namespace": ns},
             "data": {"message": "mine"},
         }
         await client.create(CONFIGMAPS, foreign)
-        await client.create(GREETINGS, _greeting("taken", "Nobody"))
+        await client.create(GREETINGS, _greeting("taken", "Nobody", ns))
 
         async def refused() -> bool:
-            got = await client.get(GREETINGS, "taken", namespace="default")
+            got = await client.get(GREETINGS, "taken", namespace=ns)
             conditions = (got.get("status") or {}).get("conditions") or []
             return any(c["reason"] == "NameTaken" for c in conditions)
 
         await eventually(refused)
-        assert await _message(client, "taken-greeting") == "mine"
+        assert await _message(client, "taken-greeting", ns) == "mine"
 
         # Deleting the Greeting deletes its ConfigMap (the garbage collector follows the owner).
-        await client.delete(GREETINGS, "world", namespace="default")
-        await eventually(lambda: _absent(client, "world-greeting"))
-        assert await _message(client, "taken-greeting") == "mine"
+        await client.delete(GREETINGS, "world", namespace=ns)
+        await eventually(lambda: _absent(client, "world-greeting", ns))
+        assert await _message(client, "taken-greeting", ns) == "mine"
         manager.stop()
 
 
-async def _absent(client: Client, name: str) -> bool:
-    return await _message(client, name) is None
+async def _absent(client: Client, name: str, ns: str) -> bool:
+    return await _message(client, name, ns) is None
 
 
-async def test_the_example_runs_as_its_own_process(server: ApiServer, tmp_path: Path) -> None:
-    kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
+async def test_the_example_runs_as_its_own_process(target: ClusterTarget, ns: str) -> None:
+    kubeconfig = target.kubeconfig
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         str(EXAMPLE / "greeter.py"),
@@ -148,10 +155,10 @@ async def test_the_example_runs_as_its_own_process(server: ApiServer, tmp_path: 
     try:
         async with Client.connect(kubeconfig) as client:
             manifest = yaml.safe_load((EXAMPLE / "greeting.yaml").read_text(encoding="utf-8"))
-            await client.create(GREETINGS, manifest, namespace="default")
+            await client.create(GREETINGS, manifest, namespace=ns)
 
             async def greeted() -> bool:
-                return await _message(client, "world-greeting") == "Hello, World!"
+                return await _message(client, "world-greeting", ns) == "Hello, World!"
 
             await eventually(greeted, timeout=60)
     finally:

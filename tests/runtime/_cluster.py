@@ -1,8 +1,12 @@
-"""An embedded API server, a client and a shared virtual clock, for informer and cache tests.
+"""The cluster under test, a client and a shared virtual clock, for informer and cache tests.
 
-The server and everything under test run on one :class:`FakeClock`: backoffs, watchdogs, watch
-timeouts and bookmarks all move only when a test advances it. HTTP itself is real, so tests wait
-for conditions (with a bounded real-time timeout) after moving the clock.
+By default the cluster is a fresh embedded API server, and the server and everything under test
+run on one :class:`FakeClock`: backoffs, watchdogs, watch timeouts and bookmarks all move only
+when a test advances it. HTTP itself is real, so tests wait for conditions (with a bounded
+real-time timeout) after moving the clock. With ``ETCTL_TEST_KUBECONFIG`` the cluster is a
+namespace of that real cluster (:func:`etctl.testing.cluster_target`): the client and informers
+still run on the fake clock, the server on its own, and tests that need the server's hooks
+(:attr:`Cluster.server`) are marked ``etctl_hooks`` and skipped there.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from etctl.runtime import (
     Tombstone,
     objects,
 )
-from etctl.testing import ApiServer, History
+from etctl.testing import ApiServer, ClusterTarget, History, cluster_target
 from tests.runtime._realtime import eventually
 
 NEVER = 1e9
@@ -34,6 +38,7 @@ NEVER = 1e9
 
 __all__ = [
     "NEVER",
+    "NOT_PRESET",
     "Cluster",
     "Recorder",
     "cluster",
@@ -44,34 +49,92 @@ __all__ = [
 
 @dataclass
 class Cluster:
-    """The server, a client of it (no client-side retries) and the clock they share."""
+    """The cluster under test, a client of it (no client-side retries) and the test's clock.
 
-    server: ApiServer
+    On the embedded server (the default) the server runs on the clock too; on a real cluster
+    (``ETCTL_TEST_KUBECONFIG``) only the client and what the test runs do, and :attr:`server`
+    (the hooks: faults, request log, history) raises: such tests are marked ``etctl_hooks``.
+    """
+
+    target: ClusterTarget
     client: Client
     clock: FakeClock
+    others: list[str] = field(default_factory=list)
+    """The other namespaces the test created (deleted with it on a real cluster)."""
 
-    def configmap(self, name: str, namespace: str = "default", **data: str) -> dict[str, Any]:
-        """Create a ConfigMap on the server (synchronously, through its storage)."""
+    @property
+    def server(self) -> ApiServer:
+        """The embedded server (its hooks)."""
+        return self.target.hooks
+
+    @property
+    def ns(self) -> str:
+        """The test's namespace."""
+        return self.target.namespace
+
+    @property
+    def embedded(self) -> bool:
+        """True on the embedded server."""
+        return self.target.embedded
+
+    @property
+    def scope(self) -> dict[str, str]:
+        """Informer options covering the test's namespace, minus what the cluster put there."""
+        found = {"namespace": self.ns}
+        if self._presets():
+            found["field_selector"] = NOT_PRESET
+        return found
+
+    def _presets(self) -> bool:
+        return self.target.cluster is not None and bool(self.target.cluster.presets())
+
+    def configmap(self, name: str, namespace: str = "", **data: str) -> dict[str, Any]:
+        """Create a ConfigMap (in the test's namespace by default), synchronously."""
+        namespace = namespace or self.ns
         body = {"metadata": {"name": name, "namespace": namespace}, "data": data}
-        return self.server.storage.create(CONFIGMAPS, body, namespace=namespace)
+        return self.target.storage.create(CONFIGMAPS, body, namespace=namespace)
 
-    def update(self, name: str, namespace: str = "default", **data: str) -> dict[str, Any]:
-        """Replace a ConfigMap's data on the server."""
-        current = self.server.storage.get(CONFIGMAPS, name, namespace=namespace)
+    def update(self, name: str, namespace: str = "", **data: str) -> dict[str, Any]:
+        """Replace a ConfigMap's data."""
+        namespace = namespace or self.ns
+        current = self.target.storage.get(CONFIGMAPS, name, namespace=namespace)
         changed = {**current, "data": data}
-        return self.server.storage.update(CONFIGMAPS, changed, namespace=namespace)
+        return self.target.storage.update(CONFIGMAPS, changed, namespace=namespace)
 
-    def delete(self, name: str, namespace: str = "default") -> None:
-        """Delete a ConfigMap on the server."""
-        self.server.storage.delete(CONFIGMAPS, name, namespace=namespace)
+    def delete(self, name: str, namespace: str = "") -> None:
+        """Delete a ConfigMap."""
+        self.target.storage.delete(CONFIGMAPS, name, namespace=namespace or self.ns)
 
-    def namespace(self, name: str) -> None:
-        """Create a namespace on the server."""
-        self.server.storage.create(NAMESPACES, {"metadata": {"name": name}})
+    def namespace(self, name: str) -> str:
+        """Create another namespace; returns its name (unique on a real cluster)."""
+        if self.target.cluster is None:
+            self.target.storage.create(NAMESPACES, {"metadata": {"name": name}})
+        else:
+            name = self.target.cluster.create_namespace(name)
+        self.others.append(name)
+        return name
 
-    def state(self, res: Resource = CONFIGMAPS, namespace: str = "") -> dict[str, str]:
-        """The server's objects of ``res``: key -> resourceVersion."""
-        listed = self.server.storage.list(res, namespace=namespace)
+    def keys(self, found: Iterable[ObjectView]) -> list[str]:
+        """Sorted keys of the objects in the test's namespaces (a real cluster has others).
+
+        The ConfigMap a cluster puts in every namespace is left out.
+        """
+        mine = {self.ns, *self.others}
+        return sorted(
+            objects.key_of(obj)
+            for obj in found
+            if objects.namespace(obj) in mine
+            and not (obj.get("kind") == "ConfigMap" and objects.name(obj) == PRESET_CONFIGMAP)
+        )
+
+    def state(self, res: Resource = CONFIGMAPS, namespace: str | None = None) -> dict[str, str]:
+        """The cluster's objects of ``res`` in the test's namespace: key -> resourceVersion.
+
+        ConfigMaps the cluster itself puts in every namespace are left out (:data:`NOT_PRESET`).
+        """
+        scope = self.ns if namespace is None else namespace
+        selector = NOT_PRESET if res == CONFIGMAPS and self._presets() else None
+        listed = self.target.storage.list(res, namespace=scope, field_selector=selector)
         return {objects.key_of(obj): objects.resource_version(obj) for obj in listed.items}
 
     def requests(self, verb: str, resource: str = "configmaps") -> int:
@@ -125,23 +188,40 @@ async def cluster(
     bookmark_interval: float = NEVER,
     crds: Iterable[Any] = (),
 ) -> AsyncIterator[Cluster]:
-    """Serve an embedded API server on a fake clock and connect a client to it."""
+    """The cluster under test with a namespace for the test, and a client on a fake clock.
+
+    On the embedded server, the server runs on that clock with the history and bookmark
+    interval given; a real cluster keeps its own.
+    """
     clock = FakeClock()
-    async with ApiServer(
+    async with cluster_target(
+        tmp_path,
+        crds=crds,
         clock=clock,
         history=history or History(),
         bookmark_interval=bookmark_interval,
-        crds=crds,
-    ) as server:
-        kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
+    ) as target:
         options = ClientOptions(
             retry=RetryPolicy(max_attempts=1),
             clock=clock,
             request_timeout=10,
             watch_idle_timeout=NEVER,
         )
-        async with Client.connect(kubeconfig, options=options) as client:
-            yield Cluster(server, client, clock)
+        async with Client.connect(target.kubeconfig, options=options) as client:
+            env = Cluster(target, client, clock)
+            try:
+                yield env
+            finally:
+                if target.cluster is not None:
+                    for other in env.others:
+                        await target.cluster.adelete_namespace(other)
+
+
+PRESET_CONFIGMAP = "kube-root-ca.crt"
+"""The ConfigMap a real cluster puts in every namespace (the embedded server does not)."""
+
+NOT_PRESET = f"metadata.name!={PRESET_CONFIGMAP}"
+"""A field selector that leaves out the ConfigMap a real cluster puts in every namespace."""
 
 
 @asynccontextmanager

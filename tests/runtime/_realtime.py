@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from etctl.runtime import Client, ClientOptions, FakeClock, Manager
-from etctl.testing import ApiServer
+from etctl.testing import ApiServer, ClusterTarget
 from tests.runtime.scripted import InstantClock
 
 
@@ -56,9 +56,15 @@ def received(server: ApiServer, *, verb: str, resource: str = "leases") -> int:
 
 
 @asynccontextmanager
-async def client_of(server: ApiServer, tmp_path: Path, **options: Any) -> AsyncIterator[Client]:
-    """A client of the embedded server whose retry sleeps return at once."""
-    kubeconfig = server.write_kubeconfig(tmp_path / f"kubeconfig-{uuid.uuid4().hex}")
+async def client_of(
+    where: ApiServer | ClusterTarget, tmp_path: Path | None = None, **options: Any
+) -> AsyncIterator[Client]:
+    """A client of an embedded server or a cluster target whose retry sleeps return at once."""
+    if isinstance(where, ClusterTarget):
+        kubeconfig = where.kubeconfig
+    else:
+        assert tmp_path is not None, "an embedded server's kubeconfig goes to tmp_path"
+        kubeconfig = where.write_kubeconfig(tmp_path / f"kubeconfig-{uuid.uuid4().hex}")
     defaults = ClientOptions(request_timeout=30, watch_idle_timeout=30, clock=InstantClock())
     opts = dataclasses.replace(defaults, **options)
     async with await Client.from_kubeconfig(kubeconfig, options=opts) as client:

@@ -1,4 +1,4 @@
-"""The controller builder, wired to a manager and the embedded API server.
+"""The controller builder, wired to a manager and the cluster under test.
 
 Absence of a reconcile is asserted through order: one informer delivers events in order and one
 worker takes keys first in, first out, so a key that a wrong mapping had enqueued earlier would be
@@ -20,6 +20,7 @@ from etctl.errors import ConfigError
 from etctl.runtime import (
     CONFIGMAPS,
     SECRETS,
+    CacheOptions,
     Client,
     CreateEvent,
     EnqueueRequestsFromMapFunc,
@@ -32,26 +33,38 @@ from etctl.runtime import (
     objects,
     predicate_func,
 )
-from etctl.testing import ApiServer
+from etctl.testing import ClusterTarget, cluster_target
+from tests.runtime._cluster import PRESET_CONFIGMAP
 from tests.runtime._fakes import owner_ref, sample, unique_name
 from tests.runtime._realtime import client_of, eventually, run_manager
 
 
 @pytest_asyncio.fixture
-async def server() -> AsyncIterator[ApiServer]:
-    # No garbage collector: the tests name owners by made-up uids, which it would collect.
-    async with ApiServer(controllers=False) as api:
-        yield api
+async def target(tmp_path: Path) -> AsyncIterator[ClusterTarget]:
+    # No garbage collector on the embedded server: most owners are made up. (A real cluster's
+    # collects the dependents of those: their deletes enqueue nothing either.)
+    async with cluster_target(tmp_path, controllers=False) as found:
+        yield found
+
+
+@pytest.fixture
+def ns(target: ClusterTarget) -> str:
+    return target.namespace
 
 
 @pytest_asyncio.fixture
-async def client(server: ApiServer, tmp_path: Path) -> AsyncIterator[Client]:
-    async with client_of(server, tmp_path) as api:
+async def client(target: ClusterTarget) -> AsyncIterator[Client]:
+    async with client_of(target) as api:
         yield api
 
 
-def new_manager(client: Client, clock: FakeClock | None = None) -> Manager:
-    options = ManagerOptions(metrics_bind_address="0", health_probe_bind_address="0")
+def new_manager(client: Client, ns: str, clock: FakeClock | None = None) -> Manager:
+    """A manager whose cache covers the test's namespace."""
+    options = ManagerOptions(
+        metrics_bind_address="0",
+        health_probe_bind_address="0",
+        cache=CacheOptions(namespaces=[ns]),
+    )
     return Manager(client, options=options, clock=clock or FakeClock())
 
 
@@ -62,25 +75,26 @@ class Recorder:
         self.names: list[str] = []
 
     async def reconcile(self, request: Request) -> Result:
-        self.names.append(request.name)
+        if request.name != PRESET_CONFIGMAP:  # a real cluster's, in every namespace
+            self.names.append(request.name)
         return Result()
 
 
-def configmap(name: str, **labels: str) -> dict[str, Any]:
+def configmap(name: str, ns: str, **labels: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": {"name": name, "namespace": "default", "labels": labels},
+        "metadata": {"name": name, "namespace": ns, "labels": labels},
     }
 
 
-def secret(name: str, *owners: dict[str, Any], **labels: str) -> dict[str, Any]:
+def secret(name: str, ns: str, *owners: dict[str, Any], **labels: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Secret",
         "metadata": {
             "name": name,
-            "namespace": "default",
+            "namespace": ns,
             "labels": labels,
             "ownerReferences": list(owners),
         },
@@ -90,37 +104,40 @@ def secret(name: str, *owners: dict[str, Any], **labels: str) -> dict[str, Any]:
 ref = partial(owner_ref, api_version="v1")  # an owner reference to a core-group kind
 
 
-async def test_owns_wakes_the_controller_owner_of_the_for_kind(client: Client) -> None:
-    manager = new_manager(client)
+async def test_owns_wakes_the_controller_owner_of_the_for_kind(client: Client, ns: str) -> None:
+    manager = new_manager(client, ns)
     reconciler = Recorder()
     manager.controller(unique_name("owns"), reconciler).for_(CONFIGMAPS).owns(SECRETS).build()
     async with run_manager(manager):
-        await owned_events(client, reconciler)
+        await owned_events(client, ns, reconciler)
 
 
-async def owned_events(client: Client, reconciler: Recorder) -> None:
-    await client.create(CONFIGMAPS, configmap("job"))
+async def owned_events(client: Client, ns: str, reconciler: Recorder) -> None:
+    job = await client.create(CONFIGMAPS, configmap("job", ns))
     await eventually(lambda: reconciler.names == ["job"])
 
-    await client.create(SECRETS, secret("child", ref("ConfigMap", "job", controller=True)))
+    owner = {**ref("ConfigMap", "job", controller=True), "uid": objects.uid(job)}  # it is real
+    await client.create(SECRETS, secret("child", ns, owner))
     await eventually(lambda: reconciler.names == ["job", "job"])
 
     # None of these may enqueue anything: an owner that is not the controller, a controller of
     # another kind, of another group, and no owner at all.
-    await client.create(SECRETS, secret("shared", ref("ConfigMap", "other", controller=False)))
-    await client.create(SECRETS, secret("svc", ref("Service", "other-svc", controller=True)))
+    await client.create(SECRETS, secret("shared", ns, ref("ConfigMap", "other", controller=False)))
+    await client.create(SECRETS, secret("svc", ns, ref("Service", "other-svc", controller=True)))
     await client.create(
         SECRETS,
-        secret("crd", ref("ConfigMap", "other-crd", controller=True, api_version="example.com/v1")),
+        secret(
+            "crd", ns, ref("ConfigMap", "other-crd", controller=True, api_version="example.com/v1")
+        ),
     )
-    await client.create(SECRETS, secret("orphan"))
-    await client.patch(SECRETS, "child", {"data": {"k": "dg=="}}, namespace="default")
+    await client.create(SECRETS, secret("orphan", ns))
+    await client.patch(SECRETS, "child", {"data": {"k": "dg=="}}, namespace=ns)
     await eventually(lambda: reconciler.names.count("job") == 3)
     assert reconciler.names == ["job", "job", "job"]
 
 
-async def test_predicates_filters_and_watches(client: Client) -> None:
-    manager = new_manager(client)
+async def test_predicates_filters_and_watches(client: Client, ns: str) -> None:
+    manager = new_manager(client, ns)
     reconciler = Recorder()
 
     def not_ignored(event: CreateEvent) -> bool:
@@ -138,19 +155,21 @@ async def test_predicates_filters_and_watches(client: Client) -> None:
         .build()
     )
     async with run_manager(manager):
-        await client.create(CONFIGMAPS, configmap("ignored"))  # the for_ predicate drops it
-        await client.create(CONFIGMAPS, configmap("skipped", skip="yes"))  # the event filter too
-        await client.create(CONFIGMAPS, configmap("noticed"))
+        await client.create(CONFIGMAPS, configmap("ignored", ns))  # the for_ predicate drops it
+        await client.create(
+            CONFIGMAPS, configmap("skipped", ns, skip="yes")
+        )  # the event filter too
+        await client.create(CONFIGMAPS, configmap("noticed", ns))
         await eventually(lambda: reconciler.names == ["noticed"])
-        await client.create(SECRETS, secret("unlabelled"))
-        await client.create(SECRETS, secret("filtered", job="nope", skip="yes"))
-        await client.create(SECRETS, secret("mapped", job="from-secret"))
+        await client.create(SECRETS, secret("unlabelled", ns))
+        await client.create(SECRETS, secret("filtered", ns, job="nope", skip="yes"))
+        await client.create(SECRETS, secret("mapped", ns, job="from-secret"))
         await eventually(lambda: reconciler.names == ["noticed", "from-secret"])
 
 
-async def test_options_reach_the_controller(client: Client) -> None:
+async def test_options_reach_the_controller(client: Client, ns: str) -> None:
     clock = FakeClock()
-    manager = new_manager(client, clock)
+    manager = new_manager(client, ns, clock)
     name = unique_name("options")
     started: list[str] = []
     release = asyncio.Event()
@@ -170,7 +189,7 @@ async def test_options_reach_the_controller(client: Client) -> None:
     assert not controller.needs_leader_election
     assert sample("controller_runtime_max_concurrent_reconciles", controller=name) == 3
     for cm in ("a", "b", "c", "d"):
-        await client.create(CONFIGMAPS, configmap(cm))
+        await client.create(CONFIGMAPS, configmap(cm, ns))
     async with run_manager(manager):
         await eventually(lambda: len(started) == 3)  # three workers, all busy
         assert sorted(started) == ["a", "b", "c"]
@@ -182,8 +201,8 @@ async def test_options_reach_the_controller(client: Client) -> None:
         release.set()
 
 
-def test_misuse_is_reported(client: Client) -> None:
-    manager = new_manager(client)
+def test_misuse_is_reported(client: Client, ns: str) -> None:
+    manager = new_manager(client, ns)
     reconciler = Recorder()
     with pytest.raises(ConfigError, match="name"):
         manager.controller("", reconciler)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from etctl.errors import CacheSyncError, ConfigError
+from etctl.errors import CacheSyncError, ConfigError, NotFound
 from etctl.runtime import (
     CONFIGMAPS,
     NAMESPACES,
@@ -30,16 +30,25 @@ def new_cache(env: Cluster, **options: Any) -> Cache:
     return Cache(env.client, clock=env.clock, options=CacheOptions(**options))
 
 
-def names(found: list[ObjectView]) -> list[str]:
-    return sorted(objects.key_of(obj) for obj in found)
+def owner_uid(env: Cluster, owner: str, namespace: str = "") -> str:
+    """The uid of the Secret ``owner`` (created the first time): a real owner, which a garbage
+    collector keeps the dependents of."""
+    namespace = namespace or env.ns
+    try:
+        found = env.target.storage.get(SECRETS, owner, namespace=namespace)
+    except NotFound:
+        body = {"metadata": {"name": owner, "namespace": namespace}}
+        found = env.target.storage.create(SECRETS, body, namespace=namespace)
+    return objects.uid(found)
 
 
-def owned(env: Cluster, name: str, owner: str, namespace: str = "default") -> None:
+def owned(env: Cluster, name: str, owner: str, namespace: str = "") -> None:
+    namespace = namespace or env.ns
     ref = {
-        "apiVersion": "kai.alibabacloud.com/v1alpha1",
-        "kind": "TrainingJob",
+        "apiVersion": "v1",
+        "kind": "Secret",
         "name": owner,
-        "uid": f"uid-{owner}",
+        "uid": owner_uid(env, owner, namespace),
         "controller": True,
     }
     body = {
@@ -50,7 +59,7 @@ def owned(env: Cluster, name: str, owner: str, namespace: str = "default") -> No
             "ownerReferences": [ref],
         }
     }
-    env.server.storage.create(CONFIGMAPS, body, namespace=namespace)
+    env.target.storage.create(CONFIGMAPS, body, namespace=namespace)
 
 
 async def test_informers_are_shared_per_resource_and_canonical_selectors(tmp_path: Path) -> None:
@@ -72,7 +81,7 @@ async def test_reads_never_start_an_informer(tmp_path: Path) -> None:
     async with cluster(tmp_path) as env:
         cache = new_cache(env)
         with pytest.raises(NotCachedError, match=r"secrets/v1 is not cached"):
-            cache.get(SECRETS, "x", namespace="default")
+            cache.get(SECRETS, "x", namespace=env.ns)
         with pytest.raises(NotCachedError):
             cache.list(SECRETS)
         with pytest.raises(NotCachedError):
@@ -81,15 +90,15 @@ async def test_reads_never_start_an_informer(tmp_path: Path) -> None:
         cache.informer(CONFIGMAPS)
         with pytest.raises(ValueError, match="needs a namespace"):
             cache.get(CONFIGMAPS, "x")
-        assert cache.get(CONFIGMAPS, "x", namespace="default") is None  # cached, just not there
+        assert cache.get(CONFIGMAPS, "x", namespace=env.ns) is None  # cached, just not there
 
 
 async def test_reads_follow_the_server_and_the_owner_index(tmp_path: Path) -> None:
     async with cluster(tmp_path) as env:
-        env.namespace("other")
+        other = env.namespace("other")
         owned(env, "w-0", "job-a")
         owned(env, "w-1", "job-a")
-        owned(env, "w-0", "job-b", namespace="other")
+        owned(env, "w-0", "job-b", namespace=other)
         env.configmap("loose")
         cache = new_cache(env)
         source = cache.informer(CONFIGMAPS)
@@ -97,30 +106,30 @@ async def test_reads_follow_the_server_and_the_owner_index(tmp_path: Path) -> No
             await cache.wait_for_sync(5)
             assert cache.has_synced()
             assert source.has_synced()
-            assert names(cache.list(CONFIGMAPS)) == [
-                "default/loose",
-                "default/w-0",
-                "default/w-1",
-                "other/w-0",
+            assert env.keys(cache.list(CONFIGMAPS)) == [
+                f"{env.ns}/loose",
+                f"{env.ns}/w-0",
+                f"{env.ns}/w-1",
+                f"{other}/w-0",
             ]
-            assert names(cache.list(CONFIGMAPS, namespace="other")) == ["other/w-0"]
-            assert names(cache.list(CONFIGMAPS, label_selector="job=job-a")) == [
-                "default/w-0",
-                "default/w-1",
+            assert env.keys(cache.list(CONFIGMAPS, namespace=other)) == [f"{other}/w-0"]
+            assert env.keys(cache.list(CONFIGMAPS, label_selector="job=job-a")) == [
+                f"{env.ns}/w-0",
+                f"{env.ns}/w-1",
             ]
-            assert names(cache.controlled_by(CONFIGMAPS, "uid-job-a")) == [
-                "default/w-0",
-                "default/w-1",
+            assert env.keys(cache.controlled_by(CONFIGMAPS, owner_uid(env, "job-a"))) == [
+                f"{env.ns}/w-0",
+                f"{env.ns}/w-1",
             ]
             env.delete("w-1")
             owned(env, "w-2", "job-a")
-            await eventually(lambda: cache.get(CONFIGMAPS, "w-2", namespace="default") is not None)
-            assert names(cache.controlled_by(CONFIGMAPS, "uid-job-a")) == [
-                "default/w-0",
-                "default/w-2",
+            await eventually(lambda: cache.get(CONFIGMAPS, "w-2", namespace=env.ns) is not None)
+            assert env.keys(cache.controlled_by(CONFIGMAPS, owner_uid(env, "job-a"))) == [
+                f"{env.ns}/w-0",
+                f"{env.ns}/w-2",
             ]
-            assert cache.get(CONFIGMAPS, "w-1", namespace="default") is None
-            got = cache.get(CONFIGMAPS, "loose", namespace="default")
+            assert cache.get(CONFIGMAPS, "w-1", namespace=env.ns) is None
+            got = cache.get(CONFIGMAPS, "loose", namespace=env.ns)
             assert got is not None
             assert objects.name(got) == "loose"
 
@@ -132,8 +141,8 @@ async def test_user_indexes_apply_to_informers_created_before_and_after(tmp_path
 
     async with cluster(tmp_path) as env:
         owned(env, "w-0", "job-a")
-        env.server.storage.create(
-            SECRETS, {"metadata": {"name": "s", "labels": {"job": "job-a"}}}, namespace="default"
+        env.target.storage.create(
+            SECRETS, {"metadata": {"name": "s", "labels": {"job": "job-a"}}}, namespace=env.ns
         )
         cache = new_cache(env)
         cache.informer(CONFIGMAPS)
@@ -146,19 +155,19 @@ async def test_user_indexes_apply_to_informers_created_before_and_after(tmp_path
             cache.add_indexers(SECRETS, {"controller": by_job})
         async with running(cache):
             await cache.wait_for_sync(5)
-            assert names(cache.by_index(CONFIGMAPS, "job", "job-a")) == ["default/w-0"]
-            assert names(cache.by_index(SECRETS, "job", "job-a")) == ["default/s"]
+            assert env.keys(cache.by_index(CONFIGMAPS, "job", "job-a")) == [f"{env.ns}/w-0"]
+            assert env.keys(cache.by_index(SECRETS, "job", "job-a")) == [f"{env.ns}/s"]
             with pytest.raises(KeyError):
                 cache.by_index(SECRETS, "nope", "x")
 
 
 async def test_a_namespace_scoped_cache_holds_only_its_namespaces(tmp_path: Path) -> None:
     async with cluster(tmp_path) as env:
-        for ns in ("a", "b", "c"):
-            env.namespace(ns)
+        a, b, c = (env.namespace(ns) for ns in ("a", "b", "c"))
+        for ns in (a, b, c):
             env.configmap("cm", namespace=ns)
-        cache = new_cache(env, namespaces=["a", "b", "a"])
-        assert cache.namespaces == ("a", "b")
+        cache = new_cache(env, namespaces=[a, b, a])
+        assert cache.namespaces == (a, b)
         source = cache.informer(CONFIGMAPS)
         assert not isinstance(source, Informer)  # one informer per namespace behind it
         seen = Recorder()
@@ -168,26 +177,22 @@ async def test_a_namespace_scoped_cache_holds_only_its_namespaces(tmp_path: Path
             await source.wait_for_sync(5)
             await namespaces.wait_for_sync(5)
             assert registration.has_synced()
-            assert names(cache.list(CONFIGMAPS)) == ["a/cm", "b/cm"]
-            assert names(cache.list(CONFIGMAPS, namespace="b")) == ["b/cm"]
-            assert cache.get(CONFIGMAPS, "cm", namespace="a") is not None
-            with pytest.raises(NotCachedError, match="namespace 'c' is not cached"):
-                cache.get(CONFIGMAPS, "cm", namespace="c")
+            assert env.keys(cache.list(CONFIGMAPS)) == [f"{a}/cm", f"{b}/cm"]
+            assert env.keys(cache.list(CONFIGMAPS, namespace=b)) == [f"{b}/cm"]
+            assert cache.get(CONFIGMAPS, "cm", namespace=a) is not None
+            with pytest.raises(NotCachedError, match=f"namespace '{c}' is not cached"):
+                cache.get(CONFIGMAPS, "cm", namespace=c)
             with pytest.raises(NotCachedError):
-                cache.list(CONFIGMAPS, namespace="c")
-            assert {"a", "b", "c", "default"} <= set(names(cache.list(NAMESPACES)))
-            env.configmap("new", namespace="b")
-            env.configmap("new", namespace="c")
-            await eventually(lambda: "b/new" in seen.view)
-            assert cache.get(CONFIGMAPS, "new", namespace="b") is not None
-        assert sorted(seen.view) == ["a/cm", "b/cm", "b/new"]
-        assert env.requests("list", "configmaps") == 2  # one per namespace, none cluster-wide
-        assert {
-            r.namespace for r in env.server.requests.find(verb="list", resource="configmaps")
-        } == {
-            "a",
-            "b",
-        }
+                cache.list(CONFIGMAPS, namespace=c)
+            assert {a, b, c, "default"} <= {objects.name(n) for n in cache.list(NAMESPACES)}
+            env.configmap("new", namespace=b)
+            env.configmap("new", namespace=c)
+            await eventually(lambda: f"{b}/new" in seen.view)
+            assert cache.get(CONFIGMAPS, "new", namespace=b) is not None
+        assert env.keys(seen.view.values()) == [f"{a}/cm", f"{b}/cm", f"{b}/new"]
+        if env.embedded:  # the server's request log: one list per namespace, none cluster-wide
+            listed = env.server.requests.find(verb="list", resource="configmaps")
+            assert sorted(r.namespace for r in listed) == sorted([a, b])
 
 
 async def test_informers_requested_while_running_start_at_once(tmp_path: Path) -> None:
@@ -200,7 +205,7 @@ async def test_informers_requested_while_running_start_at_once(tmp_path: Path) -
             assert not cache.has_synced()
             await late.wait_for_sync(5)
             await cache.wait_for_sync(5)
-            assert [objects.name(o) for o in cache.list(CONFIGMAPS)] == ["a"]
+            assert env.keys(cache.list(CONFIGMAPS)) == [f"{env.ns}/a"]
             with pytest.raises(RuntimeError, match="already running"):
                 await cache.run()
 
@@ -215,18 +220,21 @@ async def test_selected_informers_are_merged_on_reads(tmp_path: Path) -> None:
         cache.informer(CONFIGMAPS, label_selector="job=job-b")
         async with running(cache):
             await cache.wait_for_sync(5)
-            assert names(cache.list(CONFIGMAPS)) == ["default/w-0", "default/w-1"]
-            assert cache.get(CONFIGMAPS, "loose", namespace="default") is None
+            assert env.keys(cache.list(CONFIGMAPS)) == [f"{env.ns}/w-0", f"{env.ns}/w-1"]
+            assert cache.get(CONFIGMAPS, "loose", namespace=env.ns) is None
             cache.informer(CONFIGMAPS)  # an unfiltered one as well: keys are not repeated
             await cache.wait_for_sync(5)
-            assert names(cache.list(CONFIGMAPS)) == [
-                "default/loose",
-                "default/w-0",
-                "default/w-1",
+            assert env.keys(cache.list(CONFIGMAPS)) == [
+                f"{env.ns}/loose",
+                f"{env.ns}/w-0",
+                f"{env.ns}/w-1",
             ]
-            assert names(cache.controlled_by(CONFIGMAPS, "uid-job-b")) == ["default/w-1"]
+            assert env.keys(cache.controlled_by(CONFIGMAPS, owner_uid(env, "job-b"))) == [
+                f"{env.ns}/w-1"
+            ]
 
 
+@pytest.mark.etctl_hooks("fault injection: a 403 on list")
 async def test_wait_for_sync_names_the_informer_that_did_not_sync(tmp_path: Path) -> None:
     async with cluster(tmp_path) as env:
         env.server.inject(Fault(verb="list", resource="secrets", status=403, times=None))

@@ -1,4 +1,4 @@
-"""The client end to end against the embedded API server: every verb as Kubernetes answers it."""
+"""The client end to end against the cluster under test: every verb as Kubernetes answers it."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from etctl.runtime import (
     objects,
 )
 from etctl.runtime._recorder import ClientEventSink, EventRecorder
-from etctl.testing import ApiServer, Fault, History, Kubelet
+from etctl.testing import ApiServer, ClusterTarget, Fault, History, Kubelet, cluster_target
 from tests.runtime._realtime import eventually
 from tests.runtime.scripted import InstantClock
 
@@ -82,7 +82,7 @@ WIDGET_CRD: dict[str, Any] = {
 }
 
 
-def configmap(name: str, ns: str = "default", **data: str) -> dict[str, Any]:
+def configmap(name: str, ns: str, **data: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -91,41 +91,52 @@ def configmap(name: str, ns: str = "default", **data: str) -> dict[str, Any]:
     }
 
 
-def widget(name: str, replicas: int = 1) -> dict[str, Any]:
+def widget(name: str, ns: str, replicas: int = 1) -> dict[str, Any]:
     return {
         "apiVersion": "example.com/v1",
         "kind": "Widget",
-        "metadata": {"name": name, "namespace": "default"},
+        "metadata": {"name": name, "namespace": ns},
         "spec": {"replicas": replicas},
     }
 
 
 @pytest_asyncio.fixture
-async def server() -> AsyncIterator[ApiServer]:
-    async with ApiServer(
-        crds=[WIDGET_CRD],
-        history=History(watch_cache_min=50, watch_cache_max=50),
-        bookmark_interval=0.05,
-    ) as api:
-        yield api
+async def target(tmp_path: Path) -> AsyncIterator[ClusterTarget]:
+    """The cluster under test (on the embedded server: 50 events of history, fast bookmarks)."""
+    options: dict[str, Any] = {
+        "history": History(watch_cache_min=50, watch_cache_max=50),
+        "bookmark_interval": 0.05,
+    }
+    async with cluster_target(tmp_path, crds=[WIDGET_CRD], **options) as found:
+        yield found
+
+
+@pytest.fixture
+def server(target: ClusterTarget) -> ApiServer:
+    """The embedded server's hooks (tests using them are marked etctl_hooks)."""
+    return target.hooks
+
+
+@pytest.fixture
+def ns(target: ClusterTarget) -> str:
+    return target.namespace
 
 
 @pytest_asyncio.fixture
-async def client(server: ApiServer, tmp_path: Path) -> AsyncIterator[Client]:
-    kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
+async def client(target: ClusterTarget) -> AsyncIterator[Client]:
     # Retry sleeps return at once (and are recorded): no test waits for a real backoff.
     options = ClientOptions(request_timeout=10, watch_idle_timeout=10, clock=InstantClock())
-    async with await Client.from_kubeconfig(kubeconfig, options=options) as api:
+    async with await Client.from_kubeconfig(target.kubeconfig, options=options) as api:
         yield api
 
 
-async def test_crud(client: Client) -> None:
-    created = await client.create(CONFIGMAPS, configmap("a", k="1"))
+async def test_crud(client: Client, ns: str) -> None:
+    created = await client.create(CONFIGMAPS, configmap("a", ns, k="1"))
     assert objects.uid(created)
     assert created["data"] == {"k": "1"}
-    assert await client.get(CONFIGMAPS, "a", namespace="default") == created
+    assert await client.get(CONFIGMAPS, "a", namespace=ns) == created
     with pytest.raises(AlreadyExists):
-        await client.create(CONFIGMAPS, configmap("a"))
+        await client.create(CONFIGMAPS, configmap("a", ns))
 
     changed = {**created, "data": {"k": "2"}}
     replaced = await client.replace(CONFIGMAPS, changed)
@@ -134,58 +145,59 @@ async def test_crud(client: Client) -> None:
     with pytest.raises(Conflict):
         await client.replace(CONFIGMAPS, changed)  # carries the old resourceVersion
 
-    dry = await client.create(CONFIGMAPS, configmap("dry"), dry_run=True)
+    dry = await client.create(CONFIGMAPS, configmap("dry", ns), dry_run=True)
     assert objects.name(dry) == "dry"
     with pytest.raises(NotFound):
-        await client.get(CONFIGMAPS, "dry", namespace="default")
+        await client.get(CONFIGMAPS, "dry", namespace=ns)
 
-    await client.delete(CONFIGMAPS, "a", namespace="default")
+    await client.delete(CONFIGMAPS, "a", namespace=ns)
     with pytest.raises(NotFound):
-        await client.get(CONFIGMAPS, "a", namespace="default")
+        await client.get(CONFIGMAPS, "a", namespace=ns)
     with pytest.raises(NotFound):
-        await client.delete(CONFIGMAPS, "a", namespace="default")
+        await client.delete(CONFIGMAPS, "a", namespace=ns)
 
 
-async def test_delete_preconditions_and_collections(client: Client) -> None:
-    kept = await client.create(CONFIGMAPS, configmap("kept"))
+async def test_delete_preconditions_and_collections(client: Client, ns: str) -> None:
+    kept = await client.create(CONFIGMAPS, configmap("kept", ns))
     with pytest.raises(Conflict):
-        await client.delete(CONFIGMAPS, "kept", namespace="default", preconditions={"uid": "other"})
-    await client.delete(
-        CONFIGMAPS, "kept", namespace="default", preconditions={"uid": objects.uid(kept)}
-    )
+        await client.delete(CONFIGMAPS, "kept", namespace=ns, preconditions={"uid": "other"})
+    await client.delete(CONFIGMAPS, "kept", namespace=ns, preconditions={"uid": objects.uid(kept)})
     for i in range(3):
-        await client.create(CONFIGMAPS, configmap(f"gone-{i}"))
+        await client.create(CONFIGMAPS, configmap(f"gone-{i}", ns))
     await client.create(
-        CONFIGMAPS, {**configmap("other"), "metadata": {"name": "other"}}, namespace="default"
+        CONFIGMAPS, {**configmap("other", ns), "metadata": {"name": "other"}}, namespace=ns
     )
-    await client.delete_collection(CONFIGMAPS, namespace="default", label_selector="app=t")
-    left = await client.list(CONFIGMAPS, namespace="default")
+    await client.delete_collection(CONFIGMAPS, namespace=ns, label_selector="app=t")
+    left = await client.list(CONFIGMAPS, namespace=ns)
     assert [objects.name(i) for i in left.items if objects.name(i) != "kube-root-ca.crt"] == [
         "other"
     ]
 
 
-async def test_paged_list_and_an_expired_continue_token(server: ApiServer, client: Client) -> None:
+@pytest.mark.etctl_hooks("compacting the server's history on demand")
+async def test_paged_list_and_an_expired_continue_token(
+    server: ApiServer, client: Client, ns: str
+) -> None:
     for i in range(25):
-        await client.create(CONFIGMAPS, configmap(f"cm-{i:02d}"))
-    listed = await client.list(CONFIGMAPS, namespace="default", limit=10, label_selector="app=t")
+        await client.create(CONFIGMAPS, configmap(f"cm-{i:02d}", ns))
+    listed = await client.list(CONFIGMAPS, namespace=ns, limit=10, label_selector="app=t")
     assert sorted(objects.name(i) for i in listed.items) == [f"cm-{i:02d}" for i in range(25)]
     assert all(i["kind"] == "ConfigMap" for i in listed.items)
     assert int(listed.resource_version) > 0
 
-    pages = client.pages(CONFIGMAPS, namespace="default", limit=10)
+    pages = client.pages(CONFIGMAPS, namespace=ns, limit=10)
     first = await anext(pages)
     assert first.continue_token
-    await client.patch(CONFIGMAPS, "cm-00", {"data": {"n": "1"}}, namespace="default")
+    await client.patch(CONFIGMAPS, "cm-00", {"data": {"n": "1"}}, namespace=ns)
     server.store.compact()  # etcd compacted past the snapshot of the first page
     with pytest.raises(Gone):
         await anext(pages)
     await pages.aclose()
 
 
-async def test_every_patch_type(client: Client) -> None:
-    await client.create(CONFIGMAPS, configmap("p", a="1"))
-    merged = await client.patch(CONFIGMAPS, "p", {"data": {"b": "2"}}, namespace="default")
+async def test_every_patch_type(client: Client, ns: str) -> None:
+    await client.create(CONFIGMAPS, configmap("p", ns, a="1"))
+    merged = await client.patch(CONFIGMAPS, "p", {"data": {"b": "2"}}, namespace=ns)
     assert merged["data"] == {"a": "1", "b": "2"}
 
     rv = objects.resource_version(merged)
@@ -193,41 +205,39 @@ async def test_every_patch_type(client: Client) -> None:
         {"op": "test", "path": "/metadata/resourceVersion", "value": rv},
         {"op": "remove", "path": "/data/a"},
     ]
-    patched = await client.patch(
-        CONFIGMAPS, "p", guarded, namespace="default", patch_type=PatchType.JSON
-    )
+    patched = await client.patch(CONFIGMAPS, "p", guarded, namespace=ns, patch_type=PatchType.JSON)
     assert patched["data"] == {"b": "2"}
     with pytest.raises(ApiError):  # the test op now fails: the resourceVersion moved on
-        await client.patch(CONFIGMAPS, "p", guarded, namespace="default", patch_type=PatchType.JSON)
+        await client.patch(CONFIGMAPS, "p", guarded, namespace=ns, patch_type=PatchType.JSON)
 
     strategic = await client.patch(
         CONFIGMAPS,
         "p",
         {"metadata": {"labels": {"tier": "x"}}},
-        namespace="default",
+        namespace=ns,
         patch_type=PatchType.STRATEGIC,
     )
     assert objects.labels(strategic) == {"app": "t", "tier": "x"}
 
-    await client.create(WIDGETS, widget("w"))
+    await client.create(WIDGETS, widget("w", ns))
     with pytest.raises(UnsupportedMediaType):
         await client.patch(
             WIDGETS,
             "w",
             {"spec": {"replicas": 2}},
-            namespace="default",
+            namespace=ns,
             patch_type=PatchType.STRATEGIC,
         )
     with pytest.raises(Invalid):
-        await client.patch(WIDGETS, "w", {"spec": {"replicas": -1}}, namespace="default")
+        await client.patch(WIDGETS, "w", {"spec": {"replicas": -1}}, namespace=ns)
 
 
-async def test_server_side_apply(client: Client) -> None:
+async def test_server_side_apply(client: Client, ns: str) -> None:
     applied = await client.patch(
         WIDGETS,
         "sa",
         {"metadata": {"name": "sa"}, "spec": {"replicas": 3, "owner": "alice"}},
-        namespace="default",
+        namespace=ns,
         patch_type=PatchType.APPLY,
         field_manager="alice",
     )
@@ -239,7 +249,7 @@ async def test_server_side_apply(client: Client) -> None:
             WIDGETS,
             "sa",
             {"metadata": {"name": "sa"}, "spec": {"replicas": 5}},
-            namespace="default",
+            namespace=ns,
             patch_type=PatchType.APPLY,
             field_manager="bob",
         )
@@ -247,7 +257,7 @@ async def test_server_side_apply(client: Client) -> None:
         WIDGETS,
         "sa",
         {"metadata": {"name": "sa"}, "spec": {"replicas": 5}},
-        namespace="default",
+        namespace=ns,
         patch_type=PatchType.APPLY,
         field_manager="bob",
         force=True,
@@ -257,45 +267,48 @@ async def test_server_side_apply(client: Client) -> None:
         WIDGETS,
         "sa",
         {"metadata": {"name": "sa"}, "spec": {"size": "m"}},
-        namespace="default",
+        namespace=ns,
         patch_type=PatchType.APPLY,  # the client's default field manager
     )
     assert "etctl" in {entry["manager"] for entry in defaulted["metadata"]["managedFields"]}
 
 
-async def test_status_and_scale_subresources(client: Client) -> None:
-    created = await client.create(WIDGETS, {**widget("s"), "status": {"replicas": 9}})
+async def test_status_and_scale_subresources(client: Client, ns: str) -> None:
+    created = await client.create(WIDGETS, {**widget("s", ns), "status": {"replicas": 9}})
     assert "status" not in created or created["status"] != {"replicas": 9}  # dropped on create
     status = await client.patch_status(
-        WIDGETS, "s", {"status": {"replicas": 1}, "spec": {"replicas": 7}}, namespace="default"
+        WIDGETS, "s", {"status": {"replicas": 1}, "spec": {"replicas": 7}}, namespace=ns
     )
     assert status["status"] == {"replicas": 1}
     assert status["spec"]["replicas"] == 1  # spec is ignored through /status
     replaced = await client.replace_status(WIDGETS, {**status, "status": {"replicas": 2}})
     assert replaced["status"] == {"replicas": 2}
-    scale = await client.get_subresource(WIDGETS, "s", "scale", namespace="default")
+    scale = await client.get_subresource(WIDGETS, "s", "scale", namespace=ns)
     assert scale["kind"] == "Scale"
     assert scale["spec"]["replicas"] == 1
-    await client.patch(
-        WIDGETS, "s", {"spec": {"replicas": 4}}, namespace="default", subresource="scale"
-    )
-    assert (await client.get(WIDGETS, "s", namespace="default"))["spec"]["replicas"] == 4
+    await client.patch(WIDGETS, "s", {"spec": {"replicas": 4}}, namespace=ns, subresource="scale")
+    assert (await client.get(WIDGETS, "s", namespace=ns))["spec"]["replicas"] == 4
 
 
-async def test_watch_from_a_list_with_bookmarks(client: Client) -> None:
-    listed = await client.list(CONFIGMAPS, namespace="default")
+async def test_watch_from_a_list_with_bookmarks(
+    client: Client, ns: str, target: ClusterTarget
+) -> None:
+    # The embedded server sends a bookmark every 50 ms; a real one about once a minute, so
+    # there the stream is read up to the delete.
+    last = "BOOKMARK" if target.embedded else "DELETED"
+    listed = await client.list(CONFIGMAPS, namespace=ns)
     seen: list[tuple[str, str]] = []
     async with client.watch(
-        CONFIGMAPS, namespace="default", resource_version=listed.resource_version
+        CONFIGMAPS, namespace=ns, resource_version=listed.resource_version
     ) as stream:
-        await client.create(CONFIGMAPS, configmap("w1"))
-        await client.patch(CONFIGMAPS, "w1", {"data": {"x": "1"}}, namespace="default")
-        await client.delete(CONFIGMAPS, "w1", namespace="default")
+        await client.create(CONFIGMAPS, configmap("w1", ns))
+        await client.patch(CONFIGMAPS, "w1", {"data": {"x": "1"}}, namespace=ns)
+        await client.delete(CONFIGMAPS, "w1", namespace=ns)
         async with asyncio.timeout(5):
             async for event in stream:
                 name = objects.name(event.object)
                 seen.append((event.type, name))
-                if event.type == "BOOKMARK" and ("DELETED", "w1") in seen:
+                if event.type == last and ("DELETED", "w1") in seen:
                     break
     changes = [item for item in seen if item[0] != "BOOKMARK"]
     assert changes == [("ADDED", "w1"), ("MODIFIED", "w1"), ("DELETED", "w1")]
@@ -309,17 +322,21 @@ async def drain(client: Client, resource_version: str) -> None:
                 pass
 
 
-async def test_watch_from_an_expired_version_raises_gone(client: Client) -> None:
-    first = await client.create(CONFIGMAPS, configmap("old"))
+@pytest.mark.etctl_hooks("a 50-event watch history")
+async def test_watch_from_an_expired_version_raises_gone(client: Client, ns: str) -> None:
+    first = await client.create(CONFIGMAPS, configmap("old", ns))
     for i in range(60):
-        await client.patch(CONFIGMAPS, "old", {"data": {"n": str(i)}}, namespace="default")
+        await client.patch(CONFIGMAPS, "old", {"data": {"n": str(i)}}, namespace=ns)
     with pytest.raises(Gone):
         await drain(client, objects.resource_version(first))
 
 
-async def test_watch_survives_injected_faults_on_start(server: ApiServer, client: Client) -> None:
+@pytest.mark.etctl_hooks("fault injection: 503 on watch")
+async def test_watch_survives_injected_faults_on_start(
+    server: ApiServer, client: Client, ns: str
+) -> None:
     server.inject(Fault(verb="watch", resource="configmaps", status=503, times=2))
-    async with client.watch(CONFIGMAPS, namespace="default", send_initial_events=True) as stream:
+    async with client.watch(CONFIGMAPS, namespace=ns, send_initial_events=True) as stream:
         async with asyncio.timeout(5):
             async for event in stream:
                 annotations = objects.annotations(event.object)
@@ -327,22 +344,25 @@ async def test_watch_survives_injected_faults_on_start(server: ApiServer, client
                     break
 
 
-async def test_retries_transient_errors_from_the_server(server: ApiServer, client: Client) -> None:
+@pytest.mark.etctl_hooks("fault injection: 500 on get")
+async def test_retries_transient_errors_from_the_server(
+    server: ApiServer, client: Client, ns: str
+) -> None:
     fault = server.inject(Fault(verb="get", resource="configmaps", status=500, times=2))
-    await client.create(CONFIGMAPS, configmap("flaky"))
-    got = await client.get(CONFIGMAPS, "flaky", namespace="default")
+    await client.create(CONFIGMAPS, configmap("flaky", ns))
+    got = await client.get(CONFIGMAPS, "flaky", namespace=ns)
     assert objects.name(got) == "flaky"
     assert fault.fired == 2
     assert isinstance(client.options.clock, InstantClock)
     assert len(client.options.clock.slept) == 2
 
 
-async def test_client_event_sink_writes_and_counts_events(client: Client) -> None:
+async def test_client_event_sink_writes_and_counts_events(client: Client, ns: str) -> None:
     clock = FakeClock()
     recorder = EventRecorder(
         ClientEventSink(client), component="test-controller", instance="t-0", clock=clock
     )
-    owner = await client.create(CONFIGMAPS, configmap("owner"))
+    owner = await client.create(CONFIGMAPS, configmap("owner", ns))
     async with asyncio.TaskGroup() as group:
         task = group.create_task(recorder.run(), name="recorder")
         recorder.event(owner, "Normal", "Synced", "all good")
@@ -350,36 +370,33 @@ async def test_client_event_sink_writes_and_counts_events(client: Client) -> Non
         recorder.event(owner, "Warning", "Failed", "x" * 3000)
         await recorder.flush()
         task.cancel()
-    events = await client.list(
-        EVENTS, namespace="default", field_selector="involvedObject.name=owner"
-    )
+    events = await client.list(EVENTS, namespace=ns, field_selector="involvedObject.name=owner")
     by_reason = {e["reason"]: e for e in events.items}
     assert by_reason["Synced"]["count"] == 2
     assert by_reason["Synced"]["involvedObject"]["uid"] == objects.uid(owner)
     assert len(by_reason["Failed"]["message"]) == 1024
 
 
-def _running(kubelet: Kubelet, name: str) -> bool:
-    worker = kubelet.worker("default", name)
+def _running(kubelet: Kubelet, ns: str, name: str) -> bool:
+    worker = kubelet.worker(ns, name)
     return worker is not None and worker.containers[0].running
 
 
-async def test_exec_when_the_server_serves_it(client: Client, server: ApiServer) -> None:
+@pytest.mark.etctl_hooks("the simulated kubelet, started by the test")
+async def test_exec_when_the_server_serves_it(client: Client, server: ApiServer, ns: str) -> None:
     pod = {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": "shell", "namespace": "default"},
+        "metadata": {"name": "shell", "namespace": ns},
         "spec": {"containers": [{"name": "main", "image": "busybox"}]},
     }
     kubelet = Kubelet(server)
     kubelet.start()
     try:
         await client.create(PODS, pod)
-        await eventually(lambda: _running(kubelet, "shell"))
-        result = await client.exec("default", "shell", ["echo", "hello"], timeout=10)
-        piped = await client.exec(
-            "default", "shell", ["sh", "-c", "cat; exit 3"], stdin=b"in", timeout=10
-        )
+        await eventually(lambda: _running(kubelet, ns, "shell"))
+        result = await client.exec(ns, "shell", ["echo", "hello"], timeout=10)
+        piped = await client.exec(ns, "shell", ["sh", "-c", "cat; exit 3"], stdin=b"in", timeout=10)
     finally:
         kubelet.stop()
     assert result.exit_code == 0

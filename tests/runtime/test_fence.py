@@ -53,6 +53,7 @@ async def test_no_fence_outside_leader_only_work() -> None:
     check_fence("anything")  # work that needs no leadership is never fenced
 
 
+@pytest.mark.etctl_hooks("the request log shows that nothing reached the server")
 async def test_a_lapsed_fence_refuses_writes_and_execs_before_they_are_sent(
     server: ApiServer, client: Client
 ) -> None:
@@ -97,6 +98,7 @@ async def test_tasks_started_by_fenced_work_inherit_its_fence() -> None:
         assert current_fence() is None
 
 
+@pytest.mark.etctl_hooks("a fresh server, whose default namespace holds only these events")
 async def test_events_of_fenced_work_are_dropped_once_the_fence_lapsed(
     server: ApiServer, client: Client
 ) -> None:

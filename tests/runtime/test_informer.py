@@ -12,15 +12,25 @@ from etctl.errors import CacheSyncError
 from etctl.runtime import CONFIGMAPS, REGISTRY, ObjectView, PatchType, Resource, Tombstone, objects
 from etctl.runtime._informer import Informer
 from etctl.testing import Fault, History
-from tests.runtime._cluster import NEVER, Recorder, cluster, eventually, running
+from tests.runtime._cluster import NEVER, Cluster, Recorder, cluster, eventually, running
 from tests.runtime._fakes import sample
 
 LABEL = str(CONFIGMAPS)
 
 
-def informer(env: Any, **options: Any) -> Informer:
+def informer(env: Cluster, **options: Any) -> Informer:
+    """An informer of the test's ConfigMaps (``options`` may widen or narrow it)."""
     options.setdefault("idle_timeout", NEVER)
+    for key, value in env.scope.items():
+        options.setdefault(key, value)
     return Informer(env.client, CONFIGMAPS, clock=env.clock, **options)
+
+
+def cached(inf: Informer) -> dict[str, str]:
+    """key -> resourceVersion of what the informer holds."""
+    return {
+        key: objects.resource_version(inf.store.get(key) or {}) for key in inf.store.list_keys()
+    }
 
 
 async def test_cache_and_handlers_converge_on_the_server_after_a_burst(tmp_path: Path) -> None:
@@ -34,7 +44,7 @@ async def test_cache_and_handlers_converge_on_the_server_after_a_burst(tmp_path:
         async with running(inf):
             await inf.wait_for_sync(5)
             assert registration.has_synced()
-            assert sorted(seen.log) == sorted(("add", f"default/pre-{i}", True) for i in range(20))
+            assert sorted(seen.log) == sorted(("add", f"{env.ns}/pre-{i}", True) for i in range(20))
             for i in range(50):
                 env.configmap(f"c-{i}", v="1")
             for i in range(0, 50, 2):
@@ -43,14 +53,13 @@ async def test_cache_and_handlers_converge_on_the_server_after_a_burst(tmp_path:
                 env.delete(f"c-{i}")
             for i in range(10):
                 env.delete(f"pre-{i}")
-            final = str(env.server.store.rv)
-            await eventually(lambda: inf.last_sync_resource_version == final)
-        server = env.state()
-        assert {key: objects.resource_version(inf.store.get(key) or {}) for key in server} == server
+            server = env.state()
+            await eventually(lambda: cached(inf) == server)
         assert len(inf.store) == len(server) == 50
         assert seen.versions() == server
         assert seen.problems == []
-        assert env.requests("list") == 1
+        if env.embedded:  # the server's request log
+            assert env.requests("list") == 1
 
 
 async def test_managed_fields_are_stripped_and_equal_parts_shared(tmp_path: Path) -> None:
@@ -58,14 +67,14 @@ async def test_managed_fields_are_stripped_and_equal_parts_shared(tmp_path: Path
         for name in ("a", "b"):
             body = {"metadata": {"name": name, "labels": {"app": "x"}}, "data": {"k": "shared"}}
             await env.client.patch(
-                CONFIGMAPS, name, body, namespace="default", patch_type=PatchType.APPLY
+                CONFIGMAPS, name, body, namespace=env.ns, patch_type=PatchType.APPLY
             )
-        stored = env.server.storage.get(CONFIGMAPS, "a", namespace="default")
+        stored = env.target.storage.get(CONFIGMAPS, "a", namespace=env.ns)
         assert "managedFields" in stored["metadata"]
         inf = informer(env)
         async with running(inf):
             await inf.wait_for_sync(5)
-        a, b = inf.store.get("default/a"), inf.store.get("default/b")
+        a, b = inf.store.get(f"{env.ns}/a"), inf.store.get(f"{env.ns}/b")
         assert a is not None
         assert b is not None
         assert "managedFields" not in a["metadata"]
@@ -74,7 +83,7 @@ async def test_managed_fields_are_stripped_and_equal_parts_shared(tmp_path: Path
         plain = informer(env, transform=None, compact=False)
         async with running(plain):
             await plain.wait_for_sync(5)
-        kept = plain.store.get("default/a")
+        kept = plain.store.get(f"{env.ns}/a")
         assert kept is not None
         assert "managedFields" in kept["metadata"]
 
@@ -84,22 +93,22 @@ async def test_an_update_keeps_the_cached_parts_it_did_not_change(tmp_path: Path
     async with cluster(tmp_path) as env:
         for i in range(40):  # enough for the compactor to learn that labels differ per object
             body = {"metadata": {"name": f"c-{i}", "labels": {**labels, "index": str(i)}}}
-            env.server.storage.create(CONFIGMAPS, {**body, "data": {"k": "1"}}, namespace="default")
+            env.target.storage.create(CONFIGMAPS, {**body, "data": {"k": "1"}}, namespace=env.ns)
         inf = informer(env)
         seen = Recorder()
         inf.add_handler(seen)
         async with running(inf):
             await inf.wait_for_sync(5)
-            before = inf.store.get("default/c-7")
+            before = inf.store.get(f"{env.ns}/c-7")
             assert before is not None
             env.update("c-7", k="2")
-            await eventually(lambda: seen.log[-1] == ("update", "default/c-7", False))
-        after = inf.store.get("default/c-7")
+            await eventually(lambda: seen.log[-1] == ("update", f"{env.ns}/c-7", False))
+        after = inf.store.get(f"{env.ns}/c-7")
         assert after is not None
         assert after["data"] == {"k": "2"}
         assert after["metadata"]["labels"] is before["metadata"]["labels"]  # the cached one
         assert before["data"] == {"k": "1"}  # what handlers saw before is never changed
-        assert seen.view["default/c-7"] is after
+        assert seen.view[f"{env.ns}/c-7"] is after
 
 
 async def test_an_object_the_compactor_fails_on_is_cached_as_received(tmp_path: Path) -> None:
@@ -119,8 +128,8 @@ async def test_an_object_the_compactor_fails_on_is_cached_as_received(tmp_path: 
             await eventually(inf.has_synced)
             env.configmap("b", k="2")
             await eventually(lambda: len(seen.log) == 2)
-        assert sorted(inf.store.list_keys()) == ["default/a", "default/b"]
-        cached = inf.store.get("default/b")
+        assert sorted(inf.store.list_keys()) == [f"{env.ns}/a", f"{env.ns}/b"]
+        cached = inf.store.get(f"{env.ns}/b")
         assert cached is not None
         assert cached["data"] == {"k": "2"}
         assert "deep" in cached
@@ -139,11 +148,11 @@ async def test_late_handler_gets_a_replay_then_live_events(tmp_path: Path) -> No
             late = Recorder()
             registration = inf.add_handler(late)
             assert registration.has_synced()
-            assert sorted(late.log) == [("add", f"default/{n}", True) for n in "abc"]
+            assert sorted(late.log) == [("add", f"{env.ns}/{n}", True) for n in "abc"]
             env.configmap("d")
             env.update("a", x="1")
             await eventually(lambda: len(late.log) == 5)
-        assert late.log[3:] == [("add", "default/d", False), ("update", "default/a", False)]
+        assert late.log[3:] == [("add", f"{env.ns}/d", False), ("update", f"{env.ns}/a", False)]
         assert late.view.keys() == early.view.keys()
         assert late.problems == early.problems == []
 
@@ -195,6 +204,7 @@ async def test_removed_handler_gets_nothing_more(tmp_path: Path) -> None:
         assert removed.log == []
 
 
+@pytest.mark.etctl_hooks("a 3-event watch history, a held watch and cut streams")
 async def test_missed_deletes_become_tombstones_and_a_recreated_name_delete_then_add(
     tmp_path: Path,
 ) -> None:
@@ -208,8 +218,8 @@ async def test_missed_deletes_become_tombstones_and_a_recreated_name_delete_then
         expired = sample("etctl_informer_watch_restarts_total", resource=LABEL, reason="expired")
         async with running(inf):
             await inf.wait_for_sync(5)
-            old_uid = objects.uid(inf.store.get("default/recreated") or {})
-            kept = inf.store.get("default/kept")
+            old_uid = objects.uid(inf.store.get(f"{env.ns}/recreated") or {})
+            kept = inf.store.get(f"{env.ns}/kept")
             await eventually(lambda: env.watchers() == 1)
             # Disconnect: the rewatch hangs for 30 s while the server moves on past its history.
             hold = env.server.inject(Fault(verb="watch", resource="configmaps", delay=30))
@@ -226,24 +236,28 @@ async def test_missed_deletes_become_tombstones_and_a_recreated_name_delete_then
             await env.clock.advance(30)
             final = str(env.server.store.rv)
             await eventually(lambda: inf.last_sync_resource_version == final)
-            assert inf.store.get("default/kept") is kept  # the relist kept the same instance
+            assert inf.store.get(f"{env.ns}/kept") is kept  # the relist kept the same instance
             env.update("kept", v="later")
-            await eventually(lambda: seen.log[-1] == ("update", "default/kept", False))
+            await eventually(lambda: seen.log[-1] == ("update", f"{env.ns}/kept", False))
         assert seen.versions() == env.state()
         assert seen.problems == []
         after_sync = seen.log[4:]
-        assert ("delete", "default/gone", True) in after_sync
-        recreate = [e for e in after_sync if e[1] == "default/recreated"]
+        assert ("delete", f"{env.ns}/gone", True) in after_sync
+        recreate = [e for e in after_sync if e[1] == f"{env.ns}/recreated"]
         assert recreate == [
-            ("delete", "default/recreated", True),
-            ("add", "default/recreated", False),
+            ("delete", f"{env.ns}/recreated", True),
+            ("add", f"{env.ns}/recreated", False),
         ]
-        assert ("update", "default/changed", False) in after_sync
-        assert ("add", "default/fresh", False) in after_sync
-        assert [e for e in after_sync if e[1] == "default/kept"] == [
-            ("update", "default/kept", False)  # the later change only: the relist did not report it
+        assert ("update", f"{env.ns}/changed", False) in after_sync
+        assert ("add", f"{env.ns}/fresh", False) in after_sync
+        assert [e for e in after_sync if e[1] == f"{env.ns}/kept"] == [
+            (
+                "update",
+                f"{env.ns}/kept",
+                False,
+            )  # the later change only: the relist did not report it
         ]
-        assert objects.uid(inf.store.get("default/recreated") or {}) != old_uid
+        assert objects.uid(inf.store.get(f"{env.ns}/recreated") or {}) != old_uid
         assert sample("etctl_informer_relists_total", resource=LABEL) - relists == 2
         assert (
             sample("etctl_informer_watch_restarts_total", resource=LABEL, reason="expired")
@@ -252,6 +266,7 @@ async def test_missed_deletes_become_tombstones_and_a_recreated_name_delete_then
         )
 
 
+@pytest.mark.etctl_hooks("fault injection: a 403 on list")
 async def test_a_forbidden_list_fails_wait_for_sync_with_the_reason(tmp_path: Path) -> None:
     message = (
         'configmaps is forbidden: User "system:serviceaccount:etctl:etctl" cannot list resource '
@@ -276,15 +291,16 @@ async def test_a_forbidden_list_fails_wait_for_sync_with_the_reason(tmp_path: Pa
 
 
 async def test_a_missing_crd_fails_wait_for_sync_with_not_found(tmp_path: Path) -> None:
-    widgets = Resource("example.com", "v1", "widgets", "Widget")
+    # A group no test installs (a real cluster keeps the CRDs other tests installed).
+    widgets = Resource("missing.etctl.io", "v1", "widgets", "Widget")
     async with cluster(tmp_path) as env:
-        inf = Informer(env.client, widgets, clock=env.clock, namespace="default")
+        inf = Informer(env.client, widgets, clock=env.clock, namespace=env.ns)
         async with running(inf):
             await eventually(env.backing_off)  # the 404 is in, the reflector waits to retry
             waiting = asyncio.create_task(inf.wait_for_sync(3))
             await env.clock.advance(3)
             with pytest.raises(
-                CacheSyncError, match=r"widgets.example.com/v1 in namespace default"
+                CacheSyncError, match=rf"widgets.missing.etctl.io/v1 in namespace {env.ns}"
             ):
                 await waiting
         assert "404 NotFound" in str(waiting.exception())
@@ -312,8 +328,8 @@ async def test_resync_reports_every_object_as_an_update_to_itself(tmp_path: Path
             assert len(seen.log) == 2
             await env.clock.advance(14)
             assert sorted(seen.log[2:]) == [
-                ("update", "default/a", True),
-                ("update", "default/b", True),
+                ("update", f"{env.ns}/a", True),
+                ("update", f"{env.ns}/b", True),
             ]
         assert seen.problems == []
 
@@ -344,10 +360,10 @@ def _objects_series() -> float | None:
 
 async def test_a_stopped_informer_drops_its_objects_series(tmp_path: Path) -> None:
     async with cluster(tmp_path) as env:
-        env.namespace("other")
+        other = env.namespace("other")
         env.configmap("a")
-        env.configmap("b", namespace="other")
-        here, there = informer(env, namespace="default"), informer(env, namespace="other")
+        env.configmap("b", namespace=other)
+        here, there = informer(env), informer(env, namespace=other)
         async with running(there):
             await there.wait_for_sync(5)
             async with running(here):
@@ -374,18 +390,20 @@ async def test_an_informer_runs_once_at_a_time(tmp_path: Path) -> None:
 
 async def test_selectors_and_namespace_filter_on_the_server(tmp_path: Path) -> None:
     async with cluster(tmp_path) as env:
-        env.namespace("other")
+        other = env.namespace("other")
         env.configmap("a")
         env.configmap("b")
-        env.configmap("a", namespace="other")
-        by_field = informer(env, field_selector="metadata.name=a")
-        in_other = informer(env, namespace="other")
+        env.configmap("a", namespace=other)
+        # Every namespace, ours and the cluster's others (of which the test reads only its own).
+        by_field = informer(env, namespace=None, field_selector="metadata.name=a")
+        in_other = informer(env, namespace=other)
         async with running(by_field, in_other):
             await by_field.wait_for_sync(5)
             await in_other.wait_for_sync(5)
-            env.configmap("c", namespace="other")
+            env.configmap("c", namespace=other)
             await eventually(lambda: len(in_other.store) == 2)
-        assert sorted(by_field.store.list_keys()) == ["default/a", "other/a"]
-        assert sorted(in_other.store.list_keys()) == ["other/a", "other/c"]
+        mine = [key for key in by_field.store.list_keys() if key.split("/")[0] in (env.ns, other)]
+        assert sorted(mine) == [f"{env.ns}/a", f"{other}/a"]
+        assert sorted(in_other.store.list_keys()) == [f"{other}/a", f"{other}/c"]
         assert by_field.describe() == "configmaps/v1 with fields metadata.name=a"
-        assert in_other.describe() == "configmaps/v1 in namespace other"
+        assert in_other.describe() == f"configmaps/v1 in namespace {other}"

@@ -1,4 +1,4 @@
-"""The manager end to end against the embedded API server: start order, probes, metrics, leader
+"""The manager end to end against the cluster under test: start order, probes, metrics, leader
 election with failover and fencing, graceful shutdown, failures.
 
 Managers run on a shared virtual clock; requests are real HTTP. Each step advances the clock, then
@@ -33,20 +33,31 @@ from etctl.runtime import (
     Result,
 )
 from etctl.runtime._leader import LeaderState
-from etctl.testing import ApiServer, Fault
+from etctl.testing import ApiServer, ClusterTarget, Fault, cluster_target
 from tests.runtime._fakes import unique_name
 from tests.runtime._realtime import ManagerRun, NoJitter, answered, client_of, eventually, running
 
 
 @pytest_asyncio.fixture
-async def server() -> AsyncIterator[ApiServer]:
-    async with ApiServer() as api:
-        yield api
+async def target(tmp_path: Path) -> AsyncIterator[ClusterTarget]:
+    async with cluster_target(tmp_path) as found:
+        yield found
+
+
+@pytest.fixture
+def server(target: ClusterTarget) -> ApiServer:
+    """The embedded server's hooks (tests using them are marked etctl_hooks)."""
+    return target.hooks
+
+
+@pytest.fixture
+def ns(target: ClusterTarget) -> str:
+    return target.namespace
 
 
 @pytest_asyncio.fixture
-async def client(server: ApiServer, tmp_path: Path) -> AsyncIterator[Client]:
-    async with client_of(server, tmp_path) as api:
+async def client(target: ClusterTarget) -> AsyncIterator[Client]:
+    async with client_of(target) as api:
         yield api
 
 
@@ -56,7 +67,7 @@ async def http() -> AsyncIterator[aiohttp.ClientSession]:
         yield session
 
 
-def configmap(name: str, namespace: str = "default") -> dict[str, Any]:
+def configmap(name: str, namespace: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -97,6 +108,7 @@ def operator(
     clock: FakeClock,
     *,
     lease: str | None,
+    namespace: str = "",
     identity: str = "a",
     **options: Any,
 ) -> Operator:
@@ -108,7 +120,7 @@ def operator(
         defaults.update(
             leader_election=True,
             leader_election_id=lease,
-            leader_election_namespace="default",
+            leader_election_namespace=namespace,
             leader_election_identity=identity,
         )
     manager = Manager(
@@ -138,8 +150,8 @@ async def get(
         return response.status, await response.text()
 
 
-async def spec_of(client: Client, lease: str) -> dict[str, Any]:
-    spec: dict[str, Any] = (await client.get(LEASES, lease, namespace="default"))["spec"]
+async def spec_of(client: Client, lease: str, namespace: str) -> dict[str, Any]:
+    spec: dict[str, Any] = (await client.get(LEASES, lease, namespace=namespace))["spec"]
     return spec
 
 
@@ -147,13 +159,13 @@ async def spec_of(client: Client, lease: str) -> dict[str, Any]:
 
 
 async def test_two_managers_elect_one_leader_and_hand_over_on_a_clean_stop(
-    server: ApiServer, client: Client, http: aiohttp.ClientSession
+    ns: str, client: Client, http: aiohttp.ClientSession
 ) -> None:
     clock, lease = FakeClock(), unique_name("lease")
-    a = operator(client, clock, lease=lease, identity="a")
+    a = operator(client, clock, lease=lease, namespace=ns, identity="a")
     async with running(a):
         await eventually(lambda: a.manager.is_leader)
-        b = operator(client, clock, lease=lease, identity="b")
+        b = operator(client, clock, lease=lease, namespace=ns, identity="b")
         everywhere = Work(clock)
         b.manager.add_runnable("everywhere", everywhere, needs_leader_election=False)
         async with running(b):
@@ -168,24 +180,24 @@ async def test_two_managers_elect_one_leader_and_hand_over_on_a_clean_stop(
             await eventually(lambda: a.task is not None and a.task.done())
             assert ended_with(a) is None  # a clean stop returns normally
             assert a.work.stopped == [0.0]
-            spec = await spec_of(client, lease)
+            spec = await spec_of(client, lease, ns)
             assert spec["holderIdentity"] == ""  # released, after the leader-only work stopped
             assert spec["leaseDurationSeconds"] == 1
 
             await clock.advance(2.0)  # b's next attempt: no need to wait out the lease
             await eventually(lambda: b.manager.is_leader)
             await eventually(lambda: b.work.started == [2.0])
-            assert (await spec_of(client, lease))["leaseTransitions"] == 1
+            assert (await spec_of(client, lease, ns))["leaseTransitions"] == 1
 
 
-async def test_handover_in_real_time(server: ApiServer, client: Client) -> None:
+async def test_handover_in_real_time(ns: str, client: Client) -> None:
     # The one test on the real clock: short durations, the same handover as above.
     options: dict[str, Any] = {
         "metrics_bind_address": "0",
         "health_probe_bind_address": "127.0.0.1:0",
         "leader_election": True,
         "leader_election_id": unique_name("lease"),
-        "leader_election_namespace": "default",
+        "leader_election_namespace": ns,
         "lease_duration": 2.0,
         "renew_deadline": 1.5,
         "retry_period": 0.25,
@@ -213,12 +225,13 @@ async def test_handover_in_real_time(server: ApiServer, client: Client) -> None:
     assert handover < 2.2 * 0.25 + 0.3  # a retry period and its jitter, not a lease duration
 
 
+@pytest.mark.etctl_hooks("fault injection: a release that never arrives")
 async def test_a_killed_leader_is_replaced_after_the_lease_duration(
-    server: ApiServer, client: Client
+    server: ApiServer, ns: str, client: Client
 ) -> None:
     clock, lease = FakeClock(), unique_name("lease")
-    a = operator(client, clock, lease=lease, identity="a")
-    b = operator(client, clock, lease=lease, identity="b")
+    a = operator(client, clock, lease=lease, namespace=ns, identity="a")
+    b = operator(client, clock, lease=lease, namespace=ns, identity="b")
     async with running(a):
         await eventually(lambda: a.manager.is_leader)
         async with running(b):
@@ -231,7 +244,7 @@ async def test_a_killed_leader_is_replaced_after_the_lease_duration(
             a.manager.stop()
             await eventually(lambda: a.task is not None and a.task.done())
             server.faults.remove(dead)
-            assert (await spec_of(client, lease))["holderIdentity"] == "a"
+            assert (await spec_of(client, lease, ns))["holderIdentity"] == "a"
             gets = answered(server, verb="get", name=lease)
 
             async def reads(count: int) -> None:
@@ -244,13 +257,14 @@ async def test_a_killed_leader_is_replaced_after_the_lease_duration(
             await clock.advance(2.0)  # 16 s: 15 s after b last saw the lease change
             await eventually(lambda: b.manager.is_leader)
             await eventually(lambda: b.work.started == [16.0])
-            spec = await spec_of(client, lease)
+            spec = await spec_of(client, lease, ns)
             assert spec["holderIdentity"] == "b"
             assert spec["leaseTransitions"] == 1
 
 
+@pytest.mark.etctl_hooks("fault injection: hanging renews")
 async def test_a_hung_renew_fences_leader_work_before_anyone_else_can_lead(
-    server: ApiServer, client: Client
+    server: ApiServer, ns: str, client: Client
 ) -> None:
     clock, lease = FakeClock(), unique_name("lease")
     in_flight: list[float] = []
@@ -264,10 +278,10 @@ async def test_a_hung_renew_fences_leader_work_before_anyone_else_can_lead(
             cancelled.append(clock.monotonic())
         return Result()
 
-    a = operator(client, clock, lease=lease, identity="a")
+    a = operator(client, clock, lease=lease, namespace=ns, identity="a")
     a.manager.controller("stuck", reconcile).for_(CONFIGMAPS).build()
-    b = operator(client, clock, lease=lease, identity="b")
-    await client.create(CONFIGMAPS, configmap("held"))
+    b = operator(client, clock, lease=lease, namespace=ns, identity="b")
+    await client.create(CONFIGMAPS, configmap("held", ns))
     async with running(a):
         await eventually(lambda: a.manager.is_leader and bool(in_flight))
         async with running(b):
@@ -313,8 +327,9 @@ async def test_a_hung_renew_fences_leader_work_before_anyone_else_can_lead(
 _READS = ("get", "list", "watch")
 
 
+@pytest.mark.etctl_hooks("the request log says who wrote when")
 async def test_a_leader_paused_past_its_lease_sends_no_write_after_it_resumes(
-    server: ApiServer, client: Client, tmp_path: Path
+    server: ApiServer, ns: str, client: Client, tmp_path: Path
 ) -> None:
     """SIGSTOP right after a renew, SIGCONT 16 s later: reconciles woken on resume are fenced."""
     clock, lease = FakeClock(), unique_name("lease")
@@ -328,7 +343,7 @@ async def test_a_leader_paused_past_its_lease_sends_no_write_after_it_resumes(
             if request.name != beat:
                 return Result()
             stamp = {"metadata": {"annotations": {"by": op, "at": str(clock.monotonic())}}}
-            await clients[op].patch(CONFIGMAPS, f"{beat}-out", stamp, namespace="default")
+            await clients[op].patch(CONFIGMAPS, f"{beat}-out", stamp, namespace=ns)
             return Result(requeue_after=1.5)
 
         return reconcile
@@ -338,12 +353,12 @@ async def test_a_leader_paused_past_its_lease_sends_no_write_after_it_resumes(
 
     async with client_of(server, tmp_path, user_agent="replica-a") as client_a:
         clients.update(a=client_a, b=client)
-        a = operator(client_a, clock, lease=lease, identity="a")
+        a = operator(client_a, clock, lease=lease, namespace=ns, identity="a")
         a.manager.controller("beat", beating("a")).for_(CONFIGMAPS).build()
-        b = operator(client, clock, lease=lease, identity="b")
+        b = operator(client, clock, lease=lease, namespace=ns, identity="b")
         b.manager.controller("beat", beating("b")).for_(CONFIGMAPS).build()
-        await client.create(CONFIGMAPS, configmap(f"{beat}-out"))
-        await client.create(CONFIGMAPS, configmap(beat))
+        await client.create(CONFIGMAPS, configmap(f"{beat}-out", ns))
+        await client.create(CONFIGMAPS, configmap(beat, ns))
         real = client_a.replace
         resumed: list[int] = []  # the request log's length when the process resumed
         armed: list[bool] = []
@@ -390,13 +405,13 @@ async def test_a_leader_paused_past_its_lease_sends_no_write_after_it_resumes(
 
 
 async def test_graceful_shutdown_lets_the_reconcile_in_flight_finish(
-    server: ApiServer, client: Client
+    ns: str, client: Client
 ) -> None:
     clock, lease = FakeClock(), unique_name("lease")
     started: list[str] = []
     finished: list[str] = []
     proceed = asyncio.Event()
-    op = operator(client, clock, lease=lease)
+    op = operator(client, clock, lease=lease, namespace=ns)
     events = op.manager.recorder("graceful-test")
 
     async def reconcile(request: Request) -> Result:
@@ -409,33 +424,33 @@ async def test_graceful_shutdown_lets_the_reconcile_in_flight_finish(
         return Result()
 
     controller = op.manager.controller("graceful", reconcile).for_(CONFIGMAPS).build()
-    await client.create(CONFIGMAPS, configmap("first"))
+    await client.create(CONFIGMAPS, configmap("first", ns))
     async with running(op):
         await eventually(lambda: started == ["first"])
-        await client.create(CONFIGMAPS, configmap("second"))
+        await client.create(CONFIGMAPS, configmap("second", ns))
         await eventually(lambda: controller.queue.depth == 1)  # queued behind the busy worker
         op.manager.stop()
         await clock.advance(5.0)  # well inside the 30 s grace period
         assert op.task is not None
         assert not op.task.done()
-        assert (await spec_of(client, lease))["holderIdentity"] == "a"  # still renewed
+        assert (await spec_of(client, lease, ns))["holderIdentity"] == "a"  # still renewed
         proceed.set()
         await eventually(op.task.done)
     assert ended_with(op) is None
     assert started == ["first"]  # nothing started after the stop
     assert finished == ["first"]
-    assert (await spec_of(client, lease))["holderIdentity"] == ""  # released last
-    recorded = await client.list(EVENTS, namespace="default")
+    assert (await spec_of(client, lease, ns))["holderIdentity"] == ""  # released last
+    recorded = await client.list(EVENTS, namespace=ns)
     assert [e["message"] for e in recorded.items if e["reason"] == "Reconciled"] == [
         "first reconciled"
     ]
 
 
 async def test_cancelling_run_stops_everything_and_releases_the_lease(
-    server: ApiServer, client: Client
+    ns: str, client: Client
 ) -> None:
     clock, lease = FakeClock(), unique_name("lease")
-    op = operator(client, clock, lease=lease)
+    op = operator(client, clock, lease=lease, namespace=ns)
     async with asyncio.TaskGroup() as group:
         task = group.create_task(op.manager.run())
         await eventually(lambda: op.work.started == [0.0])
@@ -443,10 +458,10 @@ async def test_cancelling_run_stops_everything_and_releases_the_lease(
         await eventually(task.done)
     assert task.cancelled()
     assert op.work.stopped == [0.0]
-    assert (await spec_of(client, lease))["holderIdentity"] == ""
+    assert (await spec_of(client, lease, ns))["holderIdentity"] == ""
 
 
-async def test_the_grace_period_bounds_the_shutdown(server: ApiServer, client: Client) -> None:
+async def test_the_grace_period_bounds_the_shutdown(ns: str, client: Client) -> None:
     clock = FakeClock()
     cancelled: list[float] = []
 
@@ -459,7 +474,7 @@ async def test_the_grace_period_bounds_the_shutdown(server: ApiServer, client: C
 
     op = operator(client, clock, lease=None, graceful_shutdown_timeout=10.0)
     op.manager.controller("slow", reconcile).for_(CONFIGMAPS).build()
-    await client.create(CONFIGMAPS, configmap("forever"))
+    await client.create(CONFIGMAPS, configmap("forever", ns))
     async with running(op):
         await eventually(lambda: op.work.started == [0.0] and clock.sleepers > 0)
         op.manager.stop()
@@ -477,7 +492,7 @@ async def test_the_grace_period_bounds_the_shutdown(server: ApiServer, client: C
 
 
 async def test_signals_stop_gracefully_and_a_second_one_skips_the_grace(
-    server: ApiServer, client: Client
+    ns: str, client: Client
 ) -> None:
     clock = FakeClock()
     in_flight: list[float] = []
@@ -493,7 +508,7 @@ async def test_signals_stop_gracefully_and_a_second_one_skips_the_grace(
 
     op = operator(client, clock, lease=None)
     op.manager.controller("sig", reconcile).for_(CONFIGMAPS).build()
-    await client.create(CONFIGMAPS, configmap("sig"))
+    await client.create(CONFIGMAPS, configmap("sig", ns))
     task = asyncio.create_task(op.manager.run(handle_signals=True))
     await eventually(lambda: op.work.started == [0.0] and in_flight == [0.0])
     os.kill(os.getpid(), signal.SIGTERM)
@@ -510,12 +525,13 @@ async def test_signals_stop_gracefully_and_a_second_one_skips_the_grace(
 # -- failures
 
 
+@pytest.mark.etctl_hooks("fault injection: a 403 on list")
 async def test_a_cache_that_cannot_sync_fails_run_and_is_never_ready(
-    server: ApiServer, client: Client, http: aiohttp.ClientSession
+    server: ApiServer, ns: str, client: Client, http: aiohttp.ClientSession
 ) -> None:
     clock = FakeClock()
     server.faults.add(Fault(verb="list", resource="configmaps", status=403, times=None))
-    op = operator(client, clock, lease=unique_name("lease"))
+    op = operator(client, clock, lease=unique_name("lease"), namespace=ns)
 
     async def reconcile(request: Request) -> Result:
         return Result()
@@ -541,9 +557,7 @@ async def test_a_cache_that_cannot_sync_fails_run_and_is_never_ready(
     assert answered(server, verb="create", resource="leases") == 0  # never ran for leadership
 
 
-async def test_a_failing_runnable_stops_the_manager_with_its_error(
-    server: ApiServer, client: Client
-) -> None:
+async def test_a_failing_runnable_stops_the_manager_with_its_error(ns: str, client: Client) -> None:
     clock = FakeClock()
     op = operator(client, clock, lease=None)
 
@@ -565,10 +579,10 @@ async def test_a_failing_runnable_stops_the_manager_with_its_error(
 
 
 async def test_probes_follow_sync_and_election(
-    server: ApiServer, client: Client, http: aiohttp.ClientSession
+    ns: str, client: Client, http: aiohttp.ClientSession
 ) -> None:
     clock = FakeClock()
-    op = operator(client, clock, lease=unique_name("lease"))
+    op = operator(client, clock, lease=unique_name("lease"), namespace=ns)
     op.manager.add_ready_check("custom", lambda: None)
     op.manager.add_health_check("custom-live", lambda: "always failing")
     async with running(op):
@@ -633,11 +647,11 @@ GOLDEN = (
 
 
 async def test_metrics_expose_controller_runtime_names_with_zero_series(
-    server: ApiServer, client: Client, http: aiohttp.ClientSession
+    ns: str, client: Client, http: aiohttp.ClientSession
 ) -> None:
     clock, lease = FakeClock(), unique_name("lease")
     name = unique_name("golden")
-    op = operator(client, clock, lease=lease)
+    op = operator(client, clock, lease=lease, namespace=ns)
 
     async def reconcile(request: Request) -> Result:
         return Result()
@@ -674,7 +688,10 @@ async def test_metrics_expose_controller_runtime_names_with_zero_series(
 # -- setup rules
 
 
-async def test_names_are_unique_and_setup_ends_at_start(server: ApiServer, client: Client) -> None:
+@pytest.mark.etctl_hooks("the request log paces the event's creation")
+async def test_names_are_unique_and_setup_ends_at_start(
+    server: ApiServer, ns: str, client: Client
+) -> None:
     clock = FakeClock()
     op = operator(client, clock, lease=None)
 
@@ -687,7 +704,7 @@ async def test_names_are_unique_and_setup_ends_at_start(server: ApiServer, clien
     controller = op.manager.controller("c", reconcile).for_(CONFIGMAPS).build()
     assert op.manager.controllers == (controller,)
     assert not running_now(op)
-    await client.create(CONFIGMAPS, configmap("late-event"))
+    await client.create(CONFIGMAPS, configmap("late-event", ns))
     with pytest.raises(ValueError, match="unique"):
         op.manager.controller("c", reconcile).for_(CONFIGMAPS).build()
     with pytest.raises(ValueError, match="unique"):
@@ -701,17 +718,17 @@ async def test_names_are_unique_and_setup_ends_at_start(server: ApiServer, clien
         with pytest.raises(RuntimeError, match="runs once"):
             await op.manager.run()
         late = op.manager.recorder("late-component")  # recorders may come later: sent too
-        obj = op.manager.cache.get(CONFIGMAPS, "late-event", namespace="default")
+        obj = op.manager.cache.get(CONFIGMAPS, "late-event", namespace=ns)
         assert obj is not None
         late.event(obj, "Normal", "Late", "recorded after start")
         await eventually(lambda: answered(server, verb="create", resource="events") == 1)
     assert not running_now(op)
-    recorded = await client.list(EVENTS, namespace="default")
+    recorded = await client.list(EVENTS, namespace=ns)
     assert [e["message"] for e in recorded.items] == ["recorded after start"]
 
 
 async def test_wait_started_returns_once_caches_synced_and_work_runs(
-    server: ApiServer, client: Client
+    ns: str, client: Client
 ) -> None:
     clock = FakeClock()
     op = operator(client, clock, lease=None)
@@ -722,7 +739,7 @@ async def test_wait_started_returns_once_caches_synced_and_work_runs(
         return Result()
 
     op.manager.controller("started", reconcile).for_(CONFIGMAPS).build()
-    await client.create(CONFIGMAPS, configmap("before-start"))
+    await client.create(CONFIGMAPS, configmap("before-start", ns))
     async with running(op):
         await asyncio.wait_for(op.manager.wait_started(), timeout=30)
         assert op.manager.cache.has_synced()
@@ -732,6 +749,7 @@ async def test_wait_started_returns_once_caches_synced_and_work_runs(
         await eventually(lambda: "before-start" in seen)
 
 
+@pytest.mark.etctl_hooks("fault injection: a 403 on list")
 async def test_wait_started_raises_what_stopped_the_start(
     server: ApiServer, client: Client
 ) -> None:

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from etctl.errors import ApiError, Gone, RequestNotSent, ServerError
 from etctl.runtime import CONFIGMAPS, SECRETS, KubeObject, ObjectList, Resource, WatchEvent, objects
 from etctl.runtime._reflector import ChangeType, ListerWatcher, Reflector, is_too_large_rv
@@ -68,6 +70,8 @@ def reflector(
 ) -> Reflector:
     kw.setdefault("idle_timeout", NEVER)
     kw.setdefault("rng", random.Random(7))
+    for key, value in env.scope.items():  # the test's namespace
+        kw.setdefault(key, value)
     return Reflector(lister or env.client, CONFIGMAPS, sink, clock=env.clock, **kw)
 
 
@@ -83,16 +87,18 @@ async def test_first_list_is_paged_at_version_0_and_the_watch_follows(tmp_path: 
         lister = Recording(env.client)
         refl = reflector(env, sink, lister, page_size=3)
         async with running(refl):
-            await eventually(lambda: env.watchers() == 1)
-            assert sink.lists == [7]
+            await eventually(lambda: sink.lists == [7])
             assert lister.listed_at == ["0"]
-            assert env.requests("list") == 3  # pages of 3
-            env.configmap("late")
-            await eventually(lambda: "default/late" in sink.content)
+            if env.embedded:  # the server's request log
+                await eventually(lambda: env.watchers() == 1)
+                assert env.requests("list") == 3  # pages of 3
+            late = env.configmap("late")
+            await eventually(lambda: f"{env.ns}/late" in sink.content)
         assert sink.versions() == env.state()
-        assert refl.last_sync_resource_version == str(env.server.store.rv)
+        assert refl.last_sync_resource_version == objects.resource_version(late)
 
 
+@pytest.mark.etctl_hooks("a 4-event watch history and a held page")
 async def test_an_expired_continue_token_relists_from_scratch_never_partially(
     tmp_path: Path,
 ) -> None:
@@ -118,6 +124,7 @@ async def test_an_expired_continue_token_relists_from_scratch_never_partially(
         assert sink.versions() == env.state()
 
 
+@pytest.mark.etctl_hooks("fault injection: a 410 on list")
 async def test_a_410_on_the_first_list_retries_at_once_with_a_consistent_read(
     tmp_path: Path,
 ) -> None:
@@ -133,6 +140,7 @@ async def test_a_410_on_the_first_list_retries_at_once_with_a_consistent_read(
         assert env.clock.monotonic() == 0  # no backoff sleep
 
 
+@pytest.mark.etctl_hooks("fault injection: an expired watch")
 async def test_watch_410_relists_at_the_last_version_then_consistently_after_a_second(
     tmp_path: Path,
 ) -> None:
@@ -145,7 +153,7 @@ async def test_watch_410_relists_at_the_last_version_then_consistently_after_a_s
         async with running(refl):
             await eventually(lambda: env.watchers() == 1)
             env.configmap("b")
-            await eventually(lambda: "default/b" in sink.content)
+            await eventually(lambda: f"{env.ns}/b" in sink.content)
             synced_at = refl.last_sync_resource_version
             # The next watch meets a 410 ERROR event; the relist at the last RV meets a 410 too.
             env.server.inject(Fault(verb="watch", resource="configmaps", expire_watch=True))
@@ -167,6 +175,7 @@ async def test_watch_410_relists_at_the_last_version_then_consistently_after_a_s
         assert restarts("expired") - expired == 2
 
 
+@pytest.mark.etctl_hooks("fault injection: a too-large resourceVersion")
 async def test_a_too_large_resource_version_on_relist_falls_back_to_a_consistent_read(
     tmp_path: Path,
 ) -> None:
@@ -201,6 +210,7 @@ def test_too_large_resource_version_is_recognised_by_cause_or_message() -> None:
     assert not is_too_large_rv(ValueError("too large resource version"))
 
 
+@pytest.mark.etctl_hooks("cut watch streams and the request log")
 async def test_a_closed_watch_resumes_from_the_last_version_without_a_list(tmp_path: Path) -> None:
     async with cluster(tmp_path) as env:
         sink = Sink()
@@ -209,11 +219,11 @@ async def test_a_closed_watch_resumes_from_the_last_version_without_a_list(tmp_p
         async with running(refl):
             await eventually(lambda: env.watchers() == 1)
             env.configmap("a")
-            await eventually(lambda: "default/a" in sink.content)
+            await eventually(lambda: f"{env.ns}/a" in sink.content)
             await env.clock.advance(5)
             env.cut_watches()
             env.configmap("b")  # while no watch is open: replayed from the server's history
-            await eventually(lambda: "default/b" in sink.content)
+            await eventually(lambda: f"{env.ns}/b" in sink.content)
         assert sink.lists == [0]
         assert env.requests("list") == 1
         assert restarts("closed") - closed == 1
@@ -227,17 +237,18 @@ async def test_the_last_event_gauge_follows_the_clock_across_bursts(tmp_path: Pa
         sink = Sink()
         refl = reflector(env, sink)
         async with running(refl):
-            await eventually(lambda: env.watchers() == 1)
+            await eventually(lambda: sink.lists == [0])
             for name in ("a", "b", "c"):  # one burst, one moment
                 env.configmap(name)
             await eventually(lambda: len(sink.content) == 3)
             assert last_event() == env.clock.now().timestamp()
             await env.clock.advance(7)
             env.configmap("d")
-            await eventually(lambda: "default/d" in sink.content)
+            await eventually(lambda: f"{env.ns}/d" in sink.content)
             assert last_event() == env.clock.now().timestamp()
 
 
+@pytest.mark.etctl_hooks("the server's watch timeout in virtual time")
 async def test_each_watch_asks_for_a_timeout_drawn_in_five_to_ten_minutes(
     tmp_path: Path,
 ) -> None:
@@ -259,6 +270,7 @@ async def test_each_watch_asks_for_a_timeout_drawn_in_five_to_ten_minutes(
         assert env.requests("list") == 1  # a watch that timed out resumes without a list
 
 
+@pytest.mark.etctl_hooks("bookmarks in virtual time and an expired history")
 async def test_bookmarks_advance_the_version_so_a_restart_does_not_relist(tmp_path: Path) -> None:
     async with cluster(tmp_path, bookmark_interval=30) as env:
         env.configmap("a")
@@ -269,7 +281,7 @@ async def test_bookmarks_advance_the_version_so_a_restart_does_not_relist(tmp_pa
             listed_at = refl.last_sync_resource_version
             for i in range(5):  # other resources move the server's version on
                 env.server.storage.create(
-                    SECRETS, {"metadata": {"name": f"s{i}"}}, namespace="default"
+                    SECRETS, {"metadata": {"name": f"s{i}"}}, namespace=env.ns
                 )
             current = str(env.server.store.rv)
             await env.clock.advance(30)
@@ -279,7 +291,7 @@ async def test_bookmarks_advance_the_version_so_a_restart_does_not_relist(tmp_pa
             env.expire_history()
             env.cut_watches()
             env.configmap("b")
-            await eventually(lambda: "default/b" in sink.content)
+            await eventually(lambda: f"{env.ns}/b" in sink.content)
         assert sink.bookmarks[0] == current
         assert env.requests("list") == 1
 
@@ -307,6 +319,7 @@ async def test_initial_added_events_of_a_watch_from_scratch_do_not_move_the_vers
         assert sink.versions() == env.state()
 
 
+@pytest.mark.etctl_hooks("stopping and restarting the server")
 async def test_connection_refused_rewatches_without_relisting(tmp_path: Path) -> None:
     async with cluster(tmp_path) as env:
         sink = Sink()
@@ -325,14 +338,17 @@ async def test_connection_refused_rewatches_without_relisting(tmp_path: Path) ->
             env.server.port = port
             await env.server.start()
             # The attempt in flight may still have been refused: then one more backoff.
-            while "default/while-down" not in sink.content:
-                await eventually(lambda: env.backing_off() or "default/while-down" in sink.content)
+            while f"{env.ns}/while-down" not in sink.content:
+                await eventually(
+                    lambda: env.backing_off() or f"{env.ns}/while-down" in sink.content
+                )
                 if env.backing_off():
                     await env.clock.advance(env.backoff_left())
         assert sink.lists == [0]
         assert env.requests("list") == 1
 
 
+@pytest.mark.etctl_hooks("fault injection: 429 on watch")
 async def test_429_on_watch_start_backs_off_in_virtual_time_and_resets_when_healthy(
     tmp_path: Path,
 ) -> None:
@@ -362,6 +378,7 @@ async def test_429_on_watch_start_backs_off_in_virtual_time_and_resets_when_heal
         assert env.requests("list") == 1
 
 
+@pytest.mark.etctl_hooks("fault injection: dropped watches")
 async def test_very_short_watches_back_off_instead_of_looping(tmp_path: Path) -> None:
     async with cluster(tmp_path) as env:
         sink = Sink()
@@ -378,6 +395,7 @@ async def test_very_short_watches_back_off_instead_of_looping(tmp_path: Path) ->
         assert sink.lists == [0]
 
 
+@pytest.mark.etctl_hooks("fault injection: a hanging watch")
 async def test_the_watchdog_restarts_a_watch_whose_start_hangs(tmp_path: Path) -> None:
     async with cluster(tmp_path) as env:
         sink = Sink()
@@ -388,13 +406,14 @@ async def test_the_watchdog_restarts_a_watch_whose_start_hangs(tmp_path: Path) -
             await eventually(lambda: hang.fired == 1)
             env.configmap("a")  # the hung watch will never deliver it
             await env.clock.advance(89)
-            assert "default/a" not in sink.content
+            assert f"{env.ns}/a" not in sink.content
             await env.clock.advance(2)
-            await eventually(lambda: "default/a" in sink.content)
+            await eventually(lambda: f"{env.ns}/a" in sink.content)
         assert restarts("watchdog") - fired == 1
         assert env.requests("list") == 1
 
 
+@pytest.mark.etctl_hooks("pausing the server")
 async def test_the_watchdog_keeps_restarting_while_the_server_holds_requests(
     tmp_path: Path,
 ) -> None:
@@ -412,11 +431,12 @@ async def test_the_watchdog_keeps_restarting_while_the_server_holds_requests(
                 await eventually(lambda: env.requests("watch") == held)  # noqa: B023
                 await env.clock.advance(90)
             env.server.resume()
-            await eventually(lambda: "default/a" in sink.content)
+            await eventually(lambda: f"{env.ns}/a" in sink.content)
         assert restarts("watchdog") - fired == 3
         assert env.requests("list") == 1
 
 
+@pytest.mark.etctl_hooks("fault injection: a watch error")
 async def test_a_watch_error_other_than_410_backs_off_and_relists(tmp_path: Path) -> None:
     async with cluster(tmp_path) as env:
         sink = Sink()

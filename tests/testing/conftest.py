@@ -2,11 +2,15 @@
 
 Each suite's own conftest configures the server (``etctl_apiserver_options``, seeded, on the
 ``clock`` below); these give the started server a short name and an HTTP client for it.
+
+Everything here tests etctl.testing itself (the embedded server, the simulated kubelet, the
+pytest plugin): a real-cluster run skips it.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import aiohttp
 import pytest
@@ -14,6 +18,15 @@ import pytest
 from etctl.runtime import FakeClock
 from etctl.testing import ApiServer
 from tests.testing.apiserver._client import Api
+
+HERE = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test of etctl.testing itself: they need the embedded server, not a cluster."""
+    for item in items:
+        if HERE in item.path.parents:
+            item.add_marker(pytest.mark.etctl_hooks("tests the embedded API server itself"))
 
 
 @pytest.fixture

@@ -100,3 +100,29 @@ async def test_pods_run_on_the_served_cluster() -> None:
                 event = json.loads(await response.content.readline())
                 if event["object"].get("status", {}).get("phase") == "Running":
                     break
+
+
+async def test_auth_enforces_rbac_and_serves_token_requests(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    async with _serving("--no-kubelet", "--auth", "--kubeconfig", str(kubeconfig)) as url:
+        admin = yaml.safe_load(kubeconfig.read_text())["users"][0]["user"]["token"]
+        accounts = f"{url}/api/v1/namespaces/default/serviceaccounts"
+        async with aiohttp.ClientSession() as session:
+            async with session.get(f"{url}/api/v1/pods") as anonymous:
+                assert anonymous.status == 401
+            headers = {"Authorization": f"Bearer {admin}"}
+            body = {"metadata": {"name": "robot"}}
+            async with session.post(accounts, json=body, headers=headers) as created:
+                assert created.status == 201
+            request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest"}
+            async with session.post(
+                f"{accounts}/robot/token", json=request, headers=headers
+            ) as answer:
+                assert answer.status == 201
+                token = (await answer.json())["status"]["token"]
+            robot = {"Authorization": f"Bearer {token}"}
+            async with session.get(f"{url}/api/v1/pods", headers=robot) as refused:
+                assert refused.status == 403
+                assert "system:serviceaccount:default:robot" in (await refused.json())["message"]
+            async with session.post(f"{accounts}/nobody/token", json=request, headers=headers) as r:
+                assert r.status == 404

@@ -37,5 +37,7 @@ def test_the_kubelet_fixtures(pytester: pytest.Pytester, monkeypatch: pytest.Mon
         "[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n"
     )
     pytester.makepyfile(test_suite=SUITE)
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-q")
+    result = pytester.runpytest_inprocess(
+        "-p", "no:cacheprovider", "-p", "etctl.testing.pytest_plugin", "-q"
+    )
     result.assert_outcomes(passed=2)

@@ -10,7 +10,7 @@ starts.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 __all__ = ["RequestLog", "RequestRecord"]
@@ -58,10 +58,20 @@ class RequestLog:
 
     def __init__(self, maxlen: int = 10_000) -> None:
         self._records: deque[RequestRecord] = deque(maxlen=maxlen)
+        self._listeners: list[Callable[[RequestRecord], None]] = []
+        self.total = 0
+        """Requests recorded since the server started (the log itself keeps the last ones)."""
 
     def append(self, record: RequestRecord) -> None:
-        """Record a request."""
+        """Record a request, and hand it to every listener (its ``code`` is not known yet)."""
         self._records.append(record)
+        self.total += 1
+        for listener in self._listeners:
+            listener(record)
+
+    def subscribe(self, listener: Callable[[RequestRecord], None]) -> None:
+        """Call ``listener`` with each request as it is recorded, synchronously."""
+        self._listeners.append(listener)
 
     def clear(self) -> None:
         """Forget every record."""

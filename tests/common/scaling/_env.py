@@ -1,10 +1,12 @@
-"""The scaling controllers on the embedded API server, with the job's pods played by the test.
+"""The scaling controllers on the cluster under test, with the job's pods played by the test.
 
 The job controller and the kubelet are not part of these tests: :meth:`Env.follow_targets` does
 what they would (pods for the targets, running; pods outside them deleted) and
 :meth:`Env.deliver` does what the membership pusher would (the launcher's recorded digest of the
 hostfile of ``status.currentWorkers``), so each test decides when the world moves. Everything runs
-on one FakeClock; HTTP is real, so tests wait for conditions with :func:`eventually`.
+on one FakeClock; HTTP is real, so tests wait for conditions with :func:`eventually`. The cluster
+is a namespace of the embedded server or of a real one (:mod:`tests.runtime._cluster`), and the
+operator's cache covers that namespace.
 """
 
 from __future__ import annotations
@@ -22,12 +24,20 @@ from etctl.errors import NotFound
 from etctl.jobs.launcher import PUSHED_ANNOTATION, digest, hostfile
 from etctl.jobs.trainingjob._api import TRAININGJOB, TRAININGJOBS
 from etctl.jobs.trainingjob._plugin import TrainingJobPlugin
-from etctl.runtime import EVENTS, PODS, KubeObject, Manager, ManagerOptions, Resource, objects
-from etctl.testing import wait_idle
+from etctl.runtime import (
+    EVENTS,
+    PODS,
+    CacheOptions,
+    KubeObject,
+    Manager,
+    ManagerOptions,
+    Resource,
+    objects,
+)
+from etctl.testing import StorageVerbs, wait_idle
 from tests.runtime._cluster import Cluster, cluster, eventually
 from tests.runtime._realtime import run_manager
 
-NS = "default"
 LABELS = {
     "training.kubeflow.org/operator-name": "etctl",
     "training.kubeflow.org/job-name": "tj",
@@ -42,25 +52,30 @@ class Env:
     managers: list[Manager] = field(default_factory=list)
 
     async def idle(self) -> None:
-        """Wait until the server and the running controllers are idle (before moving time)."""
-        await wait_idle(self.cluster.server, *self.managers)
+        """Wait until the cluster and the running controllers are idle (before moving time)."""
+        await wait_idle(self.cluster.target.idle, *self.managers)
 
     @property
-    def storage(self) -> Any:
-        return self.cluster.server.storage
+    def storage(self) -> StorageVerbs:
+        return self.cluster.target.storage
+
+    @property
+    def ns(self) -> str:
+        """The test's namespace."""
+        return self.cluster.ns
 
     @property
     def clock(self) -> Any:
         return self.cluster.clock
 
     def job(self, name: str = "tj") -> KubeObject:
-        return copy.deepcopy(dict(self.storage.get(TRAININGJOBS, name, namespace=NS)))
+        return copy.deepcopy(dict(self.storage.get(TRAININGJOBS, name, namespace=self.ns)))
 
     def status(self, name: str = "tj") -> dict[str, Any]:
         return dict(self.job(name).get("status") or {})
 
     def scaler(self, res: Resource, name: str) -> KubeObject:
-        return copy.deepcopy(dict(self.storage.get(res, name, namespace=NS)))
+        return copy.deepcopy(dict(self.storage.get(res, name, namespace=self.ns)))
 
     def scaler_status(self, res: Resource, name: str) -> dict[str, Any]:
         return dict(self.scaler(res, name).get("status") or {})
@@ -69,7 +84,7 @@ class Env:
         body = {
             "apiVersion": "kai.alibabacloud.com/v1alpha1",
             "kind": "TrainingJob",
-            "metadata": {"name": name, "namespace": NS},
+            "metadata": {"name": name, "namespace": self.ns},
             "spec": {
                 "launcherAttachMode": "kubexec",
                 "etReplicaSpecs": {
@@ -82,16 +97,16 @@ class Env:
                 },
             },
         }
-        return dict(self.storage.create(TRAININGJOBS, body, namespace=NS))
+        return dict(self.storage.create(TRAININGJOBS, body, namespace=self.ns))
 
     def create_scaler(self, res: Resource, name: str, spec: dict[str, Any]) -> KubeObject:
         body = {
             "apiVersion": "kai.alibabacloud.com/v1alpha1",
             "kind": res.kind,
-            "metadata": {"name": name, "namespace": NS},
+            "metadata": {"name": name, "namespace": self.ns},
             "spec": spec,
         }
-        return dict(self.storage.create(res, body, namespace=NS))
+        return dict(self.storage.create(res, body, namespace=self.ns))
 
     def pod(self, name: str, rtype: str, phase: str = "Running", job: str = "tj") -> None:
         owner = self.job(job)
@@ -99,7 +114,7 @@ class Env:
         body = {
             "metadata": {
                 "name": name,
-                "namespace": NS,
+                "namespace": self.ns,
                 "labels": {**LABELS, "training.kubeflow.org/replica-type": rtype},
                 "ownerReferences": [ref],
             },
@@ -108,21 +123,21 @@ class Env:
             },
         }
         try:
-            self.storage.get(PODS, name, namespace=NS)
+            self.storage.get(PODS, name, namespace=self.ns)
         except NotFound:
-            self.storage.create(PODS, body, namespace=NS)
+            self.storage.create(PODS, body, namespace=self.ns)
         self.set_phase(name, phase)
 
     def set_phase(self, name: str, phase: str, **extra: Any) -> None:
-        pod = dict(self.storage.get(PODS, name, namespace=NS))
+        pod = dict(self.storage.get(PODS, name, namespace=self.ns))
         pod["status"] = {"phase": phase, **extra}
-        self.storage.update(PODS, pod, namespace=NS, subresource="status")
+        self.storage.update(PODS, pod, namespace=self.ns, subresource="status")
 
     def delete_pod(self, name: str) -> None:
-        self.storage.delete(PODS, name, namespace=NS)
+        self.storage.delete(PODS, name, namespace=self.ns)
 
     def pods(self) -> dict[str, str]:
-        listed = self.storage.list(PODS, namespace=NS).items
+        listed = self.storage.list(PODS, namespace=self.ns).items
         return {objects.name(p): str((p.get("status") or {}).get("phase", "")) for p in listed}
 
     def follow_targets(self, phase: str = "Running", job: str = "tj") -> None:
@@ -142,14 +157,14 @@ class Env:
     def deliver(self, job: str = "tj") -> None:
         """Act as the membership pusher: record the hostfile of currentWorkers as delivered."""
         members = self.status(job).get("currentWorkers") or []
-        pod = dict(self.storage.get(PODS, f"{job}-launcher", namespace=NS))
+        pod = dict(self.storage.get(PODS, f"{job}-launcher", namespace=self.ns))
         metadata = dict(pod["metadata"])
         metadata["annotations"] = {PUSHED_ANNOTATION: digest(hostfile(members, 1))}
         pod["metadata"] = metadata
-        self.storage.update(PODS, pod, namespace=NS)
+        self.storage.update(PODS, pod, namespace=self.ns)
 
     def events(self, reason: str) -> list[KubeObject]:
-        listed = self.storage.list(EVENTS, namespace=NS).items
+        listed = self.storage.list(EVENTS, namespace=self.ns).items
         return [dict(e) for e in listed if e.get("reason") == reason]
 
     async def until(self, condition: Callable[[], bool], timeout: float = 5.0) -> None:
@@ -160,7 +175,10 @@ class Env:
 async def controllers(env: Env, **plugin_options: Any) -> AsyncIterator[Manager]:
     """Run the scaling machinery in a Manager (an operator process, with its own cache)."""
     options = ManagerOptions(
-        metrics_bind_address="0", health_probe_bind_address="0", cache_sync_timeout=5.0
+        metrics_bind_address="0",
+        health_probe_bind_address="0",
+        cache_sync_timeout=5.0,
+        cache=CacheOptions(namespaces=[env.ns]),
     )
     manager = Manager(env.cluster.client, options=options, clock=env.cluster.clock)
     setup_scaling(manager, TrainingJobPlugin(**plugin_options))

@@ -5,10 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from etctl.common import SCALEINS, SCALEOUTS
 from etctl.common._scaling.adoption import selector_index
 from etctl.runtime import Resource, objects
-from tests.common.scaling._env import NS, scaling_env
+from tests.common.scaling._env import scaling_env
 
 
 def conditions(status: dict[str, Any]) -> dict[str, tuple[str, str]]:
@@ -46,7 +48,7 @@ async def test_a_scaler_for_a_missing_job_fails_then_is_adopted_when_it_appears(
         assert conditions(failed)["Failed"] == ("True", "TrainingJobNotFound")
         assert failed["phase"] == "Failed"
         assert (
-            "TrainingJob tj does not exist in namespace default"
+            f"TrainingJob tj does not exist in namespace {env.ns}"
             in failed["conditions"][0]["message"]
         )
         await env.until(lambda: bool(env.events("TrainingJobNotFound")))
@@ -80,7 +82,7 @@ async def test_foreign_and_finished_scalers_are_left_alone(tmp_path: Path) -> No
                     },
                 },
             },
-            namespace=NS,
+            namespace=env.ns,
         )
         foreign = {
             "apiVersion": "apps/v1",
@@ -92,15 +94,15 @@ async def test_foreign_and_finished_scalers_are_left_alone(tmp_path: Path) -> No
         body = {
             "apiVersion": "kai.alibabacloud.com/v1alpha1",
             "kind": "ScaleOut",
-            "metadata": {"name": "theirs", "namespace": NS, "ownerReferences": [foreign]},
+            "metadata": {"name": "theirs", "namespace": env.ns, "ownerReferences": [foreign]},
             "spec": {"selector": {"name": "tj"}, "toAdd": {"count": 1}},
         }
-        env.storage.create(SCALEOUTS, body, namespace=NS)
+        env.storage.create(SCALEOUTS, body, namespace=env.ns)
         done = env.create_scaler(
             SCALEOUTS, "old", {"selector": {"name": "tj"}, "toAdd": {"count": 1}}
         )
         done["status"] = {"conditions": [{"type": "ScaleSucceeded", "status": "True"}]}
-        env.storage.update(SCALEOUTS, done, namespace=NS, subresource="status")
+        env.storage.update(SCALEOUTS, done, namespace=env.ns, subresource="status")
         env.create_scaler(SCALEOUTS, "marker", {"selector": {"name": "tj"}, "toAdd": {"count": 1}})
         await env.until(lambda: "Created" in conditions(env.scaler_status(SCALEOUTS, "marker")))
         assert objects.controller_of(env.scaler(SCALEOUTS, "theirs")) == foreign
@@ -108,6 +110,7 @@ async def test_foreign_and_finished_scalers_are_left_alone(tmp_path: Path) -> No
         assert objects.controller_of(env.scaler(SCALEOUTS, "old")) is None
 
 
+@pytest.mark.etctl_hooks("the server's clock, which stamps the creation times compared")
 async def test_a_scaler_never_acts_on_a_job_created_after_it(tmp_path: Path) -> None:
     async with scaling_env(tmp_path) as env:
         env.create_scaler(SCALEINS, "stale", {"selector": {"name": "tj"}, "toDelete": {"count": 1}})

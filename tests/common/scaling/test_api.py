@@ -11,6 +11,7 @@ from etctl.common._scaling.api import (
     SCALEIN,
     SCALEINS,
     SCALEOUT,
+    SCALEOUTS,
     ElasticWorkersStatus,
     EnvVar,
     ScaleIn,
@@ -23,7 +24,17 @@ from etctl.common._scaling.api import (
 )
 from etctl.common._structural import conformance_problems
 from etctl.common._validation import parse_problems
-from tests.schema_support import EXAMPLES, apply_defaults, as_created, crd_schema, load_yaml
+from etctl.runtime import Resource
+from etctl.testing import ClusterTarget
+from tests.schema_support import (
+    EXAMPLES,
+    admitted,
+    apply_defaults,
+    as_created,
+    crd_schema,
+    load_yaml,
+    refused,
+)
 
 SCALE_IN_EXAMPLES = sorted((EXAMPLES / "trainingjob").glob("scale-in*.yaml"))
 SCALE_OUT_EXAMPLES = sorted((EXAMPLES / "trainingjob").glob("scale-out*.yaml"))
@@ -224,6 +235,40 @@ def test_scale_in_schema_rejects_bad_requests(to_delete: dict[str, Any], problem
 def test_scale_out_schema_rejects_bad_requests(spec: dict[str, Any], problem: str) -> None:
     problems = conformance_problems({"spec": spec}, SCALE_OUT_SCHEMA)
     assert any(problem in found for found in problems), problems
+
+
+@pytest.fixture
+def etctl_target_crds() -> list[dict[str, Any]]:
+    return [crd_manifest(SCALEIN), crd_manifest(SCALEOUT)]
+
+
+@pytest.mark.parametrize(
+    ("res", "path"),
+    [(SCALEINS, p) for p in SCALE_IN_EXAMPLES] + [(SCALEOUTS, p) for p in SCALE_OUT_EXAMPLES],
+    ids=lambda value: getattr(value, "name", ""),
+)
+async def test_the_cluster_admits_each_example_with_the_schemas_defaults(
+    etctl_target: ClusterTarget, res: Resource, path: Path
+) -> None:
+    document = load_yaml(path)
+    stored = await admitted(etctl_target, res, document)
+    assert stored["spec"] == with_defaults(document)["spec"]
+
+
+@pytest.mark.parametrize(
+    "to_delete", [{"count": 1, "podNames": ["w-1"]}, {}, {"count": 0}, {"podNames": [""]}]
+)
+async def test_the_cluster_refuses_bad_scale_ins(
+    etctl_target: ClusterTarget, to_delete: dict[str, Any]
+) -> None:
+    document = {
+        "apiVersion": "kai.alibabacloud.com/v1alpha1",
+        "kind": "ScaleIn",
+        "metadata": {"name": "bad"},
+        "spec": {"selector": {"name": "elastic"}, "toDelete": to_delete},
+    }
+    refusal = await refused(etctl_target, SCALEINS, document)
+    assert "spec.toDelete" in str(refusal)
 
 
 def test_crd_descriptions() -> None:

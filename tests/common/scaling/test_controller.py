@@ -9,11 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from etctl.common import SCALEINS, SCALEOUTS
 from etctl.common._scaling.metrics import SCALE_OPERATIONS
 from etctl.jobs.trainingjob._api import TRAININGJOBS
 from etctl.testing import Fault
-from tests.common.scaling._env import NS, Env, controllers, scaling_env
+from tests.common.scaling._env import Env, controllers, scaling_env
 
 W = "tj-worker-"
 
@@ -25,7 +27,7 @@ def conditions(status: dict[str, Any]) -> dict[str, tuple[str, str]]:
 def finished(env: Env, res: Any, name: str) -> bool:
     """The scaler is done and its job no longer names it (the job is written last)."""
     done = env.scaler_status(res, name).get("step") == "Done"
-    return done and env.status().get("currentScaler") != f"{res.kind}:{NS}/{name}"
+    return done and env.status().get("currentScaler") != f"{res.kind}:{env.ns}/{name}"
 
 
 async def running_job(env: Env, replicas: int = 2, **worker: Any) -> None:
@@ -63,7 +65,7 @@ async def test_scale_out_runs_step_by_step(tmp_path: Path) -> None:
         # The decision is written first, then the job's targets.
         await env.until(lambda: len(env.status()["targetWorkers"]) == 4)
         status = env.status()
-        assert status["currentScaler"] == "ScaleOut:default/more"
+        assert status["currentScaler"] == f"ScaleOut:{env.ns}/more"
         assert conditions(status)["Scaling"] == ("True", "ScalingStart")
         assert status["phase"] == "Scaling"
         assert status["targetWorkers"] == [f"{W}0", f"{W}1", f"{W}2", f"{W}3"]
@@ -165,6 +167,7 @@ async def test_bounds_are_enforced(tmp_path: Path) -> None:
         assert env.status()["targetWorkers"] == [f"{W}0", f"{W}1"]
 
 
+@pytest.mark.etctl_hooks("the server's clock, which stamps the scalers' creation times")
 async def test_scalers_run_one_at_a_time_oldest_first(tmp_path: Path) -> None:
     async with scaling_env(tmp_path) as env:
         env.create_job(replicas=2)
@@ -187,7 +190,7 @@ async def test_scalers_run_one_at_a_time_oldest_first(tmp_path: Path) -> None:
         await env.until(lambda: len(env.status()["currentWorkers"]) == 3)
         env.deliver()
         await env.until(lambda: finished(env, SCALEOUTS, "older"))
-        await env.until(lambda: env.status().get("currentScaler") == "ScaleIn:default/newer")
+        await env.until(lambda: env.status().get("currentScaler") == f"ScaleIn:{env.ns}/newer")
         await env.until(lambda: len(env.status()["currentWorkers"]) == 2)
         env.deliver()
         await env.until(lambda: len(env.status()["targetWorkers"]) == 2)
@@ -197,6 +200,7 @@ async def test_scalers_run_one_at_a_time_oldest_first(tmp_path: Path) -> None:
         assert env.scaler_status(SCALEINS, "newer")["toDeletePods"] == [f"{W}2"]
 
 
+@pytest.mark.etctl_hooks("the server's clock, which stamps the creation times compared")
 async def test_scalers_of_one_second_run_in_the_order_they_were_created(tmp_path: Path) -> None:
     async with scaling_env(tmp_path) as env:
         env.create_job(replicas=2)
@@ -221,7 +225,7 @@ async def test_scalers_of_one_second_run_in_the_order_they_were_created(tmp_path
         env.launcher()
         env.deliver()
         await env.until(lambda: env.status().get("currentScaler") is not None)
-        assert env.status()["currentScaler"] == "ScaleOut:default/zz-first"
+        assert env.status()["currentScaler"] == f"ScaleOut:{env.ns}/zz-first"
         assert "step" not in env.scaler_status(SCALEINS, "aa-second")  # waits its turn
 
 
@@ -257,11 +261,13 @@ async def test_an_operator_restart_does_not_repeat_a_step(tmp_path: Path) -> Non
 async def test_replicas_drive_scalers_through_the_scale_subresource(tmp_path: Path) -> None:
     async with scaling_env(tmp_path) as env:
         await running_job(env, maxReplicas=4)
-        scale = await env.cluster.client.get_subresource(TRAININGJOBS, "tj", "scale", namespace=NS)
+        scale = await env.cluster.client.get_subresource(
+            TRAININGJOBS, "tj", "scale", namespace=env.ns
+        )
         assert scale["spec"]["replicas"] == 2
         job = env.job()
         job["spec"]["etReplicaSpecs"]["worker"]["replicas"] = 3
-        env.storage.update(TRAININGJOBS, job, namespace=NS)
+        env.storage.update(TRAININGJOBS, job, namespace=env.ns)
         generation = env.job()["metadata"]["generation"]
         name = f"tj-replicas-{generation}"
         await env.until(lambda: _exists(env, SCALEOUTS, name))
@@ -274,7 +280,7 @@ async def test_replicas_drive_scalers_through_the_scale_subresource(tmp_path: Pa
         # Above maxReplicas: written back clamped, with a warning; then scaled to the bound.
         job = env.job()
         job["spec"]["etReplicaSpecs"]["worker"]["replicas"] = 9
-        env.storage.update(TRAININGJOBS, job, namespace=NS)
+        env.storage.update(TRAININGJOBS, job, namespace=env.ns)
         await env.until(lambda: env.job()["spec"]["etReplicaSpecs"]["worker"]["replicas"] == 4)
         await env.until(lambda: bool(env.events("ReplicasClamped")))
         (warning,) = env.events("ReplicasClamped")
@@ -315,7 +321,7 @@ async def test_a_finished_job_fails_its_pending_scalers(tmp_path: Path) -> None:
             **job.get("status", {}),
             "conditions": [{"type": "Succeeded", "status": "True"}],
         }
-        env.storage.update(TRAININGJOBS, job, namespace=NS, subresource="status")
+        env.storage.update(TRAININGJOBS, job, namespace=env.ns, subresource="status")
         await env.until(lambda: finished(env, SCALEOUTS, "late"))
         assert conditions(env.scaler_status(SCALEOUTS, "late"))["ScaleFailed"] == (
             "True",
@@ -324,9 +330,10 @@ async def test_a_finished_job_fails_its_pending_scalers(tmp_path: Path) -> None:
 
 
 def _exists(env: Env, res: Any, name: str) -> bool:
-    return any(o["metadata"]["name"] == name for o in env.storage.list(res, namespace=NS).items)
+    return any(o["metadata"]["name"] == name for o in env.storage.list(res, namespace=env.ns).items)
 
 
+@pytest.mark.etctl_hooks("fault injection: a held exec")
 async def test_a_script_outcome_survives_a_change_of_its_scaler(tmp_path: Path) -> None:
     async with scaling_env(tmp_path) as env:
         await running_job(env)
@@ -347,7 +354,7 @@ async def test_a_script_outcome_survives_a_change_of_its_scaler(tmp_path: Path) 
             "more",
             {"metadata": {"labels": {"team": "a"}}},
             patch_type="application/merge-patch+json",
-            namespace=NS,
+            namespace=env.ns,
         )
         await env.clock.advance(10)  # not idle: the script's exec is held on purpose
         await env.until(lambda: env.status()["targetWorkers"] == [f"{W}0", f"{W}1"])

@@ -11,7 +11,7 @@ from etctl.errors import ConfigError
 from etctl.jobs.trainingjob._plugin import TrainingJobPlugin
 from etctl.runtime import Manager
 from tests.common.simplejob import SimpleJobPlugin
-from tests.jobs.trainingjob._operator import cluster
+from tests.runtime._cluster import cluster
 
 
 async def _never() -> None:

@@ -1,4 +1,4 @@
-"""Guarded writes and read-your-writes on the embedded API server."""
+"""Guarded writes and read-your-writes on the cluster under test."""
 
 from __future__ import annotations
 
@@ -40,21 +40,21 @@ async def test_writes_apply_only_to_the_version_read(tmp_path: Path) -> None:
         writer = GuardedWriter(env.client, cache)
         first = env.configmap("cm", a="1")
         cache.held["cm"] = first
-        assert await writer.read(CONFIGMAPS, "default", "cm") is first  # nothing written yet
+        assert await writer.read(CONFIGMAPS, env.ns, "cm") is first  # nothing written yet
         written = await writer.patch(CONFIGMAPS, first, {"data": {"a": "2"}})
         assert written["data"] == {"a": "2"}
         # The cache is behind this writer's write: the read goes to the server.
-        fresh = await writer.read(CONFIGMAPS, "default", "cm")
+        fresh = await writer.read(CONFIGMAPS, env.ns, "cm")
         assert fresh is not None
         assert objects.resource_version(fresh) == objects.resource_version(written)
         # A write over the stale version is refused.
         with pytest.raises(Conflict):
             await writer.patch(CONFIGMAPS, first, {"data": {"a": "3"}})
-        assert env.server.storage.get(CONFIGMAPS, "cm", namespace="default")["data"] == {"a": "2"}
+        assert env.target.storage.get(CONFIGMAPS, "cm", namespace=env.ns)["data"] == {"a": "2"}
         # Once the cache holds the write, reads come from it again.
         cache.held["cm"] = fresh
-        assert await writer.read(CONFIGMAPS, "default", "cm") is fresh
+        assert await writer.read(CONFIGMAPS, env.ns, "cm") is fresh
         env.delete("cm")
-        writer.forget(CONFIGMAPS, "default", "cm")
+        writer.forget(CONFIGMAPS, env.ns, "cm")
         cache.held.clear()
-        assert await writer.read(CONFIGMAPS, "default", "cm") is None
+        assert await writer.read(CONFIGMAPS, env.ns, "cm") is None

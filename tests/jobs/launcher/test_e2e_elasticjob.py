@@ -16,6 +16,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from etctl.common import SCALEOUTS, JobSettings, crd_manifest, setup_job_controller
 from etctl.jobs.trainingjob import TrainingJobPlugin
 from etctl.runtime import PODS, ROLES, FakeClock, Manager, ManagerOptions, objects
@@ -115,6 +117,9 @@ def exec_names(env: Cluster) -> list[str]:
     return []
 
 
+@pytest.mark.etctl_hooks(
+    "the simulated kubelet runs the launcher's init container and execs, in virtual time"
+)
 async def test_a_second_kind_runs_scales_and_heals_on_the_shared_layer(tmp_path: Path) -> None:
     async with both(tmp_path) as env:
         env.server.storage.create(ELASTICJOBS, copy.deepcopy(elasticjob()), namespace=NS)

@@ -20,7 +20,7 @@ from etctl.common import JobSettings, crd_manifest
 from etctl.jobs.tfjob._api import TFJOB, TFJOBS
 from etctl.jobs.tfjob._plugin import TFJobPlugin
 from etctl.runtime import NAMESPACES, SERVICES, FakeClock, KubeObject, objects
-from etctl.testing import ApiServer
+from etctl.testing import ApiServer, ClusterTarget
 from etctl.testing._kubelet import KubeletConfig
 from tests.common._operator import Operator, StoredObjects, condition_of, job_operator
 from tests.runtime._realtime import client_of
@@ -159,7 +159,8 @@ async def tf_cluster(
         ApiServer(clock=clock, crds=manifests, kubelet=kubelet or KubeletConfig()) as api,
         client_of(api, tmp_path) as client,
     ):
-        yield TFCluster(api, client, clock)
+        kubeconfig = api.write_kubeconfig(tmp_path / "kubeconfig-tfjob")
+        yield TFCluster(ClusterTarget(kubeconfig, NAMESPACE, server=api), client, clock)
 
 
 __all__ = ["NAMESPACE", "TFCluster", "replica", "tf_cluster", "tfjob"]

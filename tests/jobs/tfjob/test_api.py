@@ -14,7 +14,16 @@ from etctl.jobs.tfjob._api import (
     TFReplicaType,
     validate_tfjob,
 )
-from tests.schema_support import EXAMPLES, apply_defaults, as_created, crd_schema, load_yaml
+from etctl.testing import ClusterTarget
+from tests.schema_support import (
+    EXAMPLES,
+    admitted,
+    apply_defaults,
+    as_created,
+    crd_schema,
+    load_yaml,
+    refused,
+)
 
 TF_EXAMPLES = sorted((EXAMPLES / "tfjob").glob("*.yaml"))
 SCHEMA = crd_schema(TFJOB)
@@ -157,31 +166,54 @@ def test_validation_reports_run_policy_problems() -> None:
     ]
 
 
-@pytest.mark.parametrize(
-    ("change", "problem"),
-    [
-        (lambda s: s["tfReplicaSpecs"]["Worker"].update(replicas=-1), "below the minimum 0"),
-        (lambda s: s["tfReplicaSpecs"]["Worker"].update(restartPolicy="Sometimes"), "not one of"),
-        (
-            lambda s: s["tfReplicaSpecs"]["Worker"].update(template={"spec": {}}),
-            "containers: required",
-        ),
-        (
-            lambda s: s["tfReplicaSpecs"].update(Chief=replica(2)),
-            "Chief.replicas: 2 is above the maximum 1",
-        ),
-        (lambda s: s["tfReplicaSpecs"].clear(), "needs at least 1 key(s)"),
-        (lambda s: s.pop("tfReplicaSpecs"), "spec.tfReplicaSpecs: required"),
-        (lambda s: s.update(successPolicy="Whenever"), "successPolicy: 'Whenever' is not one of"),
-        (lambda s: s.update(runPolicy={"cleanPodPolicy": "Some"}), "cleanPodPolicy: 'Some'"),
-        (lambda s: s.update(runPolicy={"ttlSecondsAfterFinished": -5}), "below the minimum 0"),
-    ],
-)
+BAD_SPECS: list[tuple[Any, str]] = [
+    (lambda s: s["tfReplicaSpecs"]["Worker"].update(replicas=-1), "below the minimum 0"),
+    (lambda s: s["tfReplicaSpecs"]["Worker"].update(restartPolicy="Sometimes"), "not one of"),
+    (
+        lambda s: s["tfReplicaSpecs"]["Worker"].update(template={"spec": {}}),
+        "containers: required",
+    ),
+    (
+        lambda s: s["tfReplicaSpecs"].update(Chief=replica(2)),
+        "Chief.replicas: 2 is above the maximum 1",
+    ),
+    (lambda s: s["tfReplicaSpecs"].clear(), "needs at least 1 key(s)"),
+    (lambda s: s.pop("tfReplicaSpecs"), "spec.tfReplicaSpecs: required"),
+    (lambda s: s.update(successPolicy="Whenever"), "successPolicy: 'Whenever' is not one of"),
+    (lambda s: s.update(runPolicy={"cleanPodPolicy": "Some"}), "cleanPodPolicy: 'Some'"),
+    (lambda s: s.update(runPolicy={"ttlSecondsAfterFinished": -5}), "below the minimum 0"),
+]
+"""Changes to an example that the schema refuses, and (a part of) what it says."""
+
+
+@pytest.mark.parametrize(("change", "problem"), BAD_SPECS)
 def test_schema_rejects_bad_specs(change: Any, problem: str) -> None:
     document = load_yaml(EXAMPLES / "tfjob" / "dist-mnist.yaml")
     change(document["spec"])
     problems = conformance_problems(document, SCHEMA)
     assert any(problem in found for found in problems), problems
+
+
+@pytest.fixture
+def etctl_target_crds() -> list[dict[str, Any]]:
+    return [crd_manifest(TFJOB)]
+
+
+@pytest.mark.parametrize("path", TF_EXAMPLES, ids=lambda p: p.name)
+async def test_the_cluster_admits_each_example_with_the_schemas_defaults(
+    etctl_target: ClusterTarget, path: Path
+) -> None:
+    document = load_yaml(path)
+    stored = await admitted(etctl_target, TFJOBS, document)
+    assert stored["spec"] == with_defaults(document)["spec"]
+
+
+@pytest.mark.parametrize("change", [change for change, _ in BAD_SPECS])
+async def test_the_cluster_refuses_bad_specs(etctl_target: ClusterTarget, change: Any) -> None:
+    document = load_yaml(EXAMPLES / "tfjob" / "dist-mnist.yaml")
+    change(document["spec"])
+    refusal = await refused(etctl_target, TFJOBS, document)
+    assert "spec" in str(refusal)
 
 
 def test_crd_description() -> None:

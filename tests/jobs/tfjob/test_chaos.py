@@ -22,6 +22,10 @@ from tests.common._chaos import Chaos, Ledger, Target, crashes
 from tests.jobs.tfjob._cluster import NAMESPACE, TFCluster, replica, tf_cluster, tfjob
 from tests.runtime._realtime import run_manager
 
+pytestmark = pytest.mark.etctl_hooks(
+    "the simulated kubelet plays the TFJob containers (image tf:2) and their exits"
+)
+
 JOB = "chaos"
 PS = [f"{JOB}-ps-{i}" for i in range(2)]
 WORKERS = [f"{JOB}-worker-{i}" for i in range(3)]

@@ -16,6 +16,10 @@ from tests.common._operator import eventually, running
 from tests.jobs.tfjob._cluster import TFCluster, tf_cluster
 from tests.schema_support import EXAMPLES
 
+pytestmark = pytest.mark.etctl_hooks(
+    "the simulated kubelet plays the TFJob containers (image tf:2) and their exits"
+)
+
 TF_EXAMPLES = sorted((EXAMPLES / "tfjob").glob("*.yaml"))
 # Room for every example at once, GPUs included (the estimator examples ask for them).
 NODES = KubeletConfig(nodes=(NodeConfig(name="gpu-0", cpu="64", memory="256Gi", gpus=16),))
@@ -94,7 +98,7 @@ async def test_example_runs_to_success(tmp_path: Path, path: Path) -> None:
         assert op.error is None
 
 
-@pytest.mark.kubectl
+@pytest.mark.etctl_kubectl
 async def test_kubectl_applies_an_example_unchanged(tmp_path: Path) -> None:
     kubectl = shutil.which("kubectl")
     assert kubectl is not None

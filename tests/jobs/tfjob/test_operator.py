@@ -8,6 +8,8 @@ from collections.abc import MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from etctl.common import JOB_ROLE, JobSettings, replica_labels
 from etctl.jobs.tfjob._api import TFJOBS
 from etctl.runtime import EVENTS, objects
@@ -15,6 +17,10 @@ from etctl.testing import Fault, wait_idle
 from tests._logs import captured_logs
 from tests.common._operator import Operator, advance_idle, eventually, running
 from tests.jobs.tfjob._cluster import NAMESPACE, TFCluster, replica, tf_cluster, tfjob
+
+pytestmark = pytest.mark.etctl_hooks(
+    "the simulated kubelet plays the TFJob containers (image tf:2) and their exits"
+)
 
 
 def running_pods(c: TFCluster, *names: str) -> bool:

@@ -14,6 +14,10 @@ from etctl.testing import Fault, wait_idle
 from tests.common._operator import eventually, running
 from tests.jobs.tfjob._cluster import NAMESPACE, replica, tf_cluster, tfjob
 
+pytestmark = pytest.mark.etctl_hooks(
+    "the simulated kubelet plays the TFJob containers (image tf:2) and their exits"
+)
+
 WORKERS = [f"rs-worker-{i}" for i in range(4)]
 EXPECTED = sorted(["rs-ps-0", "rs-ps-1", *WORKERS])
 

@@ -14,6 +14,10 @@ from tests.common._crds import VOLCANO_PODGROUP_CRD
 from tests.common._operator import advance_idle, eventually, running
 from tests.jobs.tfjob._cluster import NAMESPACE, TFCluster, replica, tf_cluster, tfjob
 
+pytestmark = pytest.mark.etctl_hooks(
+    "the simulated kubelet plays the TFJob containers (image tf:2) and their exits"
+)
+
 
 def all_running(c: TFCluster, count: int) -> bool:
     phases = c.phases()

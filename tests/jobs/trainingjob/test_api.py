@@ -16,7 +16,15 @@ from etctl.jobs.trainingjob._api import (
     TrainingJobReplicaType,
     validate_trainingjob,
 )
-from tests.schema_support import EXAMPLES, apply_defaults, crd_schema, load_yaml
+from etctl.testing import ClusterTarget
+from tests.schema_support import (
+    EXAMPLES,
+    admitted,
+    apply_defaults,
+    crd_schema,
+    load_yaml,
+    refused,
+)
 
 JOB_EXAMPLES = sorted((EXAMPLES / "trainingjob").glob("training-job*.yaml"))
 SCHEMA = crd_schema(TRAININGJOB)
@@ -245,35 +253,58 @@ def test_long_names_are_checked_against_the_highest_worker_name() -> None:
     assert f"the child name '{'a' * 54}-worker-99' would exceed 63 characters" in problem
 
 
-@pytest.mark.parametrize(
-    ("change", "problem"),
-    [
-        (lambda s: s["etReplicaSpecs"].pop("launcher"), "etReplicaSpecs.launcher: required"),
-        (
-            lambda s: s["etReplicaSpecs"].update(launcher=None),
-            "launcher: None is not of type object",
-        ),
-        (lambda s: s["etReplicaSpecs"]["launcher"].update(replicas=2), "above the maximum 1"),
-        (lambda s: s["etReplicaSpecs"]["launcher"].pop("template"), "launcher.template: required"),
-        (lambda s: s["etReplicaSpecs"]["worker"].update(replicas=0), "below the minimum 1"),
-        (
-            lambda s: s["etReplicaSpecs"]["worker"].update(template={"spec": {"containers": []}}),
-            "needs at least 1 item(s)",
-        ),
-        (lambda s: s.update(launcherAttachMode="rsh"), "'rsh' is not one of ['ssh', 'kubexec']"),
-        (
-            lambda s: s.update(restartPolicy="Always"),
-            "'Always' is not one of ['Never', 'OnFailure']",
-        ),
-        (lambda s: s.update(backoffLimit=-1), "below the minimum 0"),
-        (lambda s: s.update(cleanPodPolicy="Some"), "'Some' is not one of"),
-    ],
-)
+BAD_SPECS: list[tuple[Any, str]] = [
+    (lambda s: s["etReplicaSpecs"].pop("launcher"), "etReplicaSpecs.launcher: required"),
+    (
+        lambda s: s["etReplicaSpecs"].update(launcher=None),
+        "launcher: None is not of type object",
+    ),
+    (lambda s: s["etReplicaSpecs"]["launcher"].update(replicas=2), "above the maximum 1"),
+    (lambda s: s["etReplicaSpecs"]["launcher"].pop("template"), "launcher.template: required"),
+    (lambda s: s["etReplicaSpecs"]["worker"].update(replicas=0), "below the minimum 1"),
+    (
+        lambda s: s["etReplicaSpecs"]["worker"].update(template={"spec": {"containers": []}}),
+        "needs at least 1 item(s)",
+    ),
+    (lambda s: s.update(launcherAttachMode="rsh"), "'rsh' is not one of ['ssh', 'kubexec']"),
+    (
+        lambda s: s.update(restartPolicy="Always"),
+        "'Always' is not one of ['Never', 'OnFailure']",
+    ),
+    (lambda s: s.update(backoffLimit=-1), "below the minimum 0"),
+    (lambda s: s.update(cleanPodPolicy="Some"), "'Some' is not one of"),
+]
+"""Changes to an example that the schema refuses, and (a part of) what it says."""
+
+
+@pytest.mark.parametrize(("change", "problem"), BAD_SPECS)
 def test_schema_rejects_bad_specs(change: Any, problem: str) -> None:
     document = load_yaml(EXAMPLES / "trainingjob" / "training-job.yaml")
     change(document["spec"])
     problems = conformance_problems(document, SCHEMA)
     assert any(problem in found for found in problems), problems
+
+
+@pytest.fixture
+def etctl_target_crds() -> list[dict[str, Any]]:
+    return [crd_manifest(TRAININGJOB)]
+
+
+@pytest.mark.parametrize("path", JOB_EXAMPLES, ids=lambda p: p.name)
+async def test_the_cluster_admits_each_example_with_the_schemas_defaults(
+    etctl_target: ClusterTarget, path: Path
+) -> None:
+    document = load_yaml(path)
+    stored = await admitted(etctl_target, TRAININGJOBS, document)
+    assert stored["spec"] == with_defaults(document)["spec"]
+
+
+@pytest.mark.parametrize("change", [change for change, _ in BAD_SPECS])
+async def test_the_cluster_refuses_bad_specs(etctl_target: ClusterTarget, change: Any) -> None:
+    document = load_yaml(EXAMPLES / "trainingjob" / "training-job.yaml")
+    change(document["spec"])
+    refusal = await refused(etctl_target, TRAININGJOBS, document)
+    assert "spec" in str(refusal)
 
 
 def test_crd_description() -> None:

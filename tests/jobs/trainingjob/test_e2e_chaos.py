@@ -25,6 +25,10 @@ from tests.common._chaos import Chaos, Ledger, Target, crashes
 from tests.jobs.trainingjob._operator import JOB, LAUNCHER, NS, Cluster, cluster, operator, w
 from tests.schema_support import EXAMPLES, load_yaml
 
+pytestmark = pytest.mark.etctl_hooks(
+    "the simulated kubelet runs the launcher's init container and execs, in virtual time"
+)
+
 SCALE_OUT = "elastic-training-scaleout-script"
 SCALE_IN = "less"
 SCRIPT = 'echo "$SCALE_REASON $1" >> /scripts/runs\n'

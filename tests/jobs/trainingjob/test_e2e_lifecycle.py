@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
+import pytest
+
 from etctl.jobs.launcher import PUSHED_ANNOTATION
 from etctl.runtime import (
     CONFIGMAPS,
@@ -18,6 +20,10 @@ from etctl.runtime import (
 )
 from tests.jobs.trainingjob._operator import JOB, LAUNCHER, NS, cluster, eventually, operator, w
 from tests.schema_support import EXAMPLES, load_yaml
+
+pytestmark = pytest.mark.etctl_hooks(
+    "the simulated kubelet runs the launcher's init container and execs, in virtual time"
+)
 
 W0, W1 = w(0), w(1)
 

@@ -13,10 +13,16 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from etctl.jobs.launcher import PUSHED_ANNOTATION, digest
 from etctl.runtime import PODS, objects
 from tests.jobs.trainingjob._operator import NS, Cluster, cluster, eventually, operator
 from tests.schema_support import EXAMPLES, load_yaml
+
+pytestmark = pytest.mark.etctl_hooks(
+    "the simulated kubelet runs the launcher's init container and execs, in virtual time"
+)
 
 NAME = "elastic-training-" + "n" * 37
 assert len(NAME) == 54

@@ -29,6 +29,10 @@ from tests.jobs.trainingjob._operator import (
 )
 from tests.schema_support import EXAMPLES, load_yaml
 
+pytestmark = pytest.mark.etctl_hooks(
+    "the simulated kubelet runs the launcher's init container and execs, in virtual time"
+)
+
 
 def example() -> dict[str, Any]:
     return copy.deepcopy(load_yaml(EXAMPLES / "trainingjob" / "training-job.yaml"))

@@ -29,6 +29,10 @@ from tests.jobs.trainingjob._operator import (
 )
 from tests.schema_support import EXAMPLES, load_yaml
 
+pytestmark = pytest.mark.etctl_hooks(
+    "the simulated kubelet runs the launcher's init container and execs, in virtual time"
+)
+
 
 def example(name: str) -> dict[str, Any]:
     return load_yaml(EXAMPLES / "trainingjob" / name)
@@ -307,7 +311,7 @@ async def kubectl(kubeconfig: Path, *args: str) -> tuple[int, str, str]:
     return process.returncode, out.decode(), err.decode()
 
 
-@pytest.mark.kubectl
+@pytest.mark.etctl_kubectl
 async def test_kubectl_applies_the_examples_and_scales(tmp_path: Path) -> None:
     async with cluster(tmp_path) as env, operator(env):
         kubeconfig = env.server.write_kubeconfig(tmp_path / "kubectl-config")

@@ -36,6 +36,10 @@ from tests.jobs.trainingjob._operator import (
 )
 from tests.schema_support import EXAMPLES, load_yaml
 
+pytestmark = pytest.mark.etctl_hooks(
+    "the simulated kubelet runs the launcher's init container and execs, in virtual time"
+)
+
 CONTAINER = "mnist-elastic"
 # The ConfigMap of two example workers (one slot each) fits; one of three does not.
 DATA = config_data_bytes(Names.sequential(worker_prefix(JOB), 2), 1, CONTAINER) + 10

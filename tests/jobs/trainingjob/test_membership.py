@@ -48,6 +48,9 @@ def config_digest(env: Any) -> str:
     return digest(config["data"]["hostfile"]) if config else ""
 
 
+@pytest.mark.etctl_hooks(
+    "the simulated kubelet runs the launcher's init container and execs, in virtual time"
+)
 async def test_the_launcher_follows_the_configmap(tmp_path: Path) -> None:
     document = copy.deepcopy(load_yaml(EXAMPLES / "trainingjob" / "training-job.yaml"))
     document["spec"]["etReplicaSpecs"]["launcher"]["restartPolicy"] = "Always"

@@ -10,7 +10,7 @@ from etctl.common import JobSettings, setup_job_controller
 from etctl.jobs.trainingjob._plugin import TrainingJobPlugin
 from etctl.jobs.trainingjob._setup import setup_hostfile_pusher
 from etctl.runtime import Manager, ManagerOptions
-from tests.jobs.trainingjob._operator import cluster
+from tests.runtime._cluster import cluster
 
 NAMES = (
     "trainingjob",

@@ -223,5 +223,5 @@ async def test_an_informer_behind_the_watch_cache_relists_and_loses_nothing(
         restarts = sample("etctl_informer_watch_restarts_total", resource=label, reason="expired")
         assert restarts - expired == 1
         deleted = [key for kind, key, _ in seen.log if kind == "delete"]
-        assert sorted(deleted) == ["default/c-0", "default/c-1"]
+        assert sorted(deleted) == [f"{env.ns}/c-0", f"{env.ns}/c-1"]
         assert all(objects.resource_version(inf.store.get(k) or {}) for k in seen.view)

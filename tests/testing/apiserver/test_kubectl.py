@@ -17,7 +17,7 @@ from etctl.runtime import PODS
 from etctl.testing import ApiServer
 from tests.testing.apiserver._client import WIDGET_CRD
 
-pytestmark = pytest.mark.kubectl
+pytestmark = pytest.mark.etctl_kubectl
 
 CRDS_DIR = Path(__file__).resolve().parents[3] / "manifests" / "base" / "crds"
 

@@ -225,7 +225,7 @@ async def _operator_runs(api: Api) -> dict[str, Any]:
     return await wait_for(api, path, "etctl-operator", _available(1))
 
 
-@pytest.mark.kubectl
+@pytest.mark.etctl_kubectl
 async def test_kubectl_apply_k_of_the_manifests_runs_the_operators_deployment(
     api: Api, server: ApiServer, kubelet: Kubelet, tmp_path: Path
 ) -> None:
@@ -240,7 +240,7 @@ async def test_kubectl_apply_k_of_the_manifests_runs_the_operators_deployment(
     assert "etctl-operator" in out
 
 
-@pytest.mark.kubectl
+@pytest.mark.etctl_kubectl
 async def test_etctl_manifests_piped_to_a_server_side_apply_runs_the_operator(
     api: Api, server: ApiServer, kubelet: Kubelet, tmp_path: Path
 ) -> None:

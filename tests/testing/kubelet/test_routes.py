@@ -311,7 +311,7 @@ async def _kubectl(
     return subprocess.CompletedProcess(args, process.returncode, out.decode(), err.decode())
 
 
-@pytest.mark.kubectl
+@pytest.mark.etctl_kubectl
 async def test_kubectl_exec(kubeconfig: Path, running: dict[str, Any]) -> None:
     done = await _kubectl(
         kubeconfig, "exec", "box", "-c", "main", "--", "sh", "-c", "echo hi; exit 4"
@@ -327,7 +327,7 @@ async def test_kubectl_exec(kubeconfig: Path, running: dict[str, Any]) -> None:
     assert "container nope is not valid for pod box" in missing.stderr
 
 
-@pytest.mark.kubectl
+@pytest.mark.etctl_kubectl
 async def test_kubectl_logs(kubeconfig: Path, api: Api, kubelet: Kubelet, clock: FakeClock) -> None:
     await api.create(PODS, pod("talker", annotations=sim(log="hello", run_seconds=3)))
     await wait_for(api, PODS, "talker", phase_is("Running"))
