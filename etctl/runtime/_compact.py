@@ -228,7 +228,8 @@ class _Path:
                 (key, child, not child.holds_trees)
                 for key, child in children.items()
                 if key is not None
-                and (child.share_strings if not child.holds_trees else child.mode != _OPAQUE)
+                # Opaque subtrees stay in the plan: an update reuses them when unchanged.
+                and (child.share_strings or child.holds_trees)
             )
 
 
@@ -336,6 +337,15 @@ class Compactor:
         except TypeError:
             return False
 
+    def _unchanged(self, old: Any, node: Any) -> bool:
+        """Whether the previous version's ``old`` may stand for ``node``: equal, types and all."""
+        return (
+            old is not None
+            and type(old) is type(node)
+            and old == node
+            and self._same_encoding(old, node)
+        )
+
     def _tree(self, node: Any, old: Any, path: _Path) -> Any:
         """The shared equivalent of the dict or list ``node`` found at ``path``."""
         path.left -= 1
@@ -343,16 +353,10 @@ class Compactor:
             path.decide()
         mode = path.mode
         if mode == _OPAQUE:
-            return node
+            # Not worth a lookup here, but an update keeps the part it did not change.
+            return old if self._unchanged(old, node) else node
         if mode == _UNIQUE or (mode == _SHARE and old is None and not path.across):
-            if (
-                old is not None
-                and type(old) is type(node)
-                and old == node
-                and self._same_encoding(old, node)
-            ):
-                return old
-            return self._descend(node, old, path)
+            return old if self._unchanged(old, node) else self._descend(node, old, path)
         return self._looked_up(node, old, path)
 
     def _looked_up(self, node: Any, old: Any, path: _Path) -> Any:
