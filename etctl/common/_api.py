@@ -270,6 +270,22 @@ class RunPolicy(ValueModel):
     """Gang-scheduling settings."""
     suspend: bool = False
     """True stops the job: its pods are deleted until it is resumed."""
+    managed_by: str | None = None
+    """The controller that manages the job. Unset, or the value of the upstream controller etctl
+    stands in for (kubeflow.org/training-operator for a TFJob, kubeflow.org/mpi-operator for an
+    MPIJob), means this operator; any other value hands the job to that controller (Kueue's
+    MultiKueue, say), and etctl leaves it alone."""
+
+    def owned_by(self, *controllers: str) -> RunPolicy:
+        """This policy with ``managedBy`` cleared when it names this operator.
+
+        A job kind's model calls it in ``run_policy()`` with the values of the controllers etctl
+        stands in for (``kubeflow.org/mpi-operator``), so the generic controller reads one rule:
+        ``managed_by`` set means the job is another controller's. An empty string is unset.
+        """
+        if self.managed_by is None or (self.managed_by and self.managed_by not in controllers):
+            return self
+        return self.model_copy(update={"managed_by": None})
 
 
 # --- status -------------------------------------------------------------------------------------

@@ -4,7 +4,9 @@
 
 1. **Read** the job (:mod:`etctl.common._writer`: the cache, read-your-writes). Gone: forget its
    expectations. Being deleted: nothing (garbage collection removes what it owns). Parse it into
-   the plugin's model once; a parse error or a problem from ``plugin.validate`` fails the job
+   the plugin's model once. A job whose ``runPolicy.managedBy`` names another controller is left
+   alone entirely (no condition, no child, no event), as mpi-operator and training-operator do;
+   a parse error or a problem from ``plugin.validate`` fails the job
    (``<Kind>Invalid``, an Event) without retrying: the operator keeps running, the user fixes the
    manifest.
 2. **Observe** its children (:mod:`etctl.common._claim`): pods, services, extra objects and the
@@ -65,6 +67,7 @@ from etctl.common._tracking import ChildEventHandler, child_key, job_prefix, rep
 from etctl.common._validation import parse_problems
 from etctl.common._writer import JobWriter
 from etctl.errors import ConfigError
+from etctl.log import get_logger
 from etctl.runtime import (
     DEFAULT_TTL,
     PODS,
@@ -81,6 +84,8 @@ from etctl.runtime import (
 )
 
 __all__ = ["JobController"]
+
+log = get_logger(__name__)
 
 JobT = TypeVar("JobT", bound=ReplicatedJob)
 
@@ -196,6 +201,10 @@ class JobController(Generic[JobT]):
         return await self._reconcile_job(raw, job)
 
     async def _reconcile_job(self, raw: ObjectView, job: JobT) -> Result:
+        if manager := job.run_policy().managed_by:
+            # Another controller's job (runPolicy.managedBy): no status, no children, no event.
+            log.debug("job managed by another controller; left alone", managed_by=manager)
+            return Result()
         if not is_finished(job.status.conditions) and (problems := self.plugin.validate(job)):
             return await self._reject(raw, job, problems)
         rnd = await self._observe(raw, job)

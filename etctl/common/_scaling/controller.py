@@ -146,8 +146,10 @@ class ScalingController:
         if objects.is_terminating(raw):
             return Result()
         job = parse_job(self._model, raw)
-        if job is None:
-            return Result()  # the job controller reports what is wrong with it
+        if job is None or job.run_policy().managed_by:
+            # The job controller reports what is wrong with a job that does not parse; one that
+            # names another controller in runPolicy.managedBy is that controller's.
+            return Result()
         seen = await self._observe(raw, job)
         try:
             if is_finished(seen.conditions):

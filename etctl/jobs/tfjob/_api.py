@@ -48,6 +48,7 @@ __all__ = [
     "KIND",
     "TFJOB",
     "TFJOBS",
+    "TRAINING_OPERATOR",
     "VERSION",
     "SuccessPolicy",
     "TFJob",
@@ -66,6 +67,8 @@ DEFAULT_PORT_NAME = "tfjob-port"
 """The container port whose number TF_CONFIG advertises."""
 DEFAULT_PORT = 2222
 """The port advertised when the container declares no ``tfjob-port``."""
+TRAINING_OPERATOR: Final = "kubeflow.org/training-operator"
+"""training-operator's ``runPolicy.managedBy`` value: a job naming it is etctl's to run."""
 
 
 class TFReplicaType(StrEnum):
@@ -151,8 +154,12 @@ class TFJob(KubeObjectModel):
         return {t: self.spec.tf_replica_specs[t] for t in self.spec.replica_types()}
 
     def run_policy(self) -> RunPolicy:
-        """The run policy (kubeflow's defaults already applied by the model)."""
-        return self.spec.run_policy
+        """The run policy (kubeflow's defaults already applied by the model).
+
+        ``managedBy: kubeflow.org/training-operator`` names the controller etctl stands in for,
+        so such a job is etctl's, like one without the field.
+        """
+        return self.spec.run_policy.owned_by(TRAINING_OPERATOR)
 
 
 def _longest_suffix(spec: TFJobSpec) -> str:

@@ -1,0 +1,146 @@
+"""An MPIJob's lifecycle: when the launcher starts, what its fate means for the job, the phase.
+
+**The launcher** is a Pod named ``<job>-launcher`` (mpi-operator v2 runs a batch Job of that name;
+see ``docs/jobs/mpijob.md`` for what a user sees instead). It is created (:func:`launcher_gate`):
+
+* ``AtStartup`` (v2beta1's default): with the workers;
+* ``WaitForWorkersReady``, and always in kubexec mode (mpi-operator v1's ``kubectl-delivery``
+  init container waited the same way): once every target worker is Running and Ready. The
+  condition ``LauncherCreated`` is False meanwhile (reason ``WorkersNotReady``, a message counting
+  the ready workers) and turns True when it is created. There is no deadline, as in mpi-operator:
+  ``runPolicy.activeDeadlineSeconds`` bounds the wait when wanted. A launcher that was created
+  once is created again at once if it vanishes (a batch Job replaces a deleted pod too).
+
+**Verdict** (:func:`verdict`), from the launcher, as mpi-operator's ``updateMPIJobStatus``:
+
+* Succeeded: condition Succeeded, reason ``MPIJobSucceeded``;
+* Failed: Failed, ``MPIJobEvicted`` when the kubelet evicted it, else ``MPIJobFailed``, with the
+  pod's reason and message or its exit code. A launcher under restartPolicy OnFailure restarts in
+  place (each restart counted against ``backoffLimit``), and one that fails as a pod (evicted) is
+  created again while the budget lasts, so a Failed launcher seen here is final;
+* Running: ``MPIJobRunning`` once the launcher runs and every target worker runs; it then stays
+  Running while the launcher runs, whatever the workers do (an elastic job loses and gains
+  workers). Workers never fail the job: a failed worker leaves the hosts (or is replaced), and the
+  launcher's program decides what that means.
+
+**Phase** (:func:`extra_status`): the type of the latest condition that holds (Created, Running,
+Scaling, Suspended, Succeeded, Failed), as et-operator's jobs show it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from etctl.common import (
+    Gate,
+    JobConditionType,
+    JobState,
+    Verdict,
+    is_true,
+    phase_of,
+)
+from etctl.jobs.mpijob._api import (
+    LauncherAttachMode,
+    LauncherCreationPolicy,
+    MPIJob,
+    MPIReplicaType,
+)
+from etctl.runtime import ObjectView, objects, pod_phase, pod_running_and_ready
+
+__all__ = ["LAUNCHER_CREATED", "extra_status", "launcher_gate", "verdict", "waits_for_workers"]
+
+WORKER = MPIReplicaType.WORKER
+LAUNCHER = MPIReplicaType.LAUNCHER
+LAUNCHER_CREATED = "LauncherCreated"
+"""The condition the launcher's gate reports (``<Type>Created``)."""
+
+
+def waits_for_workers(job: MPIJob) -> bool:
+    """The launcher is created only once every worker is Ready."""
+    spec = job.spec
+    return (
+        spec.launcher_creation_policy is LauncherCreationPolicy.WAIT_FOR_WORKERS_READY
+        or spec.launcher_attach_mode is LauncherAttachMode.KUBEXEC
+    )
+
+
+def _targets(job: MPIJob, state: JobState[Any]) -> list[str]:
+    """The workers the job should have: its membership, or (before one exists) its live pods."""
+    targets = job.status.target_workers
+    return list(targets) if targets else [objects.name(p) for p in state.pods_of(WORKER)]
+
+
+def launcher_gate(job: MPIJob, state: JobState[Any]) -> Gate:
+    """Whether the launcher pod may be created now (see the module docstring)."""
+    if state.pods_of(LAUNCHER) or not waits_for_workers(job):
+        return Gate.opened()
+    if is_true(job.status.conditions, LAUNCHER_CREATED):
+        return Gate.opened(record=True)
+    targets = _targets(job, state)
+    ready = {objects.name(p) for p in state.pods_of(WORKER) if pod_running_and_ready(p)}
+    up = sum(1 for name in targets if name in ready)
+    if targets and up == len(targets):
+        return Gate.opened(record=True)
+    return Gate(
+        open=False,
+        reason="WorkersNotReady",
+        message=(
+            f"{up} of {len(targets)} workers of MPIJob {job.metadata.name} are ready; the "
+            "launcher starts when all are"
+        ),
+    )
+
+
+def _pod_status(pod: ObjectView, key: str) -> str:
+    status = pod.get("status")
+    value = status.get(key) if isinstance(status, Mapping) else None
+    return value if isinstance(value, str) else ""
+
+
+def _failure(pod: ObjectView) -> str:
+    details = ": ".join(p for p in (_pod_status(pod, "reason"), _pod_status(pod, "message")) if p)
+    if details:
+        return details
+    status = pod.get("status")
+    statuses = status.get("containerStatuses") if isinstance(status, Mapping) else None
+    for entry in statuses if isinstance(statuses, list) else []:
+        container = entry.get("state") if isinstance(entry, Mapping) else None
+        terminated = container.get("terminated") if isinstance(container, Mapping) else None
+        if isinstance(terminated, Mapping) and terminated.get("exitCode"):
+            return f"container {entry.get('name')} exited with {terminated.get('exitCode')}"
+    return "no reason given"
+
+
+def verdict(job: MPIJob, state: JobState[Any]) -> Verdict | None:
+    """What the launcher's phase means for the job, or None while it has none yet."""
+    launchers = state.pods_of(LAUNCHER)
+    if not launchers:
+        return None
+    launcher = launchers[0]
+    who = f"MPIJob {job.metadata.namespace}/{job.metadata.name}"
+    phase = pod_phase(launcher)
+    if phase == "Succeeded":
+        return Verdict(
+            JobConditionType.SUCCEEDED, "MPIJobSucceeded", f"{who} successfully completed."
+        )
+    if phase == "Failed":
+        evicted = _pod_status(launcher, "reason") == "Evicted"
+        return Verdict(
+            JobConditionType.FAILED,
+            "MPIJobEvicted" if evicted else "MPIJobFailed",
+            f"{who} failed: launcher {objects.name(launcher)} failed ({_failure(launcher)}).",
+        )
+    if phase != "Running":
+        return None
+    if not is_true(job.status.conditions, JobConditionType.RUNNING):
+        running = {objects.name(p) for p in state.pods_of(WORKER) if pod_phase(p) == "Running"}
+        targets = _targets(job, state)
+        if not targets or any(name not in running for name in targets):
+            return None
+    return Verdict(JobConditionType.RUNNING, "MPIJobRunning", f"{who} is running.")
+
+
+def extra_status(job: MPIJob, state: JobState[Any]) -> dict[str, Any]:
+    """The MPIJob's own status fields the job controller writes."""
+    return {"phase": phase_of(job.status.conditions)}

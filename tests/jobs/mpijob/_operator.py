@@ -1,0 +1,138 @@
+"""The whole MPIJob operator on the embedded API server with the simulated kubelet.
+
+One :class:`FakeClock` drives the server, the kubelet and the operator; HTTP, watches and execs are
+real, so tests wait (bounded, in real time) for a condition read from the server's storage. The
+kubelet really runs init containers and execs in per-pod sandboxes: tests run the launcher's
+``discover_hosts.sh`` with an exec, as Horovod does.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from etctl.common import SCALEINS, SCALEOUTS, JobSettings, crd_manifest
+from etctl.jobs.mpijob import MPIJOB, MPIJOBS, MPIJobPlugin
+from etctl.runtime import EVENTS, PODS, Client, FakeClock, KubeObject, Manager, Resource, objects
+from etctl.testing import ApiServer, KubeletConfig
+from tests.common._operator import condition_of, job_operator
+from tests.runtime._realtime import client_of, eventually, run_manager
+from tests.schema_support import EXAMPLES, load_yaml
+
+NS = "default"
+
+__all__ = ["NS", "Cluster", "cluster", "eventually", "example", "operator"]
+
+
+def example(name: str) -> dict[str, Any]:
+    """An example manifest of ``examples/mpijob/``."""
+    return load_yaml(EXAMPLES / "mpijob" / name)
+
+
+@dataclass
+class Cluster:
+    """The server (with its kubelet), a client and the clock, with readers of the storage."""
+
+    server: ApiServer
+    client: Client
+    clock: FakeClock
+
+    # -- reading
+
+    def get(self, res: Resource, name: str) -> KubeObject | None:
+        for obj in self.server.storage.list(res, namespace=NS).items:
+            if objects.name(obj) == name:
+                return copy.deepcopy(dict(obj))
+        return None
+
+    def names(self, res: Resource) -> list[str]:
+        return sorted(objects.name(o) for o in self.server.storage.list(res, namespace=NS).items)
+
+    def job(self, name: str) -> KubeObject:
+        found = self.get(MPIJOBS, name)
+        assert found is not None, f"no MPIJob {name}"
+        return found
+
+    def status(self, name: str) -> dict[str, Any]:
+        return dict(self.job(name).get("status") or {})
+
+    def condition(self, name: str, cond_type: str) -> tuple[str, str] | None:
+        return condition_of(self.job(name), cond_type)
+
+    def state(self, name: str) -> str:
+        """The type of the job's latest condition (``kubectl get mpijob``'s State column)."""
+        conditions = self.status(name).get("conditions") or []
+        return str(conditions[-1]["type"]) if conditions else ""
+
+    def pods(self) -> dict[str, str]:
+        """Pod phases by name."""
+        return {
+            objects.name(p): str((p.get("status") or {}).get("phase", ""))
+            for p in self.server.storage.list(PODS, namespace=NS).items
+        }
+
+    def pod(self, name: str) -> KubeObject:
+        found = self.get(PODS, name)
+        assert found is not None, f"no pod {name}"
+        return found
+
+    def running(self, *names: str) -> bool:
+        pods = self.pods()
+        return all(pods.get(name) == "Running" for name in names)
+
+    def events(self, reason: str) -> list[KubeObject]:
+        items = self.server.storage.list(EVENTS, namespace=NS).items
+        return [dict(e) for e in items if e.get("reason") == reason]
+
+    async def run(self, pod: str, *command: str) -> str:
+        """What ``command`` prints in ``pod``'s first container (through ``pods/exec``)."""
+        result = await self.client.exec(NS, pod, list(command), timeout=10)
+        assert result.exit_code == 0, result.stderr
+        return result.stdout.decode()
+
+    # -- writing
+
+    def apply(self, document: dict[str, Any]) -> KubeObject:
+        """Create an object at its own version (as ``kubectl create -f`` would)."""
+        kind, version = document["kind"], document["apiVersion"].rpartition("/")[2]
+        res = {
+            "MPIJob": MPIJOB.resource(version) if kind == "MPIJob" else MPIJOBS,
+            "ScaleIn": SCALEINS,
+            "ScaleOut": SCALEOUTS,
+        }[kind]
+        body = copy.deepcopy(document)
+        body.setdefault("metadata", {}).setdefault("namespace", NS)
+        return dict(self.server.storage.create(res, body, namespace=NS))
+
+    @property
+    def kubelet(self) -> Any:
+        return self.server.kubelet
+
+
+@asynccontextmanager
+async def cluster(tmp_path: Path, *, gpus: int = 8, nodes: int = 2) -> AsyncIterator[Cluster]:
+    """A fresh server with the MPIJob CRDs and a kubelet, and a client, on one FakeClock."""
+    clock = FakeClock()
+    crds = [crd_manifest(r) for r in MPIJobPlugin().custom_resources]
+    kubelet = KubeletConfig.uniform(nodes, gpus=gpus, root=tmp_path / "sandboxes")
+    async with (
+        ApiServer(clock=clock, crds=crds, kubelet=kubelet) as api,
+        client_of(api, tmp_path) as client,
+    ):
+        yield Cluster(api, client, clock)
+
+
+@asynccontextmanager
+async def operator(
+    env: Cluster, plugin: MPIJobPlugin | None = None, **options: Any
+) -> AsyncIterator[Manager]:
+    """The operator (one Manager process) running until the block ends; its failure is raised."""
+    op = job_operator(
+        env.client, env.clock, plugin or MPIJobPlugin(), settings=JobSettings(), **options
+    )
+    async with run_manager(op.manager) as manager:
+        yield manager
