@@ -144,3 +144,83 @@ async def test_a_cleaned_pod_whose_service_delete_failed_leaves_no_service(
         await h.step("train")
         assert await h.objects_of(SERVICES) == {}
         assert sorted(await h.pods()) == ["train-worker-0"]
+
+
+async def test_a_job_created_suspended_gets_no_pods_until_admitted(tmp_path: Path) -> None:
+    """Kueue's admission: suspended at creation, resumed with injected scheduling directives."""
+    async with harness(tmp_path) as h:
+        await h.submit(simplejob("train", workers=2, leader=True, run_policy={"suspend": True}))
+        await h.step("train")
+        await h.step("train")
+        assert await h.pods() == {}
+        assert await h.objects_of(SERVICES) == {}
+        conditions = await h.conditions("train")
+        assert conditions["Created"] == ("True", "SimpleJobCreated")
+        assert conditions["Suspended"] == ("True", "SimpleJobSuspended")
+        assert "Running" not in conditions
+        assert "startTime" not in (await h.job("train"))["status"]
+        # Kueue admits the job: it injects the flavor's node selector, a toleration and a
+        # scheduling gate into the templates and unsuspends it, in one update.
+        job = await h.job("train")
+        for replica in job["spec"]["replicaSpecs"].values():
+            pod_spec = replica["template"]["spec"]
+            pod_spec["nodeSelector"] = {"cloud.provider.com/accelerator": "a100"}
+            pod_spec["tolerations"] = [{"key": "spot", "operator": "Exists"}]
+            pod_spec["schedulingGates"] = [{"name": "kueue.x-k8s.io/topology"}]
+        job["spec"]["runPolicy"]["suspend"] = False
+        await h.client.replace(SIMPLEJOBS, job)
+        await h.clock.advance(30)
+        await h.step("train")
+        pods = await h.pods()
+        assert sorted(pods) == ["train-worker-0", "train-worker-1"]
+        for pod in pods.values():
+            assert pod["spec"]["nodeSelector"] == {"cloud.provider.com/accelerator": "a100"}
+            assert {"key": "spot", "operator": "Exists"} in pod["spec"]["tolerations"]
+            assert pod["spec"]["schedulingGates"] == [{"name": "kueue.x-k8s.io/topology"}]
+        conditions = await h.conditions("train")
+        assert conditions["Suspended"] == ("False", "SimpleJobResumed")
+        assert (await h.job("train"))["status"]["startTime"] == "2026-01-01T00:00:30Z"
+
+
+async def test_a_job_suspended_again_is_rebuilt_from_its_templates_as_they_are(
+    tmp_path: Path,
+) -> None:
+    async with harness(tmp_path) as h:
+        await h.submit(simplejob("train", workers=1))
+        await h.step("train")
+        await h.set_phase("train-worker-0", "Running")
+        await h.step("train")
+        job = await h.job("train")
+        job["spec"]["runPolicy"]["suspend"] = True
+        await h.client.replace(SIMPLEJOBS, job)
+        await h.step("train")
+        assert await h.pods() == {}
+        assert (await h.job("train"))["metadata"]["name"] == "train"  # the job stays
+        # Requeued on another flavor: a different node selector this time.
+        job = await h.job("train")
+        template = job["spec"]["replicaSpecs"]["Worker"]["template"]
+        template["spec"]["nodeSelector"] = {"flavor": "b"}
+        job["spec"]["runPolicy"]["suspend"] = False
+        await h.client.replace(SIMPLEJOBS, job)
+        await h.step("train")
+        pods = await h.pods()
+        assert pods["train-worker-0"]["spec"]["nodeSelector"] == {"flavor": "b"}
+
+
+@pytest.mark.parametrize("managed_by", ["kueue.x-k8s.io/multikueue", "example.com/other"])
+async def test_a_job_another_controller_manages_is_left_alone(
+    tmp_path: Path, managed_by: str
+) -> None:
+    async with harness(tmp_path) as h:
+        await h.submit(simplejob("train", workers=2, run_policy={"managedBy": managed_by}))
+        await h.step("train")
+        assert await h.pods() == {}
+        assert "status" not in await h.job("train")
+        assert await h.events() == []
+
+
+async def test_an_empty_managed_by_is_unset(tmp_path: Path) -> None:
+    async with harness(tmp_path) as h:
+        await h.submit(simplejob("train", workers=1, run_policy={"managedBy": ""}))
+        await h.step("train")
+        assert sorted(await h.pods()) == ["train-worker-0"]
