@@ -150,9 +150,13 @@ class JobController(Generic[JobT]):
         if not (isinstance(model, type) and issubclass(model, BaseModel)):
             msg = f"{self.kind}: the plugin's model must be a pydantic model, not {model!r}"
             raise ConfigError(msg)
+        slot_services = self.capabilities.services is not None
         for res in self.capabilities.owned_resources:
-            if not res.namespaced or res in (PODS, SERVICES):
-                msg = f"{self.kind}: extra objects must be namespaced and not pods/services: {res}"
+            if not res.namespaced or res == PODS or (res == SERVICES and slot_services):
+                msg = (
+                    f"{self.kind}: extra objects must be namespaced, not pods, and not services "
+                    f"when the plugin builds the slots' services: {res}"
+                )
                 raise ConfigError(msg)
 
     # -- wiring
@@ -175,7 +179,8 @@ class JobController(Generic[JobT]):
 
     def child_handler(self, res: Resource) -> ChildEventHandler:
         """The event handler of one child resource's informer (observes writes, enqueues jobs)."""
-        return ChildEventHandler(self.resource, res, self.expectations)
+        per_replica = res == PODS or (res == SERVICES and self.capabilities.services is not None)
+        return ChildEventHandler(self.resource, res, self.expectations, per_replica=per_replica)
 
     # -- the reconcile
 

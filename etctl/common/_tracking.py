@@ -70,15 +70,26 @@ class ChildEventHandler:
         owner: the job resource (group and kind of the controller references to follow).
         child: the resource this handler's informer watches.
         expectations: the JobController's expectations.
+        per_replica: the children are the slots' (keyed by replica type, as pods are) rather
+            than extra objects; default: pods and services are, anything else is not (a kind
+            without per-slot services may own a job-wide Service as an extra object).
     """
 
-    __slots__ = ("_child", "_expectations", "_owner", "_owners")
+    __slots__ = ("_child", "_expectations", "_owner", "_owners", "_per_replica")
 
-    def __init__(self, owner: Resource, child: Resource, expectations: Expectations) -> None:
+    def __init__(
+        self,
+        owner: Resource,
+        child: Resource,
+        expectations: Expectations,
+        *,
+        per_replica: bool | None = None,
+    ) -> None:
         self._owner = owner
         self._child = child
         self._expectations = expectations
         self._owners = EnqueueRequestForOwner(owner.group, owner.kind)
+        self._per_replica = child in (PODS, SERVICES) if per_replica is None else per_replica
 
     def _key(self, obj: ObjectView) -> str | None:
         ref = objects.controller_of(obj)
@@ -89,7 +100,7 @@ class ChildEventHandler:
         if group != self._owner.group or not isinstance(job, str) or not isinstance(uid, str):
             return None
         namespace = objects.namespace(obj)
-        if self._child in (PODS, SERVICES):
+        if self._per_replica:
             rtype = replica_type_of(obj)
             return replica_key(namespace, job, uid, rtype, self._child) if rtype else None
         return child_key(namespace, job, uid, self._child)

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from etctl.common import DesiredObject, JobState
+import pytest
+
+from etctl.common import DesiredObject, JobController, JobState
 from etctl.common._children import drift
-from etctl.runtime import CONFIGMAPS
+from etctl.errors import ConfigError
+from etctl.runtime import CONFIGMAPS, SERVICES, FakeClock, KubeObject, Resource, objects
 from tests.common._harness import harness, simplejob
+from tests.common._snapshot import SnapshotCache
 from tests.common.simplejob import SIMPLEJOBS, SimpleJob, SimpleJobPlugin
 
 
@@ -89,3 +93,61 @@ class RenamingPlugin(SimpleJobPlugin):
         (wanted,) = super().extra_objects(job, state)
         name = job.metadata.annotations.get("peers-name", wanted.name)
         return [DesiredObject(CONFIGMAPS, name, wanted.build)]
+
+
+class JobServicePlugin:
+    """SimpleJob without per-slot services, with one headless Service for the whole job."""
+
+    owned_resources: Sequence[Resource] = (SERVICES,)
+
+    def __init__(self) -> None:
+        self._core = SimpleJobPlugin()
+        self.resource = self._core.resource
+        self.custom_resources = self._core.custom_resources
+        self.model = self._core.model
+        self.validate = self._core.validate
+        self.decorate_pod = self._core.decorate_pod
+        self.verdict = self._core.verdict
+
+    def extra_objects(self, job: SimpleJob, state: JobState[Any]) -> Sequence[DesiredObject]:
+        name = job.metadata.name
+
+        def build() -> KubeObject:
+            selector = {"training.kubeflow.org/job-name": name}
+            return {"spec": {"clusterIP": "None", "selector": selector}}
+
+        return [DesiredObject(SERVICES, name, build)]
+
+
+async def test_a_kind_without_slot_services_may_own_a_job_wide_service(tmp_path: Path) -> None:
+    async with harness(tmp_path, plugin=JobServicePlugin()) as h:
+        await h.submit(simplejob("train", workers=2))
+        await h.step("train")
+        (service,) = (await h.objects_of(SERVICES)).values()
+        assert objects.name(service) == "train"
+        assert objects.controller_ref(service) == objects.uid(await h.job("train"))
+        # Its creation is observed as an extra object's: the next reconcile is not held back.
+        await h.set_phase("train-worker-0", "Running")
+        await h.step("train")
+        assert (await h.conditions("train"))["Running"][0] == "True"
+        # It is not a slot's: suspension keeps it, while the pods go.
+        job = await h.job("train")
+        job["spec"]["runPolicy"]["suspend"] = True
+        await h.client.replace(SIMPLEJOBS, job)
+        await h.step("train")
+        assert await h.pods() == {}
+        assert list(await h.objects_of(SERVICES)) == ["train"]
+
+
+def test_a_kind_with_slot_services_may_not_own_services_as_well() -> None:
+    class Both(SimpleJobPlugin):
+        owned_resources: Sequence[Resource] = (CONFIGMAPS, SERVICES)
+
+    with pytest.raises(ConfigError, match="not services when the plugin builds the slots'"):
+        JobController(
+            Both(),
+            client=cast(Any, None),
+            cache=cast(Any, SnapshotCache(cast(Any, None), ())),
+            recorder=cast(Any, None),
+            clock=FakeClock(),
+        )

@@ -54,6 +54,7 @@ def test_duplicate_resources_are_rejected() -> None:
 def test_builtin_resources_are_discovered_through_entry_points() -> None:
     names = [resource.name for resource in discover().custom_resources()]
     assert names == [
+        "mpijobs.kubeflow.org",
         "scaleins.kai.alibabacloud.com",
         "scaleouts.kai.alibabacloud.com",
         "tfjobs.kubeflow.org",
