@@ -54,7 +54,7 @@ from etctl.errors import EtctlError
 from etctl.jobs.trainingjob import TRAININGJOBS, TrainingJobPlugin
 from etctl.runtime import EVENTS, Client, ClientOptions, KubeObject, Resource
 
-__all__ = ["DEMO_STEPS", "run_demo"]
+__all__ = ["DEMO_STEPS", "event_groups", "run_demo"]
 
 DEMO_STEPS = 6
 _PAD = " " * 8
@@ -224,7 +224,7 @@ class _Demo:
         )
         self.t.text("")
         self.t.text(f"{_PAD}Events the operator recorded (kubectl get events):")
-        self.t.grouped_table(["COUNT", "REASON", "LAST MESSAGE"], _event_groups(events))
+        self.t.grouped_table(["COUNT", "REASON", "LAST MESSAGE"], event_groups(events))
         self.t.text("")
         self.t.hint(f"kubectl delete trainingjob {JOB}")
         await self.client.delete(TRAININGJOBS, JOB, namespace=NAMESPACE)
@@ -338,7 +338,7 @@ def _about_the_demo(event: Mapping[str, Any]) -> bool:
     return (involved.get("kind"), involved.get("name")) in _OPERATOR_OBJECTS
 
 
-def _event_groups(events: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[list[str]]]]:
+def event_groups(events: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[list[str]]]]:
     """Events by involved object, then by reason, in order of first occurrence, with counts.
 
     Each row is ``[count, reason, last message]``: the events of one reason are added up, and the

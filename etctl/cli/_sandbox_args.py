@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from etctl.cli._sandbox_options import DemoOptions, SandboxOptions
+from etctl.cli._sandbox_options import DEMO_KINDS, DemoOptions, SandboxOptions
 from etctl.cli._values import parse_bind_address, parse_duration, parse_positive_int
 from etctl.common import parse_quantity
 
@@ -89,8 +89,15 @@ def add_sandbox_arguments(parser: argparse.ArgumentParser) -> None:
     demo = DemoOptions()
     parser.add_argument(
         "--demo",
-        action="store_true",
-        help="play the demo of an elastic TrainingJob, then stop and exit",
+        nargs="?",
+        const=demo.kind,
+        default=None,
+        choices=DEMO_KINDS,
+        metavar="KIND",
+        help=(
+            "play the demo of an elastic job, then stop and exit: trainingjob (the default) "
+            "or mpijob"
+        ),
     )
     parser.add_argument(
         "--kubeconfig",
@@ -205,4 +212,4 @@ def sandbox_options(args: argparse.Namespace) -> SandboxOptions:
 
 def demo_options(args: argparse.Namespace) -> DemoOptions:
     """The demo's options from parsed flags."""
-    return DemoOptions(step_timeout=args.step_timeout)
+    return DemoOptions(step_timeout=args.step_timeout, kind=args.demo or DemoOptions().kind)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from etctl.cli._settings import RunSettings
 
-__all__ = ["DemoOptions", "SandboxOptions"]
+__all__ = ["DEMO_KINDS", "DemoOptions", "SandboxOptions"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -62,14 +62,20 @@ class SandboxOptions:
         )
 
 
+DEMO_KINDS = ("trainingjob", "mpijob")
+"""The job kinds ``etctl sandbox --demo`` can show."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DemoOptions:
-    """Limits of the demo.
+    """Which demo, and its limits.
 
     Attributes:
         step_timeout: seconds each step may take before the demo fails.
         poll_interval: seconds between looks at the API while waiting.
+        kind: the job kind shown (one of :data:`DEMO_KINDS`).
     """
 
     step_timeout: float = 30.0
     poll_interval: float = 0.05
+    kind: str = "trainingjob"

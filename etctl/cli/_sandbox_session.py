@@ -2,8 +2,9 @@
 
 :func:`run` does what the command's flags ask: it starts the sandbox cluster
 (:func:`etctl.cli._embedded.run_sandbox`) with SIGINT and SIGTERM handlers that stop it cleanly,
-then either prints the usage lines and serves until a signal, or plays the demo
-(:func:`etctl.cli._demo.run_demo`) on a :class:`~etctl.cli._timeline.Timeline` of standard output.
+then either prints the usage lines and serves until a signal, or plays a demo (of a TrainingJob,
+:func:`etctl.cli._demo.run_demo`, or of an MPIJob, :func:`etctl.cli._demo_mpijob.run_mpijob_demo`)
+on a :class:`~etctl.cli._timeline.Timeline` of standard output.
 Failures become exit statuses with a one-line message on standard error, never a traceback (see
 :mod:`etctl.cli._sandbox` for the table). A first signal stops the sandbox gracefully; a second one
 is not caught, and stops the process at once.
@@ -17,9 +18,10 @@ import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import TextIO
 
-from etctl.cli._demo import DEMO_STEPS, run_demo
+from etctl.cli import _demo, _demo_mpijob
 from etctl.cli._embedded import Sandbox, run_sandbox
 from etctl.cli._sandbox_args import demo_options, sandbox_options
 from etctl.cli._sandbox_options import DemoOptions, SandboxOptions
@@ -38,8 +40,9 @@ _Main = Callable[[Sandbox, asyncio.Event], Awaitable[int]]
 def run(args: argparse.Namespace) -> int:
     """Run ``etctl sandbox`` with parsed ``args``; returns the exit status."""
     configure(fmt=args.log_format, level=args.log_level or ("warning" if args.demo else "info"))
-    timeline = Timeline(sys.stdout, steps=DEMO_STEPS)
-    main = _demo_main(timeline, demo_options(args)) if args.demo else _serve_main(sys.stdout)
+    options = demo_options(args)
+    timeline = Timeline(sys.stdout, steps=_DEMOS[options.kind].steps)
+    main = _demo_main(timeline, options) if args.demo else _serve_main(sys.stdout)
     try:
         status, received = asyncio.run(_run(sandbox_options(args), main))
         if args.demo:
@@ -62,7 +65,8 @@ def usage_lines(sandbox: Sandbox) -> list[tuple[str, str]]:
     """What ``etctl sandbox`` prints once ready, as ``(label, value)`` lines."""
     options = sandbox.options
     gpus = f", {options.node_gpus} nvidia.com/gpu" if options.node_gpus else ""
-    kinds = ", ".join(r.kind for entry in sandbox.jobs for r in entry.resources)
+    # Kinds several entries share (ScaleIn and ScaleOut) are named once.
+    kinds = ", ".join(dict.fromkeys(r.kind for entry in sandbox.jobs for r in entry.resources))
     return [
         ("API server", sandbox.url),
         ("kubeconfig", str(sandbox.kubeconfig)),
@@ -106,15 +110,39 @@ async def _serve(sandbox: Sandbox, out: TextIO, stop: asyncio.Event) -> int:
     return 0
 
 
-def _demo_banner(sandbox: Sandbox, timeline: Timeline) -> None:
-    timeline.title("etctl sandbox --demo: an elastic TrainingJob, scaled out, in and healed")
+@dataclass(frozen=True, slots=True)
+class _Demo:
+    """One demo: its number of steps, its title and what plays it."""
+
+    steps: int
+    title: str
+    play: Callable[..., Awaitable[int]]
+
+
+_DEMOS = {
+    "trainingjob": _Demo(
+        _demo.DEMO_STEPS,
+        "etctl sandbox --demo: an elastic TrainingJob, scaled out, in and healed",
+        _demo.run_demo,
+    ),
+    "mpijob": _Demo(
+        _demo_mpijob.DEMO_STEPS,
+        "etctl sandbox --demo mpijob: an elastic MPIJob, scaled, healed, suspended and resumed",
+        _demo_mpijob.run_mpijob_demo,
+    ),
+}
+
+
+def _demo_banner(sandbox: Sandbox, timeline: Timeline, title: str) -> None:
+    timeline.title(title)
     for label, value in usage_lines(sandbox):
         timeline.field(label, value)
 
 
-async def _demo(sandbox: Sandbox, timeline: Timeline, options: DemoOptions) -> int:
-    _demo_banner(sandbox, timeline)
-    return await run_demo(sandbox, timeline, options=options)
+async def _play(sandbox: Sandbox, timeline: Timeline, options: DemoOptions) -> int:
+    demo = _DEMOS[options.kind]
+    _demo_banner(sandbox, timeline, demo.title)
+    return await demo.play(sandbox, timeline, options=options)
 
 
 async def _run(options: SandboxOptions, main: _Main) -> tuple[int | None, signal.Signals | None]:
@@ -148,7 +176,7 @@ def _error(message: str, status: int) -> int:
 
 def _demo_main(timeline: Timeline, options: DemoOptions) -> _Main:
     def main(sandbox: Sandbox, _stop: asyncio.Event) -> Awaitable[int]:
-        return _demo(sandbox, timeline, options)
+        return _play(sandbox, timeline, options)
 
     return main
 

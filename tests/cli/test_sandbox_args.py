@@ -58,7 +58,7 @@ def test_no_flags_give_the_default_options() -> None:
     args = build_parser().parse_args(["sandbox"])
     assert sandbox_options(args) == SandboxOptions()
     assert demo_options(args) == DemoOptions()
-    assert args.demo is False
+    assert args.demo is None
     assert args.log_level is None
 
 
@@ -80,7 +80,7 @@ def test_flags_become_options() -> None:
             "--step-timeout=1m",
         ]
     )
-    assert args.demo is True
+    assert args.demo == "trainingjob"
     assert sandbox_options(args) == SandboxOptions(
         kubeconfig=Path("/tmp/k"),
         port=6443,
@@ -96,9 +96,18 @@ def test_flags_become_options() -> None:
     assert demo_options(args) == DemoOptions(step_timeout=60.0)
 
 
+def test_the_demo_may_name_a_kind() -> None:
+    assert demo_options(build_parser().parse_args(["sandbox", "--demo"])).kind == "trainingjob"
+    args = build_parser().parse_args(["sandbox", "--demo", "mpijob"])
+    assert demo_options(args) == DemoOptions(kind="mpijob")
+    args = build_parser().parse_args(["sandbox", "--demo=trainingjob", "--nodes=2"])
+    assert (demo_options(args).kind, args.nodes) == ("trainingjob", 2)
+
+
 @pytest.mark.parametrize(
     ("flag", "expected"),
     [
+        ("--demo=tfjob", "argument --demo: invalid choice: 'tfjob'"),
         ("--port=70000", "argument --port: '70000' is not a port"),
         ("--nodes=0", "argument --nodes: '0' must be at least 1"),
         ("--node-memory=lots", "argument --node-memory: 'lots' is not a quantity"),

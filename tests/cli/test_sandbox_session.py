@@ -26,7 +26,9 @@ async def test_the_usage_lines_say_where_everything_is() -> None:
     assert lines["API server"].startswith("http://127.0.0.1:")
     assert lines["kubeconfig"].endswith("/kubeconfig")
     assert lines["nodes"] == "node-0, node-1 (4 CPU, 32Gi memory each)"
-    assert lines["operator"] == "tfjob, trainingjob (TFJob, TrainingJob, ScaleIn, ScaleOut)"
+    assert lines["operator"] == (
+        "mpijob, tfjob, trainingjob (MPIJob, ScaleIn, ScaleOut, TFJob, TrainingJob)"
+    )
     assert lines["metrics"] == "off"
     assert lines["probes"].startswith("http://127.0.0.1:")
     assert lines["probes"].endswith("/readyz")
