@@ -30,7 +30,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from etctl.jobs.launcher._hostfile import CONFIG_MOUNT, HOSTFILE_KEY, KUBECTL, KUBECTL_MOUNT
+from etctl.jobs.launcher._hostfile import (
+    CONFIG_MOUNT,
+    HOSTFILE_KEY,
+    KUBECTL,
+    KUBECTL_MOUNT,
+    digest,
+)
 from etctl.runtime import KubeObject
 
 __all__ = ["ConfigFile", "LauncherLayout", "LiveFile", "decorate_launcher", "mount_config"]
@@ -83,8 +89,8 @@ class LauncherLayout:
         init_container: the init container that makes the copies.
         kubectl_volume: the emptyDir a kubectl is delivered to (None: no delivery, ever).
         delivery_container: the init container that delivers kubectl.
-        digest_key: the ConfigMap key whose SHA-256 the pusher records on the launcher
-            (the file that changes with the membership).
+        digest_keys: the ConfigMap keys of the files that change with the membership, whose
+            SHA-256 the pusher records on the launcher (:meth:`digest_of`).
     """
 
     config_volume: str
@@ -94,7 +100,18 @@ class LauncherLayout:
     init_container: str = "init-hostfile"
     kubectl_volume: str | None = None
     delivery_container: str = "kubectl-delivery"
-    digest_key: str = HOSTFILE_KEY
+    digest_keys: tuple[str, ...] = (HOSTFILE_KEY,)
+
+    def digest_of(self, data: Mapping[str, Any]) -> str:
+        """The SHA-256 the pusher records once the files of ConfigMap ``data`` were pushed.
+
+        With one digest key, the SHA-256 of that file (``digest(hostfile)``); with several, of
+        each key and its file in order, NUL-separated, so a change of any of them is a new digest.
+        """
+        if len(self.digest_keys) == 1:
+            return digest(str(data.get(self.digest_keys[0]) or ""))
+        parts = (f"{key}\0{data.get(key) or ''}\0" for key in self.digest_keys)
+        return digest("".join(parts))
 
     def path(self, key: str) -> str:
         """Where the launcher finds ConfigMap key ``key`` through the mount."""

@@ -11,11 +11,13 @@ job's reconcile path:
   whose exec hangs holds one worker for at most ``exec_timeout`` seconds and never the reconcile
   of any job; the reconcile itself has a hard timeout too;
 * woken by the job, and by its ConfigMap and pods changing (their controller owner is the job);
-* when the launcher runs and the SHA-256 of the ConfigMap's ``digest_key`` file differs from the
-  one recorded on the launcher pod (annotation ``etctl.io/hostfile-sha256``), it writes every
-  pushed file through ``pods/exec`` atomically (``cat`` into a temporary file in the same
-  directory, then ``mv`` over the old one: a reader sees the old file or the new one, never half of
-  one) and then records the digest with a patch guarded by the pod's ``resourceVersion``;
+* when the launcher runs and the SHA-256 of the ConfigMap's ``digest_keys`` files
+  (:meth:`~etctl.jobs.launcher.LauncherLayout.digest_of`) differs from the one recorded on the
+  launcher pod (annotation ``etctl.io/hostfile-sha256``), it writes every pushed file through
+  ``pods/exec`` atomically (``cat`` into a temporary file in the same directory, ``chmod`` to the
+  copy's mode, then ``mv`` over the old one: a reader sees the old file or the new one, never half
+  of one, and a script stays executable) and then records the digest with a patch guarded by the
+  pod's ``resourceVersion``;
 * a restarted launcher (a new pod) has no digest: it gets the current content at once (its init
   container copied the ConfigMap, which may have changed since).
 
@@ -32,8 +34,8 @@ from typing import Any
 
 from etctl.common import EXEC_DURATION, GuardedWriter, Recorder, first_container_name
 from etctl.errors import Conflict, EtctlError, NotFound, TransportError
-from etctl.jobs.launcher._hostfile import PUSHED_ANNOTATION, digest
-from etctl.jobs.launcher._launcher import LauncherLayout
+from etctl.jobs.launcher._hostfile import PUSHED_ANNOTATION
+from etctl.jobs.launcher._launcher import LauncherLayout, LiveFile
 from etctl.jobs.launcher._names import LauncherNames
 from etctl.log import get_logger
 from etctl.runtime import (
@@ -66,14 +68,14 @@ DEFAULT_EXEC_TIMEOUT = 30.0
 """Seconds one exec into a launcher may take."""
 
 
-def write_command(path: str) -> list[str]:
-    """The argv that replaces ``path`` atomically with its standard input (mode 0644)."""
+def write_command(path: str, mode: int = 0o644) -> list[str]:
+    """The argv that replaces ``path`` atomically with its standard input, with ``mode``."""
     directory, _, name = path.rpartition("/")
     temporary = f"{directory}/.{name}.etctl"
     return [
         "sh",
         "-c",
-        f"cat > {temporary} && chmod 644 {temporary} && mv {temporary} {path}",
+        f"cat > {temporary} && chmod {mode:o} {temporary} && mv {temporary} {path}",
     ]
 
 
@@ -152,14 +154,14 @@ class MembershipPusher:
             return Result()
         data = config.get("data")
         files: Mapping[str, Any] = data if isinstance(data, Mapping) else {}
-        wanted = digest(str(files.get(self._layout.digest_key) or ""))
+        wanted = self._layout.digest_of(files)
         if objects.annotations(launcher).get(PUSHED_ANNOTATION) == wanted:
             return Result()
         pod, container = objects.name(launcher), first_container_name(launcher)
         try:
             for copy in self._layout.pushed:
                 text = str(files.get(copy.key) or "")
-                await self._push(namespace, pod, container, copy.path, text)
+                await self._push(namespace, pod, container, copy, text)
         except _PushFailed as failure:
             self._warn(namespace, job, f"hostfile of {pod} not updated: {failure}")
             raise
@@ -168,17 +170,20 @@ class MembershipPusher:
             await self._writer.patch(PODS, launcher, annotation)
         except (Conflict, NotFound):
             return Result(requeue_after=1.0)  # the pod changed: check it again
-        members = str(files.get(self._layout.digest_key) or "").count("\n")
+        members = str(files.get(self._layout.digest_keys[0]) or "").count("\n")
         log.info("hostfile pushed", launcher=pod, digest=wanted[:12], members=members)
         return Result()
 
-    async def _push(self, namespace: str, pod: str, container: str, path: str, text: str) -> None:
+    async def _push(
+        self, namespace: str, pod: str, container: str, copy: LiveFile, text: str
+    ) -> None:
+        path = copy.path
         started = self._clock.monotonic()
         try:
             result = await self._client.exec(
                 namespace,
                 pod,
-                write_command(path),
+                write_command(path, copy.mode),
                 container=container or None,
                 stdin=text.encode(),
                 timeout=self.exec_timeout,

@@ -63,6 +63,7 @@ from etctl.common import (
     ScaleSubresource,
     ValueModel,
 )
+from etctl.jobs.mpijob._sizes import MAX_WORKERS
 
 __all__ = [
     "API_VERSION",
@@ -166,7 +167,10 @@ class _LauncherSpecV1(LauncherSpec):
 class WorkerSpec(ReplicaSpec):
     """The workers the launcher runs MPI processes on."""
 
-    replicas: Int32 = Field(default=1, json_schema_extra={"minimum": 1})
+    # The schema's maximum is the most workers any MPIJob's ConfigMap can list
+    # (etctl.jobs.mpijob._sizes): a count above it could never run, so the API server refuses it
+    # (on create, update and /scale) rather than the job failing later.
+    replicas: Int32 = Field(default=1, json_schema_extra={"minimum": 1, "maximum": MAX_WORKERS})
     """Desired number of workers (what ``kubectl scale`` writes). Defaults to 1."""
     restart_policy: RestartPolicy = Field(
         default=RestartPolicy.NEVER, json_schema_extra=_RESTART_POLICIES
@@ -218,7 +222,9 @@ class ElasticPolicy(ValueModel):
 
     min_replicas: Int32 | None = Field(default=None, json_schema_extra={"minimum": 1})
     """Fewest workers the job may be scaled to. Unset means 1."""
-    max_replicas: Int32 | None = Field(default=None, json_schema_extra={"minimum": 1})
+    max_replicas: Int32 | None = Field(
+        default=None, json_schema_extra={"minimum": 1, "maximum": MAX_WORKERS}
+    )
     """Most workers the job may be scaled to. Unset means no limit."""
 
     def bounds(self) -> tuple[int, int | None]:

@@ -65,19 +65,13 @@ def waits_for_workers(job: MPIJob) -> bool:
     )
 
 
-def _targets(job: MPIJob, state: JobState[Any]) -> list[str]:
-    """The workers the job should have: its membership, or (before one exists) its live pods."""
-    targets = job.status.target_workers
-    return list(targets) if targets else [objects.name(p) for p in state.pods_of(WORKER)]
-
-
 def launcher_gate(job: MPIJob, state: JobState[Any]) -> Gate:
     """Whether the launcher pod may be created now (see the module docstring)."""
     if state.pods_of(LAUNCHER) or not waits_for_workers(job):
         return Gate.opened()
     if is_true(job.status.conditions, LAUNCHER_CREATED):
         return Gate.opened(record=True)
-    targets = _targets(job, state)
+    targets = job.status.target_workers
     ready = {objects.name(p) for p in state.pods_of(WORKER) if pod_running_and_ready(p)}
     up = sum(1 for name in targets if name in ready)
     if targets and up == len(targets):
@@ -135,7 +129,7 @@ def verdict(job: MPIJob, state: JobState[Any]) -> Verdict | None:
         return None
     if not is_true(job.status.conditions, JobConditionType.RUNNING):
         running = {objects.name(p) for p in state.pods_of(WORKER) if pod_phase(p) == "Running"}
-        targets = _targets(job, state)
+        targets = job.status.target_workers
         if not targets or any(name not in running for name in targets):
             return None
     return Verdict(JobConditionType.RUNNING, "MPIJobRunning", f"{who} is running.")

@@ -1,16 +1,19 @@
 """The names an MPIJob's children carry, mpi-operator's exactly.
 
-* headless Service (v2beta1, ssh mode): ``<job>``; workers get ``hostname`` ``<pod>`` and
-  ``subdomain`` ``<job>``, so ``<pod>.<job>.<namespace>.svc`` resolves to each;
+* headless Service (ssh mode): ``<job>``; the launcher and the workers get ``hostname`` = their
+  pod's name and ``subdomain`` = ``<job>``, so ``<pod>.<job>.<namespace>.svc`` resolves to each;
 * ConfigMap (hostfile, discover_hosts.sh, kubexec.sh): ``<job>-config``;
-* ssh Secret: ``<job>-ssh``;
-* workers: ``<job>-worker-<index>``; the launcher pod and its ServiceAccount, Role and
-  RoleBinding: ``<job>-launcher``.
+* ssh Secret (ssh mode): ``<job>-ssh``;
+* workers: ``<job>-worker-<index>``; the launcher pod and (kubexec mode) its ServiceAccount, Role
+  and RoleBinding: ``<job>-launcher``.
 """
 
 from __future__ import annotations
 
+from etctl.jobs.launcher import LauncherNames
+
 __all__ = [
+    "NAMES",
     "config_name",
     "launcher_name",
     "service_name",
@@ -18,27 +21,30 @@ __all__ = [
     "worker_prefix",
 ]
 
+NAMES = LauncherNames(ssh_secret="{job}-ssh")  # noqa: S106 - a name template, not a secret
+"""mpi-operator's names, as the launcher/worker layer takes them."""
+
 
 def worker_prefix(job: str) -> str:
     """``<job>-worker-``: worker pods are this plus their index."""
-    return f"{job}-worker-"
+    return NAMES.worker_prefix(job)
 
 
 def launcher_name(job: str) -> str:
     """``<job>-launcher``: the launcher pod, ServiceAccount, Role and RoleBinding."""
-    return f"{job}-launcher"
+    return NAMES.launcher_of(job)
 
 
 def config_name(job: str) -> str:
     """``<job>-config``: the ConfigMap with the hostfile and scripts."""
-    return f"{job}-config"
+    return NAMES.config_of(job)
 
 
 def ssh_secret_name(job: str) -> str:
     """``<job>-ssh``: the ssh key Secret (ssh mode)."""
-    return f"{job}-ssh"
+    return NAMES.ssh_secret_of(job)
 
 
 def service_name(job: str) -> str:
-    """``<job>``: the headless Service the workers' host names resolve through."""
+    """``<job>``: the headless Service the pods' host names resolve through (ssh mode)."""
     return job

@@ -1,17 +1,35 @@
-"""The MPIJob plugin: kubeflow's MPIJob (v2beta1 and v1) on the generic job controller.
+"""The MPIJob plugin: kubeflow's MPIJob (v2beta1 and v1), elastic, on the generic job controller.
 
-The generic :class:`~etctl.common.JobController` runs the reconcile; this plugin says what is
-particular to an MPIJob, each hook delegating to a module of its own:
+The generic :class:`~etctl.common.JobController` runs the reconcile and the scaling machinery
+keeps the elastic workers; this plugin says what is particular to an MPIJob, each hook delegating
+to a module of its own:
 
 =====================  ==========================================================================
 required core          the CRDs (MPIJob, ScaleIn, ScaleOut), the model, validation
-                       (:mod:`._validation`), pods (:mod:`._pods`), the verdict (:mod:`._lifecycle`)
-GatesCreation          the launcher waits for ready workers when asked to (:mod:`._lifecycle`)
+                       (:mod:`._validation`, :mod:`._scaling`'s size check), pods (:mod:`._pods`),
+                       the verdict (:mod:`._lifecycle`)
+BuildsExtraObjects     the headless Service ``<job>`` and ssh Secret ``<job>-ssh`` (ssh mode), the
+                       ConfigMap ``<job>-config`` (:mod:`._config`) and, in kubexec mode, the
+                       launcher's ServiceAccount, Role and RoleBinding, kept in line with the
+                       membership
+GatesCreation          the launcher may wait for ready workers (:mod:`._lifecycle`)
+PlansReplicas          workers from ``status.targetWorkers``; the launcher is ``<job>-launcher``
 ExtendsStatus          the phase (:func:`._lifecycle.extra_status`)
-DeclaresRBAC           what the operator needs for MPIJobs (:func:`operator_rules`)
+DeclaresRBAC           what the operator needs for the above (:func:`operator_rules`)
+ScalesElastically      the workers are an elastic membership (:mod:`._scaling`)
+RunsControllers        the membership pusher (the launcher's ``/etc/mpi`` files follow the
+                       ConfigMap)
 =====================  ==========================================================================
 
-Every hook is pure: it reads the job and the state it is given and returns what it wants.
+What every launcher/worker kind does (rendering hostfiles and scripts, the launcher's files and
+their pusher, the ssh key, the launcher's RBAC, the worker plan and replacements, the size checks)
+is :mod:`etctl.jobs.launcher`'s; the modules here say what is an MPIJob's: mpi-operator's API,
+names, layout, environment and verdict. Every hook is pure.
+
+Options (keyword-only): ``kubectl_image`` (an image with ``sh`` and ``kubectl`` whose kubectl the
+launcher gets in kubexec mode; none by default: the launcher image then needs ``kubectl`` on its
+PATH), ``exec_timeout`` (seconds one exec of the membership pusher may take; 30) and
+``size_limits`` (the cluster's object size limits, a real cluster's by default).
 """
 
 from __future__ import annotations
@@ -23,38 +41,71 @@ from etctl.common import (
     SCALEIN,
     SCALEOUT,
     CustomResource,
+    DesiredObject,
+    Elasticity,
     Gate,
+    JobConditionType,
+    JobSettings,
     JobState,
     PolicyRule,
     ReplicaRef,
+    SizeLimits,
+    SyncPolicy,
     Verdict,
+    get_condition,
+    job_selector,
+)
+from etctl.jobs import launcher as shared
+from etctl.jobs.launcher import (
+    DEFAULT_EXEC_TIMEOUT,
+    LAUNCHER_RESOURCES,
+    KeyAlgorithm,
+    launcher_objects,
+    setup_membership_pusher,
+    ssh_secret,
+    worker_plan,
 )
 from etctl.jobs.mpijob import _lifecycle as lifecycle
-from etctl.jobs.mpijob._api import GROUP, MPIJOB, MPIJob, MPIReplicaType
-from etctl.jobs.mpijob._names import launcher_name
+from etctl.jobs.mpijob._api import (
+    GROUP,
+    MPIJOB,
+    MPIJOBS,
+    LauncherAttachMode,
+    MPIJob,
+    MPIReplicaType,
+)
+from etctl.jobs.mpijob._config import SSH_LAYOUT, config_map
+from etctl.jobs.mpijob._names import (
+    NAMES,
+    config_name,
+    launcher_name,
+    service_name,
+    ssh_secret_name,
+    worker_prefix,
+)
 from etctl.jobs.mpijob._pods import decorate_launcher, decorate_worker
+from etctl.jobs.mpijob._scaling import read_elasticity, size_problem
 from etctl.jobs.mpijob._validation import validate_mpijob
-from etctl.runtime import KubeObject
+from etctl.runtime import SECRETS, SERVICES, KubeObject, Manager, Resource, objects, pod_phase
 
 __all__ = ["MPIJobPlugin", "operator_rules"]
 
 WORKER = MPIReplicaType.WORKER
 LAUNCHER = MPIReplicaType.LAUNCHER
 
-_WRITE = ("create", "get", "list", "watch", "update", "patch", "delete")
-
 
 def operator_rules() -> tuple[PolicyRule, ...]:
     """What the operator needs for MPIJobs beyond pods, services, events and the CRD's basics.
 
-    ``mpijobs`` patch: the scaling machinery writes ``Worker.replicas`` (a clamped ``/scale``
-    value, the size a finished scaler leaves); ScaleIns and ScaleOuts: it adopts them, creates
-    them for ``/scale`` and writes their progress.
+    The launcher/worker layer's rules (ServiceAccounts, Secrets, ConfigMaps, Roles, RoleBindings,
+    ``pods/exec``); ``mpijobs`` patch (the scaling machinery writes ``Worker.replicas``: a clamped
+    ``/scale`` value, the size a finished scaler leaves); ScaleIns and ScaleOuts (adopted, created
+    for ``/scale``, their progress written).
     """
     scalers = (SCALEIN.group,)
-    return (
+    return shared.operator_rules(
         PolicyRule((GROUP,), ("mpijobs",), ("get", "list", "watch", "patch")),
-        PolicyRule(scalers, (SCALEIN.plural, SCALEOUT.plural), _WRITE),
+        PolicyRule(scalers, (SCALEIN.plural, SCALEOUT.plural), shared.WRITE_VERBS),
         PolicyRule(
             scalers,
             (f"{SCALEIN.plural}/status", f"{SCALEOUT.plural}/status"),
@@ -64,7 +115,29 @@ def operator_rules() -> tuple[PolicyRule, ...]:
 
 
 class MPIJobPlugin:
-    """The MPIJob job kind (see the module docstring)."""
+    """The MPIJob job kind (see the module docstring).
+
+    Args:
+        kubectl_image: an image whose ``kubectl`` is delivered to launchers in kubexec mode.
+        exec_timeout: seconds one exec of the membership pusher may take.
+        size_limits: the cluster's object size limits (a real cluster's by default).
+    """
+
+    owned_resources: Sequence[Resource] = (SERVICES, SECRETS, *LAUNCHER_RESOURCES)
+
+    def __init__(
+        self,
+        *,
+        kubectl_image: str | None = None,
+        exec_timeout: float = DEFAULT_EXEC_TIMEOUT,
+        size_limits: SizeLimits | None = None,
+    ) -> None:
+        if exec_timeout <= 0:
+            msg = f"exec_timeout must be positive, got {exec_timeout}"
+            raise ValueError(msg)
+        self.kubectl_image = kubectl_image
+        self.exec_timeout = exec_timeout
+        self.size_limits = size_limits or SizeLimits()
 
     # -- the required core
 
@@ -84,20 +157,37 @@ class MPIJobPlugin:
         return MPIJob
 
     def validate(self, job: MPIJob) -> list[str]:
-        """mpi-operator's rules (:mod:`._validation`)."""
-        return validate_mpijob(job)
+        """mpi-operator's rules (:mod:`._validation`), and a first membership too large to hold.
+
+        A job that ran keeps the membership its scale-outs let it have (each is measured before
+        it grows the job); until then the first one is measured: the targets once the scaling
+        controller wrote them, else the initial ``replicas``. The cluster domain is not known
+        here: the hosts are measured without it (the CRD's bound on replicas has the margin).
+        """
+        problems = validate_mpijob(job)
+        ran = get_condition(job.status.conditions, JobConditionType.RUNNING) is not None
+        if problems or ran:
+            return problems
+        targets = job.status.target_workers or None
+        too_large = size_problem(job, targets, cluster_domain="", limits=self.size_limits)
+        if too_large is not None:
+            problems.append(f"spec.mpiReplicaSpecs.Worker.replicas: {too_large}")
+        return problems
 
     def decorate_pod(
         self, job: MPIJob, pod: KubeObject, ref: ReplicaRef, state: JobState[MPIJob]
     ) -> None:
         """Make a pod built from a template a worker or the launcher."""
-        decorate = decorate_worker if ref.replica_type == WORKER else decorate_launcher
-        decorate(
+        domain = state.settings.cluster_domain
+        if ref.replica_type == WORKER:
+            decorate_worker(pod, job=job, cluster_domain=domain)
+            return
+        decorate_launcher(
             pod,
-            job=job.metadata.name,
-            namespace=job.metadata.namespace,
-            spec=job.spec,
-            cluster_domain=state.settings.cluster_domain,
+            job=job,
+            cluster_domain=domain,
+            init_image=state.settings.init_container_image,
+            kubectl_image=self.kubectl_image,
         )
 
     def verdict(self, job: MPIJob, state: JobState[MPIJob]) -> Verdict | None:
@@ -106,6 +196,37 @@ class MPIJobPlugin:
 
     # -- capabilities
 
+    def extra_objects(self, job: MPIJob, state: JobState[Any]) -> Sequence[DesiredObject]:
+        """Service and ssh Secret (ssh mode), ConfigMap, launcher RBAC (kubexec mode)."""
+        name = job.metadata.name
+        kubexec = job.spec.launcher_attach_mode is LauncherAttachMode.KUBEXEC
+        wanted: list[DesiredObject] = []
+        if not kubexec:
+            selector = job_selector(name, state.settings.operator_name)
+            headless = _service(selector, publish_not_ready=job.spec.run_launcher_as_worker)
+            comment = f"etctl:{job.metadata.namespace}/{name}"
+            secret = ssh_secret_name(name)
+            wanted += [
+                DesiredObject(SERVICES, service_name(name), lambda: headless),
+                DesiredObject(
+                    SECRETS,
+                    secret,
+                    lambda: ssh_secret(secret, comment=comment, algorithm=KeyAlgorithm.ECDSA_P521),
+                    policy=SyncPolicy.CREATE,
+                ),
+            ]
+        workers = state.pods_of(WORKER)
+        domain = state.settings.cluster_domain
+        wanted += launcher_objects(
+            account=launcher_name(name),
+            config_map=config_name(name),
+            config=lambda: config_map(job, workers, domain),
+            workers=job.status.target_workers,
+            exec_into_workers=kubexec,
+            rbac=kubexec,
+        )
+        return wanted
+
     def gate(self, job: MPIJob, replica_type: str, state: JobState[Any]) -> Gate:
         """The launcher may wait for ready workers; workers never wait."""
         if replica_type != LAUNCHER:
@@ -113,13 +234,19 @@ class MPIJobPlugin:
         return lifecycle.launcher_gate(job, state)
 
     def plan(self, job: MPIJob, replica_type: str, state: JobState[Any]) -> Sequence[ReplicaRef]:
-        """The launcher under mpi-operator's name; workers ``<job>-worker-<index>``."""
+        """Workers from the persisted membership; the launcher under mpi-operator's name."""
         name = job.metadata.name
         if replica_type == LAUNCHER:
             return [ReplicaRef(LAUNCHER, 0, launcher_name(name))]
-        worker = job.spec.mpi_replica_specs.worker
-        count = worker.replicas if worker is not None else 0
-        return [ReplicaRef(WORKER, i, f"{name}-worker-{i}") for i in range(count)]
+        status = job.status
+        return worker_plan(
+            worker_prefix(name),
+            status.target_workers,
+            status.current_workers,
+            {objects.name(pod) for pod in state.pods_of(WORKER)},
+            launcher_running=any(pod_phase(p) == "Running" for p in state.pods_of(LAUNCHER)),
+            replica_type=WORKER,
+        )
 
     def extend_status(self, job: MPIJob, state: JobState[Any]) -> dict[str, Any]:
         """The phase."""
@@ -128,3 +255,30 @@ class MPIJobPlugin:
     def rbac_rules(self) -> Sequence[PolicyRule]:
         """What the operator needs for MPIJobs."""
         return operator_rules()
+
+    def elasticity(self, job: MPIJob, state: JobState[Any]) -> Elasticity:
+        """The scaling machinery's view of the job (:mod:`._scaling`)."""
+        return read_elasticity(job, state, limits=self.size_limits)
+
+    def setup_controllers(self, manager: Manager, settings: JobSettings) -> None:
+        """Register the membership pusher (both attach modes push the same two files)."""
+        setup_membership_pusher(
+            manager,
+            jobs=MPIJOBS,
+            names=NAMES,
+            layout=SSH_LAYOUT,
+            exec_timeout=self.exec_timeout,
+        )
+
+
+def _service(selector: dict[str, str], *, publish_not_ready: bool) -> KubeObject:
+    """The job's headless Service: every pod of the job gets ``<pod>.<job>`` as its name."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "spec": {
+            "clusterIP": "None",
+            "selector": selector,
+            "publishNotReadyAddresses": publish_not_ready,
+        },
+    }

@@ -98,7 +98,7 @@ LAYOUT = LauncherLayout(
         ),
     ),
     kubectl_volume="elastic-kubectl",
-    digest_key=DISCOVER_KEY,
+    digest_keys=(DISCOVER_KEY,),
 )
 FIELDS = MemberFields(
     targets="memberPods",

@@ -34,7 +34,7 @@ LIVE = LauncherLayout(
     config_volume="cfg",
     files=(ConfigFile(DISCOVER_KEY, 0o555),),
     live=(LiveFile(key=DISCOVER_KEY, volume="live", directory="/etc/live", name="d.sh"),),
-    digest_key=DISCOVER_KEY,
+    digest_keys=(DISCOVER_KEY,),
 )
 
 

@@ -8,8 +8,9 @@ kubelet really runs init containers and execs in per-pod sandboxes: tests run th
 
 from __future__ import annotations
 
+import asyncio
 import copy
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,12 +26,54 @@ from tests.schema_support import EXAMPLES, load_yaml
 
 NS = "default"
 
-__all__ = ["NS", "Cluster", "cluster", "eventually", "example", "operator"]
+__all__ = [
+    "DISCOVER_HOSTS",
+    "NS",
+    "Cluster",
+    "cluster",
+    "eventually",
+    "example",
+    "horovod_hosts",
+    "operator",
+    "until",
+]
+
+
+DISCOVER_HOSTS = "/etc/mpi/discover_hosts.sh"
 
 
 def example(name: str) -> dict[str, Any]:
     """An example manifest of ``examples/mpijob/``."""
     return load_yaml(EXAMPLES / "mpijob" / name)
+
+
+def horovod_hosts(stdout: str, default_slots: int = 1) -> dict[str, int]:
+    """Host discovery output parsed as Horovod's ``HostDiscoveryScript`` parses it.
+
+    ``set(stdout.strip().split('\\n'))``; each line ``host:slots`` (``line.split(':')`` must give
+    exactly two parts, or Horovod raises) or a bare ``host`` with the default slots.
+    """
+    hosts: dict[str, int] = {}
+    if not stdout.strip():
+        return hosts
+    for line in set(stdout.strip().split("\n")):
+        if ":" in line:
+            host, slots = line.split(":")
+            hosts[host] = int(slots)
+        else:
+            hosts[line] = default_slots
+    return hosts
+
+
+async def until(condition: Callable[[], Awaitable[bool]], *, timeout: float = 10.0) -> None:
+    """Wait (real time, bounded) until the coroutine ``condition()`` returns True."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not await condition():
+        if loop.time() > deadline:
+            msg = "condition not reached in time"
+            raise AssertionError(msg)
+        await asyncio.sleep(0.01)
 
 
 @dataclass
@@ -93,6 +136,30 @@ class Cluster:
         result = await self.client.exec(NS, pod, list(command), timeout=10)
         assert result.exit_code == 0, result.stderr
         return result.stdout.decode()
+
+    async def discover(self, job: str) -> dict[str, int]:
+        """Run the launcher's discover_hosts.sh as Horovod does and parse it as Horovod does."""
+        return horovod_hosts(await self.run(f"{job}-launcher", "sh", DISCOVER_HOSTS))
+
+    async def discovers(self, job: str, hosts: dict[str, int]) -> bool:
+        """True once the launcher's discover_hosts.sh prints exactly ``hosts``."""
+        return await self.discover(job) == hosts
+
+    async def scale(self, job: str, replicas: int) -> None:
+        """``kubectl scale mpijob <job> --replicas=<replicas>`` (the /scale subresource)."""
+        body = {"spec": {"replicas": replicas}}
+        await self.client.patch(MPIJOBS, job, body, namespace=NS, subresource="scale")
+
+    def scalers(self, res: Resource) -> dict[str, dict[str, Any]]:
+        """The scalers of ``res``, by name."""
+        return {
+            objects.name(o): copy.deepcopy(dict(o))
+            for o in self.server.storage.list(res, namespace=NS).items
+        }
+
+    def terminating(self, name: str) -> bool:
+        found = self.get(PODS, name)
+        return found is not None and "deletionTimestamp" in found["metadata"]
 
     # -- writing
 
