@@ -4,9 +4,9 @@
 never fight), and, with no scaler in flight, follows what a user or an autoscaler wrote: a count
 outside ``[minReplicas, maxReplicas]`` is written back clamped (Warning ``ReplicasClamped``), and a
 count that differs from the job's size creates ``<job>-replicas-<generation>``, a ScaleOut or
-ScaleIn owned by the job (its selector names the job's kind unless it is the scalers' default),
-which then runs like any other. A failed one is not created again: set
-the replicas again to retry.
+ScaleIn owned by the job (for a kind other than the scalers' default, its selector names the kind
+and so does its name, ``<job>-<kind>-replicas-<generation>``), which then runs like any other. A
+failed one is not created again: set the replicas again to retry.
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ class DesiredCount:
         size = len(seen.view.targets)
         if desired == size:
             return
-        name = f"{seen.name}-replicas-{objects.generation(seen.raw)}"
+        name = _replicas_scaler_name(seen, self.jobs)
         for res in (SCALEOUTS, SCALEINS):
             if self._cache.get(res, name, namespace=seen.namespace) is not None:
                 return  # made for this generation already (a failed one is not retried)
@@ -97,6 +97,19 @@ class DesiredCount:
             f"created {res.kind} {name}"
         )
         self._recorder.event(seen.raw, "Normal", "ScalerCreated", message)
+
+
+def _replicas_scaler_name(seen: Observation, jobs: Resource) -> str:
+    """The name of the scaler ``/scale`` makes for the job's generation.
+
+    ``<job>-replicas-<generation>``, with the kind in it for a kind the scalers do not default to
+    (``<job>-mpijob-replicas-<generation>``): jobs of two kinds may share a name, and one's scaler
+    must never pass for the other's.
+    """
+    generation = objects.generation(seen.raw)
+    if ScalerSelector(name=seen.name).names(jobs):
+        return f"{seen.name}-replicas-{generation}"
+    return f"{seen.name}-{jobs.kind.lower()}-replicas-{generation}"
 
 
 def _replicas_scaler(seen: Observation, name: str, change: int, jobs: Resource) -> KubeObject:

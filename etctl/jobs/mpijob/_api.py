@@ -356,8 +356,11 @@ def _columns() -> tuple[PrinterColumn, ...]:
     return (
         PrinterColumn(
             name="State",
-            json_path=".status.conditions[-1:].type",
-            description="The latest condition of the job.",
+            json_path=".status.phase",
+            description=(
+                "The latest condition of the job that holds (a finished scaling leaves a False "
+                "Scaling condition last, so the last condition alone would say Scaling)."
+            ),
         ),
         PrinterColumn(
             name="Workers",

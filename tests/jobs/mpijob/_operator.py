@@ -107,9 +107,8 @@ class Cluster:
         return condition_of(self.job(name), cond_type)
 
     def state(self, name: str) -> str:
-        """The type of the job's latest condition (``kubectl get mpijob``'s State column)."""
-        conditions = self.status(name).get("conditions") or []
-        return str(conditions[-1]["type"]) if conditions else ""
+        """The job's phase (``kubectl get mpijob``'s State column)."""
+        return str(self.status(name).get("phase") or "")
 
     def pods(self) -> dict[str, str]:
         """Pod phases by name."""

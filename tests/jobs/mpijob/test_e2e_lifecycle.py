@@ -235,8 +235,7 @@ async def test_an_invalid_job_fails_with_a_message_and_an_event(tmp_path: Path) 
     specs["worker"] = specs.pop("Worker")
     async with cluster(tmp_path) as env, operator(env):
         env.apply(document)
-        await eventually(lambda: env.state("pi") == "Failed")
-        assert env.condition("pi", "Failed") == ("True", "MPIJobInvalid")
+        await eventually(lambda: env.condition("pi", "Failed") == ("True", "MPIJobInvalid"))
         await eventually(lambda: env.events("MPIJobInvalid"))
         (event,) = env.events("MPIJobInvalid")
         assert "spec.mpiReplicaSpecs.worker: unknown replica type" in event["message"]

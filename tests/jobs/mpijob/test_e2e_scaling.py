@@ -1,0 +1,242 @@
+"""Scaling an MPIJob end to end: /scale, ScaleIn/ScaleOut naming it, bounds, failed workers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from etctl.common import SCALEINS, SCALEOUTS
+from etctl.jobs.mpijob import MPIJOBS
+from etctl.runtime import PODS, ROLES
+from etctl.testing import Behaviour, PodPolicy, wait_idle
+from tests.jobs.mpijob._operator import (
+    NS,
+    Cluster,
+    cluster,
+    eventually,
+    example,
+    operator,
+    until,
+)
+
+JOB = "tensorflow-mnist-elastic"
+LAUNCHER = f"{JOB}-launcher"
+
+
+def w(index: int) -> str:
+    return f"{JOB}-worker-{index}"
+
+
+def hosts(*indices: int) -> dict[str, int]:
+    """What Horovod makes of discover_hosts.sh listing workers ``indices`` (v1: pod names)."""
+    return {w(i): 1 for i in indices}
+
+
+def elastic(**worker: Any) -> dict[str, Any]:
+    document = example("tensorflow-mnist-elastic.yaml")
+    document["spec"]["mpiReplicaSpecs"]["Worker"].update(worker)
+    return document
+
+
+async def started(env: Cluster, document: dict[str, Any] | None = None) -> None:
+    document = document or example("tensorflow-mnist-elastic.yaml")
+    env.apply(document)
+    await eventually(lambda: env.state(JOB) == "Running")
+    count = document["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"]
+    await until(lambda: env.discovers(JOB, hosts(*range(count))))
+
+
+def role_workers(env: Cluster) -> list[str]:
+    role = env.get(ROLES, LAUNCHER)
+    assert role is not None
+    for rule in role["rules"]:
+        if rule["resources"] == ["pods/exec"]:
+            return list(rule["resourceNames"])
+    return []
+
+
+def done(env: Cluster, res: Any) -> list[dict[str, Any]]:
+    """The finished scalers of ``res``."""
+    return [s for s in env.scalers(res).values() if (s.get("status") or {}).get("step") == "Done"]
+
+
+def outcome(scaler: dict[str, Any]) -> tuple[str, str]:
+    last = scaler["status"]["conditions"][-1]
+    return last["type"], last.get("reason", "")
+
+
+async def test_kubectl_scale_out_and_in_through_the_scale_subresource(tmp_path: Path) -> None:
+    async with cluster(tmp_path) as env, operator(env):
+        await started(env)
+        assert env.job(JOB)["status"]["replicaStatuses"]["Worker"]["selector"] == (
+            "training.kubeflow.org/job-name=tensorflow-mnist-elastic,"
+            "training.kubeflow.org/operator-name=etctl,training.kubeflow.org/replica-type=worker"
+        )
+        scale = await env.client.get_subresource(MPIJOBS, JOB, "scale", namespace=NS)
+        assert (scale["spec"]["replicas"], scale["status"]["replicas"]) == (2, 2)
+        await env.scale(JOB, 3)
+        await eventually(lambda: len(done(env, SCALEOUTS)) == 1)
+        (scaler,) = done(env, SCALEOUTS)
+        assert scaler["metadata"]["name"].startswith(f"{JOB}-mpijob-replicas-")
+        assert scaler["spec"]["selector"] == {
+            "name": JOB,
+            "kind": "MPIJob",
+            "apiGroup": "kubeflow.org",
+        }
+        assert outcome(scaler) == ("ScaleSucceeded", "ScalingOutSucceeded")
+        assert scaler["status"]["addPods"] == [w(2)]
+        await until(lambda: env.discovers(JOB, hosts(0, 1, 2)))
+        assert role_workers(env) == [w(0), w(1), w(2)]
+        assert env.job(JOB)["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] == 3
+        # Down: the highest index goes.
+        await env.scale(JOB, 2)
+        await eventually(lambda: len(done(env, SCALEINS)) == 1)
+        (scaler,) = done(env, SCALEINS)
+        assert outcome(scaler) == ("ScaleSucceeded", "ScalingInSucceeded")
+        assert scaler["status"]["toDeletePods"] == [w(2)]
+        await eventually(lambda: w(2) not in env.pods())
+        await until(lambda: env.discovers(JOB, hosts(0, 1)))
+        await eventually(lambda: role_workers(env) == [w(0), w(1)])
+        status = env.status(JOB)
+        assert status["targetWorkers"] == status["currentWorkers"] == [w(0), w(1)]
+        await eventually(lambda: env.state(JOB) == "Running")
+        assert env.condition(JOB, "Scaling") == ("False", "ScalingInSucceeded")
+
+
+async def test_a_leaving_worker_leaves_discover_hosts_before_its_pod_is_deleted(
+    tmp_path: Path,
+) -> None:
+    async with cluster(tmp_path) as env, operator(env):
+        # The leaving worker takes its time to stop, so it is seen Terminating.
+        env.kubelet.add_policy(PodPolicy(name=w(2), does=Behaviour(stop_seconds=20)))
+        await started(env, elastic(replicas=3))
+        await env.scale(JOB, 2)
+        await eventually(lambda: env.terminating(w(2)))
+        # Its pod is only now being deleted: Horovod already stopped seeing it.
+        assert await env.discover(JOB) == hosts(0, 1)
+        await env.clock.advance(20)
+        await eventually(lambda: w(2) not in env.pods())
+        await eventually(lambda: len(done(env, SCALEINS)) == 1)
+
+
+async def test_a_new_worker_joins_discover_hosts_once_ready(tmp_path: Path) -> None:
+    async with cluster(tmp_path) as env, operator(env):
+        env.kubelet.add_policy(PodPolicy(name=w(2), does=Behaviour(ready_delay=30)))
+        await started(env)
+        await env.scale(JOB, 3)
+        await eventually(lambda: env.running(w(2)))
+        await eventually(lambda: w(2) in env.status(JOB).get("currentWorkers", []))
+        # Running, a member, but not Ready: not published to Horovod yet.
+        assert await env.discover(JOB) == hosts(0, 1)
+        await env.clock.advance(30)
+        await until(lambda: env.discovers(JOB, hosts(0, 1, 2)))
+
+
+async def test_et_operators_scalers_resize_an_mpijob_they_name(tmp_path: Path) -> None:
+    async with cluster(tmp_path) as env, operator(env) as manager:
+        await started(env)
+        selector = {"name": JOB, "kind": "MPIJob"}
+        env.apply(
+            {
+                "apiVersion": "kai.alibabacloud.com/v1alpha1",
+                "kind": "ScaleOut",
+                "metadata": {"name": "more"},
+                "spec": {"selector": selector, "toAdd": {"count": 2}},
+            }
+        )
+        await eventually(lambda: len(done(env, SCALEOUTS)) == 1)
+        assert env.scalers(SCALEOUTS)["more"]["status"]["addPods"] == [w(2), w(3)]
+        await until(lambda: env.discovers(JOB, hosts(0, 1, 2, 3)))
+        env.apply(
+            {
+                "apiVersion": "kai.alibabacloud.com/v1alpha1",
+                "kind": "ScaleIn",
+                "metadata": {"name": "fewer"},
+                "spec": {"selector": selector, "toDelete": {"podNames": [w(1)]}},
+            }
+        )
+        await eventually(lambda: len(done(env, SCALEINS)) == 1)
+        await eventually(lambda: w(1) not in env.pods())
+        await until(lambda: env.discovers(JOB, hosts(0, 2, 3)))
+        assert env.job(JOB)["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] == 3
+        # et-operator's scalers name no kind: they are TrainingJobs', not this MPIJob's.
+        env.apply(
+            {
+                "apiVersion": "kai.alibabacloud.com/v1alpha1",
+                "kind": "ScaleOut",
+                "metadata": {"name": "for-a-trainingjob"},
+                "spec": {"selector": {"name": JOB}, "toAdd": {"count": 1}},
+            }
+        )
+        await wait_idle(env.server, manager)
+        assert "status" not in env.scalers(SCALEOUTS)["for-a-trainingjob"]
+        assert "ownerReferences" not in env.scalers(SCALEOUTS)["for-a-trainingjob"]["metadata"]
+
+
+async def test_bounds_clamp_a_scale_request_with_an_event(tmp_path: Path) -> None:
+    document = example("tensorflow-mnist-elastic.yaml")
+    document["spec"]["elasticPolicy"] = {"minReplicas": 2, "maxReplicas": 3}
+    async with cluster(tmp_path) as env, operator(env):
+        await started(env, document)
+        await env.scale(JOB, 10)
+        await eventually(lambda: env.events("ReplicasClamped"))
+        (event,) = env.events("ReplicasClamped")
+        assert event["type"] == "Warning"
+        assert event["message"] == (f"replicas 10 of MPIJob {JOB} is above maxReplicas 3; set to 3")
+        await eventually(lambda: len(done(env, SCALEOUTS)) == 1)
+        await until(lambda: env.discovers(JOB, hosts(0, 1, 2)))
+        await env.scale(JOB, 1)
+        await eventually(lambda: len(env.events("ReplicasClamped")) == 2)
+        assert env.job(JOB)["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] == 2
+        await eventually(lambda: len(done(env, SCALEINS)) == 1)
+        await until(lambda: env.discovers(JOB, hosts(0, 1)))
+
+
+async def test_a_failed_worker_is_replaced_under_a_new_name(tmp_path: Path) -> None:
+    async with cluster(tmp_path) as env, operator(env):
+        await started(env, elastic(restartPolicy="OnFailure"))
+        env.kubelet.evict(NS, w(1))
+        await eventually(lambda: env.running(w(2)))
+        await until(lambda: env.discovers(JOB, hosts(0, 2)))
+        await eventually(lambda: w(1) not in env.pods())
+        status = env.status(JOB)
+        assert status["targetWorkers"] == [w(0), w(2)]
+        assert status["lastWorkerIndex"] == 2
+        await eventually(lambda: role_workers(env) == [w(0), w(2)])
+        await eventually(lambda: env.events("MPIJobWorkerFailed"))
+        (event,) = env.events("MPIJobWorkerFailed")
+        assert event["message"] == f"worker {w(1)} of MPIJob {JOB} is failed; replaced by {w(2)}"
+        assert env.state(JOB) == "Running"
+
+
+async def test_a_failed_worker_under_never_leaves_discover_hosts(tmp_path: Path) -> None:
+    async with cluster(tmp_path) as env, operator(env):
+        await started(env)  # the example's workers run restartPolicy Never
+        env.kubelet.exit(NS, w(1), 1)
+        await until(lambda: env.discovers(JOB, hosts(0)))
+        assert env.pods()[w(1)] == "Failed"
+        assert env.status(JOB)["targetWorkers"] == [w(0), w(1)]
+        assert env.state(JOB) == "Running"  # the launcher's program decides
+
+
+async def test_a_vanished_worker_is_replaced_whatever_the_policy(tmp_path: Path) -> None:
+    async with cluster(tmp_path) as env, operator(env):
+        await started(env)
+        await env.client.delete(PODS, w(0), namespace=NS)
+        await eventually(lambda: env.running(w(2)))
+        await until(lambda: env.discovers(JOB, hosts(1, 2)))
+        assert env.status(JOB)["targetWorkers"] == [w(2), w(1)]
+
+
+async def test_a_v2beta1_job_publishes_dns_names(tmp_path: Path) -> None:
+    async with cluster(tmp_path) as env, operator(env):
+        env.apply(example("horovod-elastic.yaml"))
+        job = "horovod-elastic"
+        await eventually(lambda: env.state(job) == "Running")
+
+        def fqdn(i: int) -> str:
+            return f"{job}-worker-{i}.{job}.{NS}.svc"
+
+        await until(lambda: env.discovers(job, {fqdn(i): 1 for i in range(3)}))
+        await env.scale(job, 4)
+        await until(lambda: env.discovers(job, {fqdn(i): 1 for i in range(4)}))
