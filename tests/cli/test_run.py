@@ -22,12 +22,15 @@ from etctl.cli._run import serve
 from etctl.cli._settings import OPTIONS, RunSettings
 from etctl.common import Registry, crd_manifest, discover
 from etctl.errors import CacheSyncError
+from etctl.jobs.mpijob import MPIJOB, MPIJobPlugin
 from etctl.jobs.tfjob._api import TFJOB, TFJOBS
-from etctl.runtime import LEASES, NAMESPACES, PODS, FakeClock
+from etctl.jobs.trainingjob import TRAININGJOB, TRAININGJOBS
+from etctl.runtime import CONFIGMAPS, LEASES, NAMESPACES, PODS, FakeClock
 from etctl.testing import ApiServer, Fault, cluster_target
 from etctl.testing._apiserver.server import kubeconfig_document
 from tests.cli._process import etctl_process
 from tests.runtime._realtime import client_of, eventually
+from tests.schema_support import EXAMPLES, load_yaml
 
 # Flags that keep the process off the fixed ports and quick to give up.
 _QUIET = ("--log-format=json", "--log-level=info")
@@ -127,6 +130,36 @@ async def test_run_serves_probes_reconciles_and_drains_on_sigterm(tmp_path: Path
             # The Lease was released on the way out, for a successor to take at once.
             lease = target.storage.get(LEASES, "etctl-test", namespace=team)
             assert not lease["spec"].get("holderIdentity")
+
+
+@pytest.mark.etctl_hooks("its own server with the MPIJob and TrainingJob CRDs")
+async def test_run_runs_mpijobs_beside_trainingjobs(tmp_path: Path) -> None:
+    """Two elastic kinds in one operator: each gets its controllers, scalers and pusher."""
+    crds = [crd_manifest(r) for r in (*MPIJobPlugin().custom_resources, TRAININGJOB)]
+    async with ApiServer(crds=crds) as server, client_of(server, tmp_path) as client:
+        kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
+        mpijob = load_yaml(EXAMPLES / "mpijob" / "tensorflow-mnist-elastic.yaml")
+        mpijob["metadata"]["namespace"] = "default"
+        await client.create(MPIJOB.resource("v1"), mpijob)
+        trainingjob = load_yaml(EXAMPLES / "trainingjob" / "training-job.yaml")
+        await client.create(TRAININGJOBS, trainingjob)
+        async with operator_process(f"--kubeconfig={kubeconfig}", "--jobs=mpijob,trainingjob"):
+
+            def pods() -> list[str]:
+                listed = server.storage.list(PODS, namespace="default")
+                return sorted(p["metadata"]["name"] for p in listed.items)
+
+            expected = [
+                "elastic-training-worker-0",
+                "elastic-training-worker-1",
+                "tensorflow-mnist-elastic-worker-0",
+                "tensorflow-mnist-elastic-worker-1",
+            ]
+            await eventually(lambda: pods() == expected, timeout=20)
+            config = server.storage.get(
+                CONFIGMAPS, "tensorflow-mnist-elastic-config", namespace="default"
+            )
+            assert "discover_hosts.sh" in config["data"]
 
 
 @pytest.mark.etctl_hooks("a cluster without the TFJob CRD")
