@@ -10,8 +10,10 @@
   (:func:`~etctl.jobs.launcher.workers_to_replace`): under OnFailure a failed worker (evicted
   included) is replaced under a new name, under Never it stays failed and leaves
   discover_hosts.sh; a member that vanished while the launcher runs is replaced either way;
-* the membership is in use while the launcher runs; scalers start once it runs, and their
-  scripts run in its first container;
+* the membership is in use while the launcher runs and the job is not suspended (a suspension
+  deletes every pod, the launcher last: the workers it deleted first are not replaced, and the
+  resumed job gets them back under their names); scalers start once it runs, and their scripts
+  run in its first container;
 * the membership is delivered when the running launcher's recorded digest (written by the
   membership pusher) is that of the hostfile and discover_hosts.sh the job's state calls for now,
   or when there is no launcher to deliver them to;
@@ -115,7 +117,10 @@ def read_elasticity(job: MPIJob, state: JobState[Any], *, limits: SizeLimits) ->
     domain = state.settings.cluster_domain
     workers = state.pods_of(WORKER)
     launcher = read_launcher(state.pods_of(LAUNCHER), wanted_digest(job, workers, domain))
-    running = launcher.running is not None
+    suspended = job.run_policy().suspend
+    # A suspension deletes every pod, the launcher after the workers: workers it deleted are no
+    # vanished members of a launcher that still runs, and the resumed job gets them back.
+    running = launcher.running is not None and not suspended
     status = job.status
     replace = workers_to_replace(
         worker.restart_policy if worker is not None else RestartPolicy.NEVER,
@@ -139,7 +144,7 @@ def read_elasticity(job: MPIJob, state: JobState[Any], *, limits: SizeLimits) ->
         member_prefix=worker_prefix(job.metadata.name),
         slots=job.spec.slots_per_worker,
         replace=replace,
-        ready=running and not job.run_policy().suspend and not is_finished(status.conditions),
+        ready=running and not is_finished(status.conditions),
         executor=launcher.executor,
         membership_delivered=launcher.delivered,
         membership_in_use=running,

@@ -9,6 +9,7 @@ import pytest
 
 from etctl.jobs.mpijob import MPIJOBS
 from etctl.runtime import CONFIGMAPS
+from etctl.testing import Fault, wait_idle
 from tests.jobs.mpijob._operator import NS, Cluster, cluster, eventually, example, operator, until
 
 NODE = "node-1"
@@ -64,11 +65,17 @@ async def test_suspending_a_running_elastic_job_keeps_it_and_its_workers_names(
 ) -> None:
     job = "tensorflow-mnist-elastic"
     workers = {f"{job}-worker-0": 1, f"{job}-worker-1": 1}
-    async with cluster(tmp_path, nodes=3) as env, operator(env):
+    async with cluster(tmp_path, nodes=3) as env, operator(env) as manager:
         env.apply(example("tensorflow-mnist-elastic.yaml"))
         await eventually(lambda: env.state(job) == "Running")
+        # The launcher outlives its workers for a while (its first delete is refused): the
+        # workers the suspension deleted must not pass for failures of a running job.
+        env.server.inject(Fault(verb="delete", resource="pods", name=f"{job}-launcher", status=403))
         suspend = {"spec": {"runPolicy": {"suspend": True}}}
         await env.client.patch(MPIJOBS, job, suspend, namespace=NS)
+        await eventually(lambda: sorted(pods_of(env, job)) == [f"{job}-launcher"])
+        await wait_idle(env.server, manager)
+        await env.clock.advance(5)  # the refused delete is retried
         await eventually(lambda: pods_of(env, job) == {})
         await eventually(lambda: env.state(job) == "Suspended")
         assert env.condition(job, "Running") == ("False", "MPIJobSuspended")
@@ -84,3 +91,4 @@ async def test_suspending_a_running_elastic_job_keeps_it_and_its_workers_names(
         assert all(env.pod(name)["spec"]["nodeName"] == NODE for name in pods_of(env, job))
         await until(lambda: env.discovers(job, workers))
         assert env.status(job)["lastWorkerIndex"] == 1
+        assert env.events("MPIJobWorkerFailed") == []
