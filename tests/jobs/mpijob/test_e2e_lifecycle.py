@@ -12,6 +12,7 @@ from etctl.common import SCALEOUTS
 from etctl.jobs.mpijob import MPIJOBS
 from etctl.runtime import CONFIGMAPS, PODS, ROLEBINDINGS, ROLES, SECRETS, SERVICEACCOUNTS, SERVICES
 from etctl.testing import Behaviour, PodPolicy
+from tests.common._operator import advance_idle
 from tests.jobs.mpijob._operator import (
     NS,
     Cluster,
@@ -258,3 +259,22 @@ async def test_managed_by(tmp_path: Path, managed_by: str) -> None:
         assert "status" not in env.job("pi")
         assert not [name for name in env.pods() if name.startswith("pi-")]
         assert env.get(CONFIGMAPS, "pi-config") is None
+
+
+async def test_a_crashing_launcher_restarts_in_place_until_the_backoff_limit(
+    tmp_path: Path,
+) -> None:
+    """v2beta1's launcher (OnFailure) restarts as a batch Job's pod would, 6 times by default."""
+    async with cluster(tmp_path) as env, operator(env) as manager:
+        crash = PodPolicy(name="pi-launcher", does=Behaviour(run_seconds=1, exit_code=1))
+        env.kubelet.add_policy(crash)
+        env.apply(example("pi.yaml"))
+        for _ in range(60):
+            await advance_idle(env, 30, manager)
+            if env.condition("pi", "Failed") is not None:
+                break
+        assert env.condition("pi", "Failed") == ("True", "BackoffLimitExceeded")
+        message = env.status("pi")["conditions"][-1]["message"]
+        assert "more than its backoffLimit of 6" in message
+        # Nothing of a job failed by its limits keeps running.
+        await eventually(lambda: [n for n in env.pods() if n.startswith("pi-")] == [])
