@@ -29,6 +29,7 @@ from etctl.cli._run import build_manager, serve
 from etctl.cli._settings import RunSettings
 from etctl.common import SCALEINS, SCALEOUTS, discover
 from etctl.errors import CacheSyncError, Forbidden, NotFound
+from etctl.jobs.mpijob import MPIJOB, MPIJOBS
 from etctl.jobs.tfjob._api import TFJOBS
 from etctl.jobs.trainingjob._api import TRAININGJOBS
 from etctl.runtime import (
@@ -483,3 +484,71 @@ async def test_the_edit_and_view_roles_give_people_the_job_kinds(tmp_path: Path)
             assert [item["metadata"]["name"] for item in listed.items] == ["mnist"]
             with pytest.raises(Forbidden):
                 await bob.delete(TFJOBS, "mnist", namespace="team")
+
+
+@pytest.mark.etctl_hooks("the simulated kubelet runs the examples; the request log shows refusals")
+async def test_the_manifests_grant_everything_mpijobs_need(tmp_path: Path) -> None:
+    """Both MPIJob versions under RBAC: children, /scale both ways, the pusher, launcher exec."""
+    elastic = "tensorflow-mnist-elastic"
+    launcher_name = f"{elastic}-launcher"
+
+    def mpi_worker(index: int) -> str:
+        return f"{elastic}-worker-{index}"
+
+    async with enforced(tmp_path) as env, operator(env, tmp_path):
+        for name in ("tensorflow-mnist-elastic.yaml", "pi.yaml"):
+            document = load_yaml(EXAMPLES / "mpijob" / name)
+            version = document["apiVersion"].rpartition("/")[2]
+            env.server.storage.create(MPIJOB.resource(version), document, namespace=NS)
+        await eventually(lambda: _mpijob_phase(env, elastic) == "Running")
+        await eventually(lambda: _mpijob_phase(env, "pi") == "Running")
+        assert env.get(SERVICES, "pi") is not None
+        assert env.get(SECRETS, "pi-ssh") is not None
+        scale = {"spec": {"replicas": 3}}
+        await env.client.patch(MPIJOBS, elastic, scale, namespace=NS, subresource="scale")
+        await eventually(lambda: env.running(mpi_worker(2)))
+        path = env.server.write_service_account_kubeconfig(
+            tmp_path / "mpi-launcher.kubeconfig", namespace=NS, name=launcher_name
+        )
+        async with await Client.from_kubeconfig(path) as launcher:
+
+            async def can_exec(pod: str) -> bool:
+                try:
+                    result = await launcher.exec(NS, pod, ["true"], timeout=10)
+                except Forbidden:
+                    return False
+                return result.exit_code == 0
+
+            await eventually_async(lambda: can_exec(mpi_worker(2)))
+            assert not await can_exec("pi-worker-0")  # another job's worker
+            # Horovod's view, pushed into the launcher by the operator through pods/exec.
+            hosts = "".join(f"echo {mpi_worker(i)}:1\n" for i in range(3))
+            await eventually_async(lambda: _script_is(env, launcher_name, f"#!/bin/sh\n{hosts}"))
+            scale = {"spec": {"replicas": 2}}
+            await env.client.patch(MPIJOBS, elastic, scale, namespace=NS, subresource="scale")
+            await eventually(lambda: mpi_worker(2) not in env.pods())
+            await eventually_async(lambda: _not(can_exec(mpi_worker(2))))
+        assert refused(env.server, OPERATOR) == []
+
+
+async def eventually_async(condition: Callable[[], Any], *, timeout: float = 10.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not await condition():
+        assert loop.time() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.01)
+
+
+async def _not(check: Any) -> bool:
+    return not await check
+
+
+async def _script_is(env: Cluster, launcher: str, expected: str) -> bool:
+    command = ["cat", "/etc/mpi/discover_hosts.sh"]
+    result = await env.client.exec(NS, launcher, command, timeout=10)
+    return bool(result.stdout.decode() == expected)
+
+
+def _mpijob_phase(env: Cluster, name: str) -> str:
+    job = env.server.storage.get(MPIJOBS, name, namespace=NS)
+    return str((job.get("status") or {}).get("phase") or "")
