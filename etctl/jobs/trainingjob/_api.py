@@ -11,8 +11,9 @@ launcherAttachMode ssh, job restartPolicy Never, backoffLimit 6, cleanPodPolicy 
 et-operator does when the field is unset, whatever its comment says).
 
 etctl extension, strictly additive: an optional ``spec.runPolicy`` with ttlSecondsAfterFinished,
-activeDeadlineSeconds, suspend and schedulingPolicy (kubeflow's meaning). Objects without it behave
-as under et-operator, and the schema adds no default for it, so stored objects are unchanged.
+activeDeadlineSeconds, suspend, schedulingPolicy and managedBy (kubeflow's meaning). Objects
+without it behave as under et-operator, and the schema adds no default for it, so stored objects
+are unchanged.
 
 Worker bounds: an unset ``minReplicas`` is 1 and an unset ``maxReplicas`` is no limit. A ScaleIn or
 ScaleOut that would cross a bound fails; a ``replicas`` value outside them (written through the
@@ -160,6 +161,9 @@ class TrainingJobRunPolicy(ValueModel):
     """Gang-scheduling settings."""
     suspend: bool = False
     """True stops the job: its pods are deleted until it is resumed."""
+    managed_by: str | None = None
+    """The controller that manages the job: unset is this operator; any other value hands the job
+    to that controller (Kueue's MultiKueue, say), and etctl leaves it alone."""
 
 
 class TrainingJobSpec(ValueModel):
@@ -238,6 +242,7 @@ class TrainingJob(KubeObjectModel):
             active_deadline_seconds=extension.active_deadline_seconds,
             scheduling_policy=extension.scheduling_policy,
             suspend=extension.suspend or suspended,
+            managed_by=extension.managed_by or None,
         )
 
 

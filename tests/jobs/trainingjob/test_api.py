@@ -327,3 +327,13 @@ def test_crd_description() -> None:
     assert columns["Desired"] == ".spec.etReplicaSpecs.worker.replicas"
     assert TRAININGJOBS.api_version == "kai.alibabacloud.com/v1alpha1"
     assert [r.kind for r in CUSTOM_RESOURCES] == ["TrainingJob", "ScaleIn", "ScaleOut"]
+
+
+def test_managed_by_hands_the_job_to_another_controller() -> None:
+    document = load_yaml(EXAMPLES / "trainingjob" / "training-job.yaml")
+    assert TrainingJob.model_validate(document).run_policy().managed_by is None
+    document["spec"]["runPolicy"] = {"managedBy": "kueue.x-k8s.io/multikueue"}
+    policy = TrainingJob.model_validate(document).run_policy()
+    assert policy.managed_by == "kueue.x-k8s.io/multikueue"
+    document["spec"]["runPolicy"] = {"managedBy": ""}
+    assert TrainingJob.model_validate(document).run_policy().managed_by is None
