@@ -47,6 +47,7 @@ V4_BASE64 = "v4.base64.channel.k8s.io"
 V1 = "channel.k8s.io"
 V1_BASE64 = "base64.channel.k8s.io"
 PROTOCOLS = (V5, V4, V4_BASE64, V1, V1_BASE64)
+_JSON = (V5, V4, V4_BASE64)  # the protocols whose error channel carries a JSON Status
 _STDIN, _STDOUT, _STDERR, _ERROR, _RESIZE, _CLOSE = 0, 1, 2, 3, 4, 255
 _TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
 _FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False", ""})
@@ -122,6 +123,17 @@ async def _send(ws: web.WebSocketResponse, protocol: str, channel: int, data: by
         await ws.send_bytes(frame)
 
 
+def _gone(container: str) -> dict[str, Any]:
+    """The Status of an exec whose container stopped before the command could run."""
+    return {
+        "metadata": {},
+        "status": "Failure",
+        "message": f'container not found ("{container}")',
+        "reason": "InternalError",
+        "code": 500,
+    }
+
+
 def _status(command: list[str], exit_code: int) -> dict[str, Any]:
     if exit_code == 0:
         return {"metadata": {}, "status": "Success"}
@@ -193,7 +205,16 @@ def exec_handler(kubelet: Kubelet) -> SubresourceHandler:
         data = await _read_stdin(ws, protocol) if stdin else b""
         if ws.closed:
             return ws
-        result = kubelet.exec(sub.namespace, sub.name, command, container=container, stdin=data)
+        try:
+            result = kubelet.exec(sub.namespace, sub.name, command, container=container, stdin=data)
+        except LookupError:
+            # The pod stopped while its stdin was read (deleted, its node lost): the session
+            # ends with the runtime's error, as a real one does, not with a server fault.
+            gone = _gone(container)
+            text = json.dumps(gone, separators=(",", ":")) if protocol in _JSON else gone["message"]
+            await _send(ws, protocol, _ERROR, text.encode())
+            await ws.close()
+            return ws
         out, err = result.stdout, result.stderr
         if tty:
             out, err = out + err, b""
@@ -202,7 +223,7 @@ def exec_handler(kubelet: Kubelet) -> SubresourceHandler:
         if stderr and err:
             await _send(ws, protocol, _STDERR, err)
         status = _status(command, result.exit_code)
-        if protocol in (V5, V4, V4_BASE64):
+        if protocol in _JSON:
             await _send(ws, protocol, _ERROR, json.dumps(status, separators=(",", ":")).encode())
         elif result.exit_code:
             await _send(ws, protocol, _ERROR, str(status["message"]).encode())
