@@ -240,3 +240,26 @@ async def test_a_v2beta1_job_publishes_dns_names(tmp_path: Path) -> None:
         await until(lambda: env.discovers(job, {fqdn(i): 1 for i in range(3)}))
         await env.scale(job, 4)
         await until(lambda: env.discovers(job, {fqdn(i): 1 for i in range(4)}))
+
+
+async def test_an_operator_restarted_mid_scale_in_finishes_it_without_repeating_a_step(
+    tmp_path: Path,
+) -> None:
+    async with cluster(tmp_path) as env:
+        env.kubelet.add_policy(PodPolicy(name=w(2), does=Behaviour(stop_seconds=20)))
+        async with operator(env):
+            await started(env, elastic(replicas=3))
+            await env.scale(JOB, 2)
+            await eventually(lambda: env.terminating(w(2)))
+            (scaler,) = env.scalers(SCALEINS).values()
+            assert scaler["status"]["step"] == "Deleting"
+        # A new operator process: the decision it finds (w(2), Deleting) is carried on.
+        async with operator(env):
+            await env.clock.advance(20)
+            await eventually(lambda: len(done(env, SCALEINS)) == 1)
+            await until(lambda: env.discovers(JOB, hosts(0, 1)))
+        (scaler,) = env.scalers(SCALEINS).values()
+        assert scaler["status"]["toDeletePods"] == [w(2)]
+        assert outcome(scaler) == ("ScaleSucceeded", "ScalingInSucceeded")
+        assert env.status(JOB)["targetWorkers"] == [w(0), w(1)]
+        assert len(env.events("ScalerCreated")) == 1
