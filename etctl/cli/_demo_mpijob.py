@@ -34,14 +34,15 @@ from typing import Any
 from etctl._version import __version__
 from etctl.cli._demo import event_groups
 from etctl.cli._embedded import Sandbox
-from etctl.cli._feed import Feed, Followed
+from etctl.cli._feed import Feed
+from etctl.cli._jobkinds import JobKind
 from etctl.cli._jobview import JobView, Snapshot
-from etctl.cli._observer import Observer, StepFailed
+from etctl.cli._observer import Observer, StepFailed, hosts_of
 from etctl.cli._sandbox_options import DemoOptions
 from etctl.cli._timeline import Mark, Timeline, Tone
 from etctl.common import SCALEINS, SCALEOUTS
 from etctl.errors import EtctlError
-from etctl.jobs.mpijob import API_VERSION, MPIJOBS
+from etctl.jobs.mpijob import API_VERSION, MPIJOBS, MPIJobPlugin
 from etctl.runtime import (
     CONFIGMAPS,
     EVENTS,
@@ -76,8 +77,7 @@ DISCOVER_HOSTS = "/etc/mpi/discover_hosts.sh"
 HOSTS_COMMAND = ("sh", DISCOVER_HOSTS)
 _IMAGE = "horovod/horovod:0.28.1"
 _PAD = " " * 8
-_FOLLOWED = Followed(MPIJOBS, ("spec", "mpiReplicaSpecs", "Worker", "replicas"))
-_MEMBERS = "discover_hosts.sh"
+_EXEC_TIMEOUT = 10.0
 _OPERATOR_OBJECTS = frozenset({("MPIJob", JOB), ("ScaleIn", SCALE_IN)})
 # Events that must have arrived before the summary shows them: (kind, reason).
 _EXPECTED_EVENTS = frozenset(
@@ -164,14 +164,10 @@ async def run_mpijob_demo(
     options = options or DemoOptions()
     client_options = ClientOptions(request_timeout=10.0, user_agent=f"etctl-demo/{__version__}")
     async with await Client.from_kubeconfig(sandbox.kubeconfig, options=client_options) as client:
-        feed = Feed(client, namespace=NAMESPACE, job=JOB, kind=_FOLLOWED)
-        observer = Observer(
-            feed,
-            timeline,
-            poll_interval=options.poll_interval,
-            hosts_command=HOSTS_COMMAND,
-            members=_MEMBERS,
-        )
+        # The feed follows the job's ConfigMap too: discover_hosts.sh's changes are narrated.
+        kind = JobKind.of(MPIJobPlugin())
+        feed = Feed(client, kind, namespace=NAMESPACE, job=JOB, files=True)
+        observer = Observer(feed, timeline, poll_interval=options.poll_interval)
         demo = _Demo(sandbox, client, observer, options)
         status, error = 0, None
         async with asyncio.TaskGroup() as group:
@@ -231,7 +227,7 @@ class _Demo:
         self.t.step("discover_hosts.sh, run in the launcher as Horovod runs it every second")
         self.t.hint(f"kubectl exec {LAUNCHER} -- sh {DISCOVER_HOSTS}")
         members = _job(self.observer.last).members
-        self.hosts = await self.observer.hostfile(LAUNCHER, members, timeout=self.timeout)
+        self.hosts = await self._discover(members)
         self.t.block([(Mark.SAME, line) for line in self.hosts.splitlines()])
         self.t.done(f"{len(members)} Running and Ready workers, one <host>:<slots> line each")
 
@@ -413,9 +409,33 @@ class _Demo:
         what = f"{res.kind} to finish with {size} workers"
         return await self.observer.until(what, finished, timeout=self.timeout)
 
+    async def _discover(self, members: Sequence[str]) -> str:
+        """Run discover_hosts.sh in the launcher until it lists exactly ``members``.
+
+        The membership pusher rewrites it after the membership changed, so a run may briefly
+        print the previous hosts; runs are repeated until they match or the step times out.
+        """
+        wanted = sorted(members)
+
+        async def attempt() -> tuple[str | None, str]:
+            command = list(HOSTS_COMMAND)
+            result = await self.client.exec(NAMESPACE, LAUNCHER, command, timeout=_EXEC_TIMEOUT)
+            if result.exit_code != 0:
+                detail = result.stderr.decode(errors="replace").strip()
+                msg = f"{' '.join(command)} in {LAUNCHER} exited {result.exit_code}: {detail}"
+                raise StepFailed(msg)
+            content = result.stdout.decode(errors="replace")
+            listed = hosts_of(content)
+            if sorted(listed) == wanted:
+                return content, ""
+            return None, f"it lists {', '.join(listed) or 'nothing'}"
+
+        what = f"discover_hosts.sh to list {len(wanted)} workers"
+        return await self.observer.poll(what, attempt, timeout=self.timeout)
+
     async def _new_hosts(self, members: Sequence[str]) -> None:
         self.t.hint(f"kubectl exec {LAUNCHER} -- sh {DISCOVER_HOSTS}")
-        content = await self.observer.hostfile(LAUNCHER, members, timeout=self.timeout)
+        content = await self._discover(members)
         before = self.hosts.splitlines()
         after = content.splitlines()
         lines = [(Mark.SAME if line in before else Mark.ADDED, line) for line in after]

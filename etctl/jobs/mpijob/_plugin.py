@@ -19,6 +19,8 @@ DeclaresRBAC           what the operator needs for the above (:func:`operator_ru
 ScalesElastically      the workers are an elastic membership (:mod:`._scaling`)
 RunsControllers        the membership pusher (the launcher's ``/etc/mpi`` files follow the
                        ConfigMap)
+PublishesFiles         discover_hosts.sh and the hostfile, for ``etctl status``, ``etctl watch``
+                       and the sandbox's demo
 =====================  ==========================================================================
 
 What every launcher/worker kind does (rendering hostfiles and scripts, the launcher's files and
@@ -48,6 +50,7 @@ from etctl.common import (
     JobSettings,
     JobState,
     PolicyRule,
+    PublishedFile,
     ReplicaRef,
     SizeLimits,
     SyncPolicy,
@@ -58,6 +61,8 @@ from etctl.common import (
 from etctl.jobs import launcher as shared
 from etctl.jobs.launcher import (
     DEFAULT_EXEC_TIMEOUT,
+    DISCOVER_KEY,
+    HOSTFILE_KEY,
     LAUNCHER_RESOURCES,
     KeyAlgorithm,
     launcher_objects,
@@ -74,7 +79,7 @@ from etctl.jobs.mpijob._api import (
     MPIJob,
     MPIReplicaType,
 )
-from etctl.jobs.mpijob._config import SSH_LAYOUT, config_map
+from etctl.jobs.mpijob._config import DISCOVER_HOSTS, HOSTFILE, SSH_LAYOUT, config_map
 from etctl.jobs.mpijob._names import (
     NAMES,
     config_name,
@@ -259,6 +264,17 @@ class MPIJobPlugin:
     def elasticity(self, job: MPIJob, state: JobState[Any]) -> Elasticity:
         """The scaling machinery's view of the job (:mod:`._scaling`)."""
         return read_elasticity(job, state, limits=self.size_limits)
+
+    def published_files(self, job: MPIJob) -> Sequence[PublishedFile]:
+        """discover_hosts.sh and the hostfile, as the launcher reads them at ``/etc/mpi``."""
+        name = job.metadata.name
+        config, launcher = config_name(name), launcher_name(name)
+        return [
+            PublishedFile(
+                config_map=config, key=DISCOVER_KEY, path=DISCOVER_HOSTS, reader=launcher
+            ),
+            PublishedFile(config_map=config, key=HOSTFILE_KEY, path=HOSTFILE, reader=launcher),
+        ]
 
     def setup_controllers(self, manager: Manager, settings: JobSettings) -> None:
         """Register the membership pusher (both attach modes push the same two files)."""
