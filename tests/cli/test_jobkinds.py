@@ -17,10 +17,12 @@ def test_every_registered_kind_is_named_as_kubectl_names_it() -> None:
         assert resolve(kinds, word).kind == "TFJob"
     for word in ("trainingjob", "TrainingJobs", "trainingjobs.kai.alibabacloud.com"):
         assert resolve(kinds, word).kind == "TrainingJob"
+    for word in ("mpijob", "MPIJobs", "mpij", "mj", "mpijobs.kubeflow.org"):
+        assert resolve(kinds, word).kind == "MPIJob"
     with pytest.raises(ConfigError) as unknown:
         resolve(kinds, "mpijobz")
     assert str(unknown.value) == (
-        "'mpijobz' is not a registered job kind (registered: TFJob, TrainingJob)"
+        "'mpijobz' is not a registered job kind (registered: MPIJob, TFJob, TrainingJob)"
     )
 
 

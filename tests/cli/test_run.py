@@ -140,9 +140,9 @@ async def test_run_runs_mpijobs_beside_trainingjobs(tmp_path: Path) -> None:
         kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
         mpijob = load_yaml(EXAMPLES / "mpijob" / "tensorflow-mnist-elastic.yaml")
         mpijob["metadata"]["namespace"] = "default"
-        await client.create(MPIJOB.resource("v1"), mpijob)
+        await client.create(MPIJOB.resource("v1"), mpijob, namespace="default")
         trainingjob = load_yaml(EXAMPLES / "trainingjob" / "training-job.yaml")
-        await client.create(TRAININGJOBS, trainingjob)
+        await client.create(TRAININGJOBS, trainingjob, namespace="default")
         async with operator_process(f"--kubeconfig={kubeconfig}", "--jobs=mpijob,trainingjob"):
 
             def pods() -> list[str]:

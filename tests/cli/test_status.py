@@ -284,7 +284,10 @@ async def test_the_commands_against_a_sandbox_process(tmp_path: Path) -> None:
         assert err == 'etctl watch: error: tfjob "mnist" not found in namespace "default"\n'
         status, _, err = await etctl("status", "pytorchjob/mnist", *base)
         assert status == 2
-        assert "'pytorchjob' is not a registered job kind (registered: TFJob, TrainingJob)" in err
+        assert (
+            "'pytorchjob' is not a registered job kind (registered: MPIJob, TFJob, TrainingJob)"
+            in err
+        )
         status, _, err = await etctl("status", "tfjob", *base)
         assert status == 2
         assert "expected KIND/NAME or KIND NAME" in err
