@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from etctl.common import discover
+from etctl.jobs.mpijob import MPIJOB, MPIJOBS
 from etctl.jobs.tfjob import TFJOBS
 from etctl.jobs.trainingjob import SCALEINS, SCALEOUTS, TRAININGJOBS
 from etctl.runtime import CRDS, PatchType, Resource
@@ -30,6 +31,7 @@ CRD_DIR = ROOT / "manifests" / "base" / "crds"
 OPERATOR_CRD = EXAMPLES / "operator" / "crd.yaml"
 GREETINGS = Resource("example.etctl.dev", "v1", "greetings", "Greeting")
 RESOURCES = {
+    "MPIJob": MPIJOBS,
     "TFJob": TFJOBS,
     "TrainingJob": TRAININGJOBS,
     "ScaleIn": SCALEINS,
@@ -37,6 +39,13 @@ RESOURCES = {
     "Greeting": GREETINGS,
 }
 FILES = sorted(p for p in EXAMPLES.glob("*/*.yaml") if p != OPERATOR_CRD)
+
+
+def resource_of(doc: dict[str, Any]) -> Resource:
+    """Where a document is applied: its kind, at its own version (MPIJob serves two)."""
+    if doc["kind"] == "MPIJob":
+        return MPIJOB.resource(doc["apiVersion"].rpartition("/")[2])
+    return RESOURCES[doc["kind"]]
 
 
 def load(path: Path) -> list[dict[str, Any]]:
@@ -69,7 +78,7 @@ async def test_the_example_applies_server_side(tmp_path: Path, path: Path) -> No
         async with client_of(target) as client:
             for doc in load(path):
                 applied = await client.patch(
-                    RESOURCES[doc["kind"]],
+                    resource_of(doc),
                     doc["metadata"]["name"],
                     doc,
                     namespace=ns,
@@ -79,7 +88,7 @@ async def test_the_example_applies_server_side(tmp_path: Path, path: Path) -> No
                 )
                 assert applied["metadata"]["namespace"] == ns
                 assert applied["spec"]  # defaulted and validated, then not stored
-            listed = await client.list(RESOURCES[load(path)[0]["kind"]], namespace=ns)
+            listed = await client.list(resource_of(load(path)[0]), namespace=ns)
             assert listed.items == []
 
 
@@ -112,7 +121,7 @@ async def test_kubectl_applies_every_example_as_the_readme_says(tmp_path: Path) 
         async with client_of(server, tmp_path) as client:
             for doc in [*crds(), *load(OPERATOR_CRD)]:
                 await server_established(client, doc["metadata"]["name"])
-        for directory in ("tfjob", "trainingjob", "operator"):
+        for directory in ("tfjob", "trainingjob", "mpijob", "operator"):
             files = [p for p in FILES if p.parent.name == directory]
             paths = (arg for p in files for arg in ("-f", str(p)))
             out = await run("apply", "--dry-run=server", *paths)
