@@ -5,12 +5,18 @@ from __future__ import annotations
 import io
 import re
 
+import pytest
+
 from etctl.cli import Sandbox, run_sandbox
 from etctl.cli._demo_mpijob import run_mpijob_demo
 from etctl.cli._sandbox_options import DemoOptions, SandboxOptions
 from etctl.cli._timeline import Timeline
 from etctl.testing import Behaviour, PodPolicy
 from tests.cli._process import sandbox_process
+
+pytestmark = pytest.mark.etctl_hooks(
+    "the sandbox runs its own embedded server and simulated kubelet"
+)
 
 JOB = "elastic-horovod"
 QUICK = SandboxOptions(pod_start_delay=0)

@@ -84,6 +84,11 @@ class Cluster:
     client: Client
     clock: FakeClock
 
+    @property
+    def idle(self) -> ApiServer:
+        """What :func:`etctl.testing.wait_idle` waits on."""
+        return self.server
+
     # -- reading
 
     def get(self, res: Resource, name: str) -> KubeObject | None:

@@ -23,8 +23,9 @@ from etctl.jobs.mpijob import (
     parse_mpijob,
     validate_mpijob,
 )
-from etctl.runtime import FakeClock, objects
-from etctl.testing import ApiServer
+from etctl.runtime import objects
+from etctl.testing import cluster_target
+from tests.runtime._realtime import client_of
 from tests.schema_support import EXAMPLES, apply_defaults, load_yaml
 
 MPI_EXAMPLES = sorted((EXAMPLES / "mpijob").glob("*.yaml"))
@@ -188,11 +189,14 @@ async def test_one_crd_serves_both_versions_with_the_creating_versions_defaults(
     """A v1 object reads back through v2beta1 with its fields, and keeps its kubexec mode."""
     v1_doc = load_yaml(EXAMPLES / "mpijob" / "tensorflow-mnist-elastic.yaml")
     v2_doc = load_yaml(EXAMPLES / "mpijob" / "pi.yaml")
-    async with ApiServer(clock=FakeClock(), crds=[crd_manifest(MPIJOB)]) as api:
-        v1_res = MPIJOB.resource("v1")
-        api.storage.create(v1_res, copy.deepcopy(v1_doc), namespace="default")
-        api.storage.create(MPIJOBS, copy.deepcopy(v2_doc), namespace="default")
-        stored = {objects.name(o): o for o in api.storage.list(MPIJOBS, namespace="default").items}
+    async with (
+        cluster_target(tmp_path, crds=[crd_manifest(MPIJOB)]) as target,
+        client_of(target) as client,
+    ):
+        ns = target.namespace
+        await client.create(MPIJOB.resource("v1"), copy.deepcopy(v1_doc), namespace=ns)
+        await client.create(MPIJOBS, copy.deepcopy(v2_doc), namespace=ns)
+        stored = {objects.name(o): o for o in (await client.list(MPIJOBS, namespace=ns)).items}
         created_v1 = MPIJob.model_validate(stored["tensorflow-mnist-elastic"])
         assert created_v1.spec.launcher_attach_mode is LauncherAttachMode.KUBEXEC
         assert created_v1.spec.clean_pod_policy is CleanPodPolicy.RUNNING

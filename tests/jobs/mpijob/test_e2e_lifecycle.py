@@ -24,6 +24,10 @@ from tests.jobs.mpijob._operator import (
     until,
 )
 
+pytestmark = pytest.mark.etctl_hooks(
+    "the simulated kubelet runs the launcher and execs discover_hosts.sh, in virtual time"
+)
+
 ELASTIC = "tensorflow-mnist-elastic"
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from etctl.common import SCALEINS, SCALEOUTS
 from etctl.jobs.mpijob import MPIJOBS
 from etctl.runtime import PODS, ROLES
@@ -17,6 +19,10 @@ from tests.jobs.mpijob._operator import (
     example,
     operator,
     until,
+)
+
+pytestmark = pytest.mark.etctl_hooks(
+    "the simulated kubelet fails and evicts workers and runs execs, in virtual time"
 )
 
 JOB = "tensorflow-mnist-elastic"

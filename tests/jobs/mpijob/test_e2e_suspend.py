@@ -12,6 +12,8 @@ from etctl.runtime import CONFIGMAPS
 from etctl.testing import Fault, wait_idle
 from tests.jobs.mpijob._operator import NS, Cluster, cluster, eventually, example, operator, until
 
+pytestmark = pytest.mark.etctl_hooks("the simulated kubelet and server faults, in virtual time")
+
 NODE = "node-1"
 
 
