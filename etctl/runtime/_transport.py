@@ -246,8 +246,11 @@ class Transport:
             headers["Authorization"] = self._netrc
         return headers
 
-    def _url(self, path: str, query: Query) -> str:
-        return f"{self._base}{path}?{urlencode(query)}" if query else self._base + path
+    def _url(self, path: str, query: Query) -> URL:
+        # Built already encoded: object names cannot hold '/' or '%' (apimachinery refuses them)
+        # and the query is urlencoded, so yarl need not parse and quote every request's URL.
+        text = f"{self._base}{path}?{urlencode(query)}" if query else self._base + path
+        return URL(text, encoded=True)
 
     def _unanswered(self, exc: BaseException, what: str, method: str) -> TransportError:
         """Count an attempt that got no HTTP answer; the error saying whether it was sent."""
@@ -275,8 +278,9 @@ class Transport:
         """
         data = None
         if body is not None:
-            data = encode_body(body)
             content_type = content_type or "application/json"
+            # A ready payload: aiohttp would otherwise look its type up in a registry per request.
+            data = aiohttp.payload.BytesPayload(encode_body(body), content_type=content_type)
         try:
             headers = await self._headers(self._route, accept, content_type)
             response = await self._api.request(
