@@ -23,7 +23,8 @@ The groups below are what the layer offers (see ``docs/runtime.md`` for a walk-t
   collection, with constants for the built-in ones;
 * **manager and controllers**: :class:`Manager`, :class:`ManagerOptions`,
   :class:`ControllerBuilder`, :class:`Request`, :class:`Result`, handlers and predicates;
-* **cache reads**: :class:`Cache`, :class:`CacheOptions`, index functions and transforms;
+* **cache reads**: :class:`Cache`, :class:`CacheOptions` (with :class:`ByObject`, the scope of one
+  resource), index functions and transforms;
 * **events, leader election, expectations, time, metrics** and the error tree
   (re-exported from :mod:`etctl.errors`).
 """
@@ -51,7 +52,7 @@ from etctl.errors import (
 from etctl.runtime import _objects as objects
 from etctl.runtime._builder import ControllerBuilder, ReconcilerLike
 from etctl.runtime._cache import Cache, CacheReader, NotCachedError
-from etctl.runtime._cache_options import CacheOptions
+from etctl.runtime._cache_options import ByObject, CacheOptions
 from etctl.runtime._client import (
     Client,
     ClientOptions,
@@ -72,6 +73,7 @@ from etctl.runtime._handler import (
     EnqueueRequestsFromMapFunc,
     EventHandler,
     MapFunc,
+    PriorityFunc,
 )
 from etctl.runtime._kubeconfig import ClusterConfig, context_namespace, in_cluster_available
 from etctl.runtime._lease import LeaderElectionConfig
@@ -128,6 +130,7 @@ __all__ = [
     "AnnotationsChanged",
     "ApiError",
     "BadRequest",
+    "ByObject",
     "CONFIGMAPS",
     "CRDS",
     "Cache",
@@ -181,6 +184,7 @@ __all__ = [
     "PRIORITYCLASSES",
     "PatchType",
     "Predicate",
+    "PriorityFunc",
     "PropagationPolicy",
     "REGISTRY",
     "ROLEBINDINGS",

@@ -13,12 +13,18 @@
 What each call means:
 
 * ``for_(res, *predicates)``: reconcile objects of ``res``; each event enqueues the object itself.
-  At most once.
+  At most once. New objects of ``res`` are queued at low priority (see
+  :mod:`~etctl.runtime._handler`).
 * ``owns(res, *predicates)``: watch ``res`` and enqueue the object's *controller* owner when that
   owner is of the ``for_`` kind (group and kind from the ``ownerReferences`` entry marked
   ``controller: true``), so a change to a pod wakes its job. Needs ``for_``.
 * ``watches(res, handler, *predicates)``: watch ``res`` with any
   :class:`~etctl.runtime.EventHandler`.
+
+Every watch takes ``label_selector`` and ``field_selector`` keywords: its informer lists and watches
+only matching objects (on top of the cache's ``ByObject`` scope of ``res``, if any), so a controller
+of the children it labels never caches the rest of the cluster. Watches of one resource with the
+same selectors share one informer; reads of the cache see every informer of a resource.
 * ``with_event_filter(*predicates)``: predicates applied to every watch of the controller.
 * ``with_options(...)``: workers, reconcile timeout, rate limiter, panic recovery, leadership.
 
@@ -36,7 +42,12 @@ from typing import TYPE_CHECKING, Self
 
 from etctl.errors import ConfigError
 from etctl.runtime._controller import Controller
-from etctl.runtime._handler import EnqueueRequestForObject, EnqueueRequestForOwner, EventHandler
+from etctl.runtime._handler import (
+    EnqueueRequestForObject,
+    EnqueueRequestForOwner,
+    EventHandler,
+    PriorityFunc,
+)
 from etctl.runtime._predicate import Predicate
 from etctl.runtime._ratelimit import RateLimiter
 from etctl.runtime._reconcile import ReconcileFunc, Reconciler, Request, Result
@@ -56,6 +67,8 @@ class _Watch:
     resource: Resource
     handler: EventHandler | None  # None: map to the for_ owner, resolved at build time
     predicates: tuple[Predicate, ...]
+    label_selector: str | None = None
+    field_selector: str | None = None
 
 
 class ControllerBuilder:
@@ -87,10 +100,17 @@ class ControllerBuilder:
         self._rate_limiter: RateLimiter[Request] | None = None
         self._recover_panic = True
         self._needs_leader_election = True
+        self._priority: PriorityFunc | None = None
         self._built = False
 
-    def for_(self, res: Resource, *predicates: Predicate) -> Self:
-        """Reconcile objects of ``res``: their own events enqueue them.
+    def for_(
+        self,
+        res: Resource,
+        *predicates: Predicate,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> Self:
+        """Reconcile objects of ``res`` (those the selectors match): their own events enqueue them.
 
         Raises:
             ConfigError: called twice.
@@ -98,17 +118,32 @@ class ControllerBuilder:
         if self._for is not None:
             msg = f"controller {self._name}: for_() names the reconciled kind and is called once"
             raise ConfigError(msg)
-        self._for = _Watch(res, EnqueueRequestForObject(), predicates)
+        self._for = _Watch(
+            res, EnqueueRequestForObject(), predicates, label_selector, field_selector
+        )
         return self
 
-    def owns(self, res: Resource, *predicates: Predicate) -> Self:
-        """Watch ``res`` and enqueue each object's controller owner of the ``for_`` kind."""
-        self._watches.append(_Watch(res, None, predicates))
+    def owns(
+        self,
+        res: Resource,
+        *predicates: Predicate,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> Self:
+        """Watch ``res`` (what the selectors match) and enqueue each object's ``for_`` owner."""
+        self._watches.append(_Watch(res, None, predicates, label_selector, field_selector))
         return self
 
-    def watches(self, res: Resource, handler: EventHandler, *predicates: Predicate) -> Self:
-        """Watch ``res`` and enqueue whatever ``handler`` maps its events to."""
-        self._watches.append(_Watch(res, handler, predicates))
+    def watches(
+        self,
+        res: Resource,
+        handler: EventHandler,
+        *predicates: Predicate,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> Self:
+        """Watch ``res`` (what the selectors match) and enqueue what ``handler`` maps events to."""
+        self._watches.append(_Watch(res, handler, predicates, label_selector, field_selector))
         return self
 
     def with_event_filter(self, *predicates: Predicate) -> Self:
@@ -124,6 +159,7 @@ class ControllerBuilder:
         rate_limiter: RateLimiter[Request] | None = None,
         recover_panic: bool | None = None,
         needs_leader_election: bool | None = None,
+        priority: PriorityFunc | None = None,
     ) -> Self:
         """Set controller options; each one left unset keeps its default.
 
@@ -133,6 +169,9 @@ class ControllerBuilder:
             rate_limiter: the backoff of failing keys (controller-runtime's default otherwise).
             recover_panic: log, count and retry unexpected exceptions (True by default).
             needs_leader_election: run only while the manager leads (True by default).
+            priority: the priority of each key an event enqueues (higher first; 0 for every key by
+                default); initial lists, resyncs and new objects of the ``for_`` kind are queued
+                at low priority whatever it says.
         """
         if max_concurrent_reconciles is not None:
             self._max_concurrent = max_concurrent_reconciles
@@ -144,6 +183,8 @@ class ControllerBuilder:
             self._recover_panic = recover_panic
         if needs_leader_election is not None:
             self._needs_leader_election = needs_leader_election
+        if priority is not None:
+            self._priority = priority
         return self
 
     def build(self) -> Controller:
@@ -151,6 +192,7 @@ class ControllerBuilder:
 
         Raises:
             ConfigError: nothing to watch, ``owns`` without ``for_``, or built already.
+            SelectorError: a watch's selector does not parse.
             ValueError: the manager already has a controller or runnable of that name, or an
                 option is out of range.
         """
@@ -176,6 +218,7 @@ class ControllerBuilder:
             recover_panic=self._recover_panic,
             needs_leader_election=self._needs_leader_election,
             shutdown_grace=manager.options.graceful_shutdown_timeout,
+            priority=self._priority,
         )
         manager.add_controller(controller)
         for watch in ([self._for] if self._for is not None else []) + self._watches:
@@ -185,8 +228,18 @@ class ControllerBuilder:
                 handler = EnqueueRequestForOwner(
                     owner.group, owner.kind, only_controller=True, owner_namespaced=owner.namespaced
                 )
-            source = manager.cache.informer(watch.resource)
-            controller.watch(source, handler, *self._filters, *watch.predicates)
+            source = manager.cache.informer(
+                watch.resource,
+                label_selector=watch.label_selector,
+                field_selector=watch.field_selector,
+            )
+            controller.watch(
+                source,
+                handler,
+                *self._filters,
+                *watch.predicates,
+                primary=watch is self._for,
+            )
         self._built = True
         return controller
 

@@ -14,6 +14,10 @@ Rules:
 * **Namespaces.** ``CacheOptions(namespaces=[...])`` caches namespaced resources in those
   namespaces only, one informer per namespace behind one composite event source; reading another
   namespace raises :class:`NotCachedError`. Cluster-scoped resources ignore the list.
+* **Per-resource scope** (``CacheOptions(by_object={res: ByObject(...)})``, controller-runtime's
+  ``ByObject``): every informer of ``res`` lists and watches with that scope's selectors (and the
+  selectors it was asked for, both), in that scope's namespaces, through that scope's transform.
+  Objects outside the scope are never cached: reading one finds nothing.
 * **Several informers of one resource** (different selectors) are read together: ``get`` returns
   the first hit, preferring an informer without selectors; ``list`` and ``by_index`` merge them,
   each key once.
@@ -32,15 +36,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
 from etctl.errors import CacheSyncError, ConfigError
-from etctl.runtime._cache_options import CacheOptions
+from etctl.runtime._cache_options import ByObject, CacheOptions
 from etctl.runtime._clock import Clock
 from etctl.runtime._informer import Informer
 from etctl.runtime._objects import ObjectView, key_of, labels
 from etctl.runtime._reflector import ListerWatcher
 from etctl.runtime._resources import Resource
 from etctl.runtime._selectors import FieldSelector, LabelSelector
+from etctl.runtime._selectors.requirements import canonical
 from etctl.runtime._source import EventSource, HandlerRegistration, ResourceEventHandler
 from etctl.runtime._store import BY_CONTROLLER, BY_NAMESPACE, IndexFunc
+from etctl.runtime._transforms import Transform
 
 __all__ = ["Cache", "CacheReader", "NotCachedError"]
 
@@ -122,14 +128,29 @@ async def _wait_all(informers: Iterable[Informer], clock: Clock, timeout: float)
             await informer.wait_for_sync(max(deadline - clock.monotonic(), 0.0))
 
 
-def _canonical(label_selector: str | None, field_selector: str | None) -> tuple[str, str]:
-    """Selectors in canonical form, so equivalent spellings share one informer.
+def _canonical(
+    label_selector: str | None,
+    field_selector: str | None,
+    scope: ByObject | None = None,
+) -> tuple[str, str]:
+    """Selectors (with the resource's scope, if any) in canonical form, each requirement once.
+
+    Equivalent spellings therefore share one informer.
 
     Raises:
         SelectorError: a selector does not parse.
     """
-    labels_text = str(LabelSelector.parse(label_selector)) if label_selector else ""
-    fields_text = str(FieldSelector.parse(field_selector)) if field_selector else ""
+    label_texts = [label_selector, scope.label_selector if scope else None]
+    requirements = [
+        requirement
+        for text in label_texts
+        if text
+        for requirement in LabelSelector.parse(text).requirements
+    ]
+    field_texts = [field_selector, scope.field_selector if scope else None]
+    terms = [term for text in field_texts if text for term in FieldSelector.parse(text).terms]
+    labels_text = str(LabelSelector(canonical(dict.fromkeys(requirements))))
+    fields_text = str(FieldSelector(tuple(dict.fromkeys(terms))))
     return labels_text, fields_text
 
 
@@ -166,7 +187,16 @@ class Cache:
 
     @property
     def namespaces(self) -> tuple[str, ...] | None:
-        """The namespaces namespaced resources are cached in (``None``: all)."""
+        """The namespaces namespaced resources are cached in by default (``None``: all)."""
+        return self._namespaces
+
+    def namespaces_of(self, res: Resource) -> tuple[str, ...] | None:
+        """The namespaces ``res`` is cached in (``None``: all, or cluster-scoped)."""
+        if not res.namespaced:
+            return None
+        scope = self.options.by_object.get(res)
+        if scope is not None and scope.namespaces is not None:
+            return tuple(scope.namespaces)
         return self._namespaces
 
     # -- informers
@@ -180,19 +210,21 @@ class Cache:
     ) -> EventSource:
         """The shared event source of ``res`` with these selectors, created on first request.
 
-        Created while the cache runs, it starts at once.
+        The resource's ``by_object`` scope applies on top of the selectors asked for. Created while
+        the cache runs, it starts at once.
 
         Raises:
             SelectorError: a selector does not parse.
         """
-        labels_text, fields_text = _canonical(label_selector, field_selector)
+        labels_text, fields_text = _canonical(
+            label_selector, field_selector, self.options.by_object.get(res)
+        )
         key = (res, labels_text, fields_text)
         source = self._sources.get(key)
         if source is not None:
             return source
-        scopes: Sequence[str | None] = (
-            self._namespaces if res.namespaced and self._namespaces is not None else (None,)
-        )
+        namespaces = self.namespaces_of(res)
+        scopes: Sequence[str | None] = namespaces if namespaces is not None else (None,)
         created = [self._new_informer(res, ns, labels_text, fields_text) for ns in scopes]
         source = created[0] if len(created) == 1 else _NamespacedSource(res, created, self._clock)
         self._sources[key] = source
@@ -208,7 +240,7 @@ class Cache:
             namespace=namespace,
             label_selector=labels_text or None,
             field_selector=fields_text or None,
-            transform=self.options.transform,
+            transform=self._transform_of(res),
             compact=self.options.compact,
             indexers=self._indexers.get(res),
             resync_period=self.options.resync_period,
@@ -224,6 +256,12 @@ class Cache:
         if self._group is not None:
             self._start(self._group, informer)
         return informer
+
+    def _transform_of(self, res: Resource) -> Transform | None:
+        scope = self.options.by_object.get(res)
+        if scope is not None and scope.transform is not None:
+            return scope.transform
+        return self.options.transform
 
     def add_indexers(self, res: Resource, indexers: Mapping[str, IndexFunc]) -> None:
         """Add store indexes to every informer of ``res``, now and requested later.
@@ -292,15 +330,27 @@ class Cache:
                 "controller is set up; reads never start one"
             )
             raise NotCachedError(msg)
-        if namespace and res.namespaced and self._namespaces is not None:
-            if namespace not in self._namespaces:
+        cached = self.namespaces_of(res)
+        if namespace and cached is not None:
+            if namespace not in cached:
                 msg = (
                     f"namespace {namespace!r} is not cached for {res} "
-                    f"(the cache holds {', '.join(self._namespaces)})"
+                    f"(the cache holds {', '.join(cached)})"
                 )
                 raise NotCachedError(msg)
             return [inf for inf in informers if inf.namespace == namespace]
         return informers
+
+    def scopes(self, res: Resource) -> builtins.list[tuple[str | None, str | None, str | None]]:
+        """``(namespace, label selector, field selector)`` of every informer of ``res``.
+
+        ``None`` restricts nothing. What the cache holds of ``res`` is what the API server holds
+        within any of these (a test harness compares the two).
+        """
+        return [
+            (inf.namespace, inf.label_selector, inf.field_selector)
+            for inf in self._by_resource.get(res, ())
+        ]
 
     def backing_off(self, res: Resource, namespace: str | None = None) -> bool:
         """Whether an informer of ``res`` (for ``namespace``) waits out a backoff on the clock.

@@ -48,7 +48,7 @@ from etctl.log import bind_context, get_logger
 from etctl.runtime import _metrics as metrics
 from etctl.runtime._clock import Clock
 from etctl.runtime._fence import check_fence
-from etctl.runtime._handler import EnqueueingHandler, EventHandler
+from etctl.runtime._handler import EnqueueingHandler, EventHandler, PriorityFunc
 from etctl.runtime._predicate import Predicate
 from etctl.runtime._ratelimit import RateLimiter
 from etctl.runtime._reconcile import STOPPING, Reconciler, Request, Result
@@ -111,6 +111,7 @@ class Controller:
         recover_panic: bool = True,
         needs_leader_election: bool = True,
         shutdown_grace: float = 30.0,
+        priority: PriorityFunc | None = None,
     ) -> None:
         if not name:
             msg = "a controller needs a name"
@@ -129,6 +130,7 @@ class Controller:
         self._reconcile_timeout = reconcile_timeout
         self._cache_sync_timeout = cache_sync_timeout
         self._recover_panic = recover_panic
+        self._priority = priority
         self._shutdown_grace = shutdown_grace
         self._queue: WorkQueue[Request] = WorkQueue(
             clock=clock, name=name, rate_limiter=rate_limiter
@@ -167,13 +169,23 @@ class Controller:
         """True while the workers run: from the end of the start-up sync until the stop."""
         return self._working
 
-    def watch(self, source: EventSource, handler: EventHandler, *predicates: Predicate) -> None:
+    def watch(
+        self,
+        source: EventSource,
+        handler: EventHandler,
+        *predicates: Predicate,
+        primary: bool = False,
+    ) -> None:
         """Enqueue the requests ``handler`` maps each ``source`` event to, if the predicates pass.
 
         Watches added before :meth:`run` are registered when it starts and waited for; a watch
-        added while running is registered at once, without waiting for its replay.
+        added while running is registered at once, without waiting for its replay. A ``primary``
+        watch (of the kind the controller reconciles) queues new objects at low priority, behind
+        the follow-ups of objects in progress (see :mod:`etctl.runtime._handler`).
         """
-        adapter = EnqueueingHandler(handler, self._queue, predicates)
+        adapter = EnqueueingHandler(
+            handler, self._queue, predicates, new_objects_low=primary, priority=self._priority
+        )
         self._watches.append((source, adapter))
         if self._started:
             source.add_handler(adapter)

@@ -17,6 +17,15 @@ The handlers, as controller-runtime's:
   results for old and new, deduplicated.
 
 Every handler yields each request at most once per event and skips objects without a name.
+
+**Priorities** (controller-runtime's priority queue): :class:`EnqueueingHandler` adds what an event
+maps to at :data:`~etctl.runtime._workqueue.LOW_PRIORITY` when the event brings no news: an object
+of a source's initial list (or of a replay), or a resync (old and new share a
+``resourceVersion``). A controller also adds the *creation* of an object of the kind it reconciles
+(its ``for_`` watch, ``new_objects_low``) at low priority: a burst of new objects is taken up as
+workers come free, after the follow-ups of objects already in progress (their children's events,
+their own updates) instead of queueing those behind it. Everything else is added at priority 0.
+The queue's aging bounds how long low-priority work waits.
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ from etctl.runtime._event import CreateEvent, DeleteEvent, UpdateEvent
 from etctl.runtime._objects import ObjectView, Tombstone, name, namespace, owner_references
 from etctl.runtime._predicate import Predicate
 from etctl.runtime._reconcile import Request
+from etctl.runtime._workqueue import LOW_PRIORITY
 
 __all__ = [
     "EnqueueRequestForObject",
@@ -37,10 +47,14 @@ __all__ = [
     "EnqueueingHandler",
     "EventHandler",
     "MapFunc",
+    "PriorityFunc",
 ]
 
 MapFunc = Callable[[ObjectView], Iterable[Request]]
 """Maps an object to the requests it should cause."""
+
+PriorityFunc = Callable[[Request], int]
+"""The priority of a key in a controller's queue (higher first), for events that bring news."""
 
 
 @runtime_checkable
@@ -63,8 +77,8 @@ class EventHandler(Protocol):
 class Enqueuer(Protocol):
     """Where an :class:`EnqueueingHandler` puts requests (a workqueue)."""
 
-    def add(self, item: Request) -> None:
-        """Queue ``item``."""
+    def add(self, item: Request, *, priority: int = 0) -> None:
+        """Queue ``item`` with ``priority`` (higher first)."""
         ...
 
 
@@ -189,28 +203,41 @@ class EnqueueingHandler:
         handler: maps events to requests.
         queue: receives the requests.
         predicates: every one must pass an event for it to be enqueued.
+        new_objects_low: add creations at low priority too, not only those of the initial list
+            (see the module docstring).
+        priority: the priority of each request of an event that brings news (0 for all when
+            omitted); events that bring none are added at low priority whatever it says.
     """
 
-    __slots__ = ("_handler", "_predicates", "_queue")
+    __slots__ = ("_create_priority", "_handler", "_predicates", "_priority", "_queue")
 
     def __init__(
-        self, handler: EventHandler, queue: Enqueuer, predicates: Sequence[Predicate] = ()
+        self,
+        handler: EventHandler,
+        queue: Enqueuer,
+        predicates: Sequence[Predicate] = (),
+        *,
+        new_objects_low: bool = False,
+        priority: PriorityFunc | None = None,
     ) -> None:
         self._handler = handler
         self._queue = queue
         self._predicates = tuple(predicates)
+        self._create_priority = LOW_PRIORITY if new_objects_low else None
+        self._priority = priority
 
     def on_add(self, obj: ObjectView, *, is_in_initial_list: bool) -> None:
         """Enqueue what the create maps to, if every predicate passes it."""
         event = CreateEvent(obj, is_in_initial_list)
         if all(p.create(event) for p in self._predicates):
-            self._enqueue(self._handler.create(event))
+            low = LOW_PRIORITY if is_in_initial_list else self._create_priority
+            self._enqueue(self._handler.create(event), low)
 
     def on_update(self, old: ObjectView, new: ObjectView) -> None:
         """Enqueue what the update (or resync) maps to, if every predicate passes it."""
         event = UpdateEvent(old, new)
         if all(p.update(event) for p in self._predicates):
-            self._enqueue(self._handler.update(event))
+            self._enqueue(self._handler.update(event), LOW_PRIORITY if event.is_resync else None)
 
     def on_delete(self, obj: ObjectView | Tombstone) -> None:
         """Enqueue what the delete maps to, if every predicate passes it; tombstones unwrap."""
@@ -221,7 +248,11 @@ class EnqueueingHandler:
         if all(p.delete(event) for p in self._predicates):
             self._enqueue(self._handler.delete(event))
 
-    def _enqueue(self, requests: Iterable[Request]) -> None:
+    def _enqueue(self, requests: Iterable[Request], low: int | None = None) -> None:
         add = self._queue.add
+        priority = self._priority
         for request in requests:
-            add(request)
+            if low is not None:
+                add(request, priority=low)
+            else:
+                add(request, priority=priority(request) if priority is not None else 0)

@@ -1,7 +1,8 @@
-"""The workqueue: a deduplicating, delaying, rate-limited FIFO of keys for reconcile workers.
+"""The workqueue: a deduplicating, delaying, rate-limited priority queue of keys for reconcilers.
 
-Semantics follow client-go's ``util/workqueue`` (base queue, delaying queue, rate-limiting queue),
-in asyncio and on an injectable :class:`~etctl.runtime.Clock`.
+Semantics follow client-go's ``util/workqueue`` (base queue, delaying queue, rate-limiting queue)
+and controller-runtime's priority queue, in asyncio and on an injectable
+:class:`~etctl.runtime.Clock`.
 
 Invariants:
 
@@ -16,6 +17,16 @@ Invariants:
 * **One timer.** Delayed items sit in one min-heap served by :meth:`WorkQueue.run`, which sleeps on
   the clock until the earliest ready time. There is no task or timer per item, and ``run`` is the
   only background work: whoever owns the queue runs it in a task group.
+* **Priorities** (controller-runtime's priority queue). Every add has a priority (``0`` by
+  default, :data:`LOW_PRIORITY` for work that may wait); ready items are handed out highest
+  priority first, in arrival order within a priority. An item added again keeps the highest
+  priority it was given (raised, it joins its new priority as a new arrival would, and the time it
+  waited still counts for aging); an item requeued while it was processing, after a delay or with
+  backoff keeps the priority it was handed out with unless the add names one.
+* **Aging: nothing starves.** An item that has waited ``aging`` seconds behind items of higher
+  priority is handed out before them (the oldest such item first), so a steady stream of urgent
+  work delays the rest by ``aging`` at most (controller-runtime's queue has no such bound,
+  kubernetes-sigs/controller-runtime#3496).
 
 Shutdown (a deliberate choice, stricter than client-go): once :meth:`~WorkQueue.shut_down` is called
 adds are ignored, items still queued or delayed are dropped and every :meth:`~WorkQueue.get`,
@@ -38,6 +49,7 @@ ticker: they are always current, cost nothing on the hot path and need no task.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import heapq
 import itertools
 import weakref
@@ -50,9 +62,16 @@ from etctl.runtime import _metrics as metrics
 from etctl.runtime._clock import Clock, wait_event
 from etctl.runtime._ratelimit import RateLimiter, default_controller_rate_limiter
 
-__all__ = ["ShutDown", "WorkQueue"]
+__all__ = ["LOW_PRIORITY", "ShutDown", "WorkQueue"]
 
 T = TypeVar("T", bound=Hashable)
+
+LOW_PRIORITY = -100
+"""controller-runtime's ``handler.LowPriority``: work that yields to everything else (initial lists,
+resyncs, new objects of the reconciled kind)."""
+
+DEFAULT_AGING = 30.0
+"""Seconds an item may wait behind items of higher priority before it is handed out first."""
 
 # Ready times within a nanosecond of now count as due: ``now + (deadline - now)`` may land one ulp
 # short of ``deadline``, and Go's durations have no finer resolution anyway.
@@ -119,6 +138,11 @@ class WorkQueue(Generic[T]):
             records no metrics.
         rate_limiter: decides the delay of :meth:`add_rate_limited`; controller-runtime's default
             (exponential 5 ms to 1000 s, and a 10 qps / burst 100 bucket) when omitted.
+        aging: seconds after which an item waiting behind items of higher priority goes first
+            (``None``: strict priority order, which may starve low-priority items).
+
+    Raises:
+        ValueError: ``aging`` is not positive.
     """
 
     def __init__(
@@ -127,52 +151,78 @@ class WorkQueue(Generic[T]):
         clock: Clock,
         name: str | None = None,
         rate_limiter: RateLimiter[T] | None = None,
+        aging: float | None = DEFAULT_AGING,
     ) -> None:
         self._clock = clock
         self.name = name
         self._limiter: RateLimiter[T] = (
             default_controller_rate_limiter(clock) if rate_limiter is None else rate_limiter
         )
-        self._queue: deque[T] = deque()
-        self._dirty: set[T] = set()
-        self._processing: dict[T, float] = {}  # item -> when it was handed out
+        if aging is not None and aging <= 0:
+            msg = f"aging must be positive (or None), got {aging}"
+            raise ValueError(msg)
+        self._aging = aging
+        # Ready items: one FIFO per priority (two deques appended together: sequence numbers and
+        # items, so that queueing allocates no tuple for the garbage collector to track) and the
+        # priorities that have one, highest first as negated values. An entry is live while
+        # _entries[item] is its sequence number; a priority raised while queued appends a live
+        # entry to the higher FIFO and leaves a stale one behind, dropped when it reaches the
+        # front. _queued_at keeps when each ready item was first queued, for aging.
+        self._fifos: dict[int, tuple[deque[int], deque[T]]] = {}
+        self._priorities: list[int] = []
+        self._entries: dict[T, int] = {}
+        self._queued_at: dict[T, float] = {}
+        self._dirty: dict[T, int] = {}  # added and not handed out -> the priority it runs with
+        self._processing: dict[T, tuple[float, int]] = {}  # item -> (handed out at, priority)
         self._getters: deque[asyncio.Future[None]] = deque()
         self._shutting_down = False
         self._drained = asyncio.Event()
         # Delayed items: item -> ready time, and a heap of (ready time, sequence, item) whose
         # entries go stale when an item's ready time moves earlier or it is added or dropped.
         self._ready_at: dict[T, float] = {}
+        self._delayed_priority: dict[T, int] = {}
         self._heap: list[tuple[float, int, T]] = []
         self._seq = itertools.count()
         self._timer_wake = asyncio.Event()
         self._timer_deadline: float | None = None  # what run() sleeps until (None: no deadline)
         self._running = False
+        self._now = clock.monotonic
         self._metrics = _QueueMetrics(name, clock, self) if name else None
 
     # -- the base queue
 
-    def add(self, item: T) -> None:
-        """Queue ``item`` now, unless it is already queued (no-op) or the queue is shut down.
+    def add(self, item: T, *, priority: int = 0) -> None:
+        """Queue ``item`` with ``priority``, unless it is queued already or the queue is shut down.
 
-        An item that is processing is only marked dirty and is queued again by :meth:`done`. An
-        item waiting for its delay becomes ready now.
+        An item already queued only has its priority raised, if ``priority`` is higher. An item
+        that is processing is only marked dirty and is queued again by :meth:`done`. An item
+        waiting for its delay becomes ready now (with the higher of both priorities).
         """
         if self._shutting_down:
             return
         if self._ready_at:
-            self._cancel_delay(item)
-        if item in self._dirty:
+            priority = max(priority, self._cancel_delay(item))
+        queued = self._dirty.get(item)
+        if queued is not None:
+            if priority > queued:
+                self._dirty[item] = priority
+                if item in self._entries:  # waiting in a FIFO: move it up; its wait still counts
+                    self._push(item, priority, self._queued_at[item])
             return
         if self._metrics is not None:
             self._metrics.added(item)
-        self._dirty.add(item)
+        self._dirty[item] = priority
         if item in self._processing:
             return
-        self._queue.append(item)
-        self._wake_getter()
+        self._push(item, priority, self._now())
+        if self._getters:
+            self._wake_getter()
 
     async def get(self) -> T:
         """Wait for the next item and mark it processing; call :meth:`done` when finished with it.
+
+        The next item is the oldest of the highest priority, unless an item of lower priority has
+        waited ``aging`` seconds: then the oldest such item.
 
         Raises:
             ShutDown: the queue is shut down (items still queued are not handed out).
@@ -180,7 +230,7 @@ class WorkQueue(Generic[T]):
         while True:
             if self._shutting_down:
                 raise ShutDown
-            if self._queue:
+            if self._entries:
                 break
             getter = asyncio.get_running_loop().create_future()
             self._getters.append(getter)
@@ -192,33 +242,41 @@ class WorkQueue(Generic[T]):
                     self._getters.remove(getter)
                 except ValueError:
                     # It had been woken: hand the wake-up to the next waiter instead of losing it.
-                    if self._queue:
+                    if self._entries:
                         self._wake_getter()
                 raise
-        item = self._queue.popleft()
-        self._dirty.discard(item)
         now = self._clock.monotonic()
-        self._processing[item] = now
+        item = self._pop(now)
+        priority = self._dirty.pop(item)
+        self._processing[item] = (now, priority)
         if self._metrics is not None:
             self._metrics.got(item, now)
         return item
 
     def done(self, item: T) -> None:
         """Mark ``item`` finished; if it was added while processing, queue it again (once)."""
-        started = self._processing.pop(item, None)
-        if started is None:
+        handed = self._processing.pop(item, None)
+        if handed is None:
             return
         if self._metrics is not None:
-            self._metrics.done(started)
-        if item in self._dirty:
-            self._queue.append(item)
+            self._metrics.done(handed[0])
+        priority = self._dirty.get(item)
+        if priority is not None:
+            self._push(item, priority, self._clock.monotonic())
             self._wake_getter()
         elif self._shutting_down and not self._processing:
             self._drained.set()
 
+    def priority_of(self, item: T) -> int | None:
+        """The priority ``item`` runs with: as handed out, or as queued; None when neither."""
+        handed = self._processing.get(item)
+        if handed is not None:
+            return handed[1]
+        return self._dirty.get(item)
+
     def __len__(self) -> int:
         """How many items are ready to be handed out (not those processing or delayed)."""
-        return len(self._queue)
+        return len(self._entries)
 
     @property
     def depth(self) -> int:
@@ -257,9 +315,13 @@ class WorkQueue(Generic[T]):
         if self._shutting_down:
             return
         self._shutting_down = True
-        self._queue.clear()
+        self._fifos.clear()
+        self._priorities.clear()
+        self._entries.clear()
+        self._queued_at.clear()
         self._dirty.clear()
         self._ready_at.clear()
+        self._delayed_priority.clear()
         self._heap.clear()
         if self._metrics is not None:
             self._metrics.add_times.clear()
@@ -282,21 +344,29 @@ class WorkQueue(Generic[T]):
 
     # -- delays and rate limits
 
-    def add_after(self, item: T, delay: float) -> None:
+    def add_after(self, item: T, delay: float, *, priority: int | None = None) -> None:
         """Add ``item`` once ``delay`` seconds have passed (now when ``delay <= 0``).
 
-        If the item already waits, the earlier ready time wins; if it is already queued, this is a
-        no-op. Counts a retry in the metrics when ``delay > 0``.
+        If the item already waits, the earlier ready time and the higher priority win; if it is
+        already queued, this is a no-op. ``priority`` defaults to the one the item is processing
+        with (0 if it is not processing). Counts a retry in the metrics when ``delay > 0``.
         """
         if self._shutting_down:
             return
+        if priority is None:
+            priority = self._requeue_priority(item)
         if delay <= 0:
-            self.add(item)
+            self.add(item, priority=priority)
             return
         if self._metrics is not None:
             self._metrics.retried()
         if item in self._dirty:
-            return  # it runs as soon as a worker is free, which is sooner
+            # It runs as soon as a worker is free, which is sooner; a higher priority still counts.
+            self.add(item, priority=priority)
+            return
+        current_priority = self._delayed_priority.get(item)
+        if current_priority is None or priority > current_priority:
+            self._delayed_priority[item] = priority
         ready_at = self._clock.monotonic() + delay
         current = self._ready_at.get(item)
         if current is not None and current <= ready_at:
@@ -308,11 +378,14 @@ class WorkQueue(Generic[T]):
         if self._timer_deadline is None or ready_at < self._timer_deadline:
             self._timer_wake.set()
 
-    def add_rate_limited(self, item: T) -> None:
-        """Add ``item`` after the delay the rate limiter decides (and let it count a failure)."""
+    def add_rate_limited(self, item: T, *, priority: int | None = None) -> None:
+        """Add ``item`` after the delay the rate limiter decides (and let it count a failure).
+
+        ``priority`` defaults to the one the item is processing with, as in :meth:`add_after`.
+        """
         if self._shutting_down:
             return
-        self.add_after(item, self._limiter.when(item))
+        self.add_after(item, self._limiter.when(item), priority=priority)
 
     def forget(self, item: T) -> None:
         """Reset the rate limiter's failure count of ``item`` (call it after a success)."""
@@ -352,11 +425,11 @@ class WorkQueue(Generic[T]):
     def unfinished_work_seconds(self) -> float:
         """The summed age of every item processing right now."""
         now = self._clock.monotonic()
-        return sum(now - started for started in list(self._processing.values()))
+        return sum(now - started for started, _ in list(self._processing.values()))
 
     def longest_running_processor_seconds(self) -> float:
         """The age of the oldest item processing right now (0 when none is)."""
-        starts = list(self._processing.values())
+        starts = [started for started, _ in list(self._processing.values())]
         return self._clock.monotonic() - min(starts) if starts else 0.0
 
     # -- internals
@@ -368,10 +441,74 @@ class WorkQueue(Generic[T]):
                 getter.set_result(None)
                 return
 
-    def _cancel_delay(self, item: T) -> None:
+    def _cancel_delay(self, item: T) -> int:
+        """Drop ``item``'s delay; the priority it was delayed with (LOW_PRIORITY - 1 if none)."""
+        priority = self._delayed_priority.pop(item, LOW_PRIORITY - 1)
         ready_at = self._ready_at.pop(item, None)
         if ready_at is not None and ready_at == self._timer_deadline:
             self._timer_wake.set()  # run() slept for this item: let it pick the next deadline
+        return priority
+
+    def _requeue_priority(self, item: T) -> int:
+        handed = self._processing.get(item)
+        return handed[1] if handed is not None else 0
+
+    def _push(self, item: T, priority: int, queued_at: float) -> None:
+        seq = next(self._seq)
+        self._entries[item] = seq
+        self._queued_at[item] = queued_at
+        fifo = self._fifos.get(priority)
+        if fifo is None:
+            fifo = self._fifos[priority] = (deque(), deque())
+            bisect.insort(self._priorities, -priority)
+        fifo[0].append(seq)
+        fifo[1].append(item)
+
+    def _head(self, priority: int) -> T | None:
+        """The oldest live item of ``priority`` (stale entries at the front are dropped)."""
+        seqs, items = self._fifos[priority]
+        entries = self._entries
+        while seqs:
+            item = items[0]
+            if entries.get(item) == seqs[0]:
+                return item
+            seqs.popleft()
+            items.popleft()
+        return None
+
+    def _take(self, priority: int, item: T) -> T:
+        """Remove ``item``, the front of its FIFO, from the ready items."""
+        seqs, items = self._fifos[priority]
+        seqs.popleft()
+        items.popleft()
+        del self._entries[item]
+        del self._queued_at[item]
+        return item
+
+    def _pop(self, now: float) -> T:
+        """Take the next item out of the FIFOs (there is one)."""
+        if len(self._priorities) == 1:  # the common case: one priority, no aging to weigh
+            priority = -self._priorities[0]
+            item = self._head(priority)
+            if item is not None:
+                return self._take(priority, item)
+        heads: list[tuple[int, T]] = []
+        for negated in list(self._priorities):
+            item = self._head(-negated)
+            if item is None:
+                del self._fifos[-negated]
+                self._priorities.remove(negated)
+                continue
+            heads.append((-negated, item))
+            if self._aging is None:
+                break
+        chosen = heads[0]
+        if self._aging is not None and len(heads) > 1:
+            aged_at = now - self._aging
+            waited = [head for head in heads[1:] if self._queued_at[head[1]] <= aged_at]
+            if waited:  # waited ``aging`` behind higher priorities: the oldest such goes first
+                chosen = min(waited, key=lambda head: self._queued_at[head[1]])
+        return self._take(*chosen)
 
     def _release_due(self) -> float | None:
         """Add every item whose time has come; return the next ready time, if any."""
@@ -386,7 +523,7 @@ class WorkQueue(Generic[T]):
                 return ready_at
             heapq.heappop(heap)
             del self._ready_at[item]
-            self.add(item)
+            self.add(item, priority=self._delayed_priority.pop(item, 0))
         return None
 
     def _compact(self) -> None:

@@ -10,9 +10,10 @@ time, until nothing is left that could happen without the clock moving:
   leader-only ones only while it leads) has started its workers, and its workqueue holds nothing
   queued, nothing processing and no delayed item already due;
 * **their caches**: for every resource a controller watches, the cache holds exactly the objects
-  the API server holds, at the same resourceVersion (in each namespace the cache is limited to),
-  so no watch event is still on its way to a handler; a cache whose reflector waits out a backoff
-  (after a failed list, or a watch that ended at once) is a timer, like a delayed queue item;
+  the API server holds within the cache's informers of it (their namespaces, label and field
+  selectors), at the same resourceVersion, so no watch event is still on its way to a handler; a
+  cache whose reflector waits out a backoff (after a failed list, or a watch that ended at once)
+  is a timer, like a delayed queue item;
 * **the server**: no watch stream holds events it has not sent, the built-in controllers have no
   work queued, and the simulated kubelet has no pod to sync, no scheduling pass to make and no
   timer due.
@@ -26,9 +27,8 @@ checked, each cache against a list of the cluster: what the cluster's watch stre
 visible from outside, and the list is the cluster's word on what exists.
 
 Limits: the embedded server must run on the test's own event loop (an :class:`ApiServer`, not
-the shared background server); informers created with label or field selectors are compared with
-everything the server holds, so they never look caught up (the controllers etctl builds use
-none); the work of plain runnables (``Manager.add_runnable``) and of event recorders is not seen.
+the shared background server); the work of plain runnables (``Manager.add_runnable``) and of event
+recorders is not seen.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 
 from etctl.errors import ApiError, ConfigError
 from etctl.runtime import Resource, objects
+from etctl.testing._apiserver.selection import parse_selection
 from etctl.testing._realcluster import RealCluster
 
 if TYPE_CHECKING:
@@ -126,32 +127,37 @@ def _manager_busy(server: ApiServer | RealCluster, manager: Manager) -> list[str
 
 
 def _cache_behind(server: ApiServer | RealCluster, manager: Manager, res: Resource) -> list[str]:
-    scopes: Iterable[str | None] = (None,)
-    if res.namespaced and manager.cache.namespaces is not None:
-        scopes = manager.cache.namespaces
-    behind = []
-    for namespace in scopes:
-        try:
-            stored = _stored(server, res, namespace)
-            cached = manager.cache.list(res, namespace=namespace)
-        except (ApiError, ConfigError) as exc:
-            behind.append(f"{res} cannot be compared: {exc}")
-            continue
-        if _versions(stored) != _versions(cached) and not manager.cache.backing_off(res, namespace):
-            where = f" in namespace {namespace}" if namespace else ""
-            behind.append(f"the cache of {res}{where} is behind the server")
-    return behind
+    try:
+        stored: dict[tuple[str, str], objects.ObjectView] = {}
+        for namespace, labels, fields in manager.cache.scopes(res):
+            for obj in _stored(server, res, namespace, labels, fields):
+                stored[(objects.namespace(obj), objects.name(obj))] = obj
+        cached = manager.cache.list(res)
+    except (ApiError, ConfigError) as exc:
+        return [f"{res} cannot be compared: {exc}"]
+    if _versions(stored.values()) != _versions(cached) and not manager.cache.backing_off(res):
+        return [f"the cache of {res} is behind the server"]
+    return []
 
 
 def _stored(
-    server: ApiServer | RealCluster, res: Resource, namespace: str | None
+    server: ApiServer | RealCluster,
+    res: Resource,
+    namespace: str | None,
+    labels: str | None,
+    fields: str | None,
 ) -> list[objects.ObjectView]:
+    """What one informer of ``res`` should hold: the objects its scope selects."""
     if isinstance(server, RealCluster):
         scope = (namespace or "") if res.namespaced else ""
-        return list(server.storage.list(res, namespace=scope).items)
+        listed = server.storage.list(
+            res, namespace=scope, label_selector=labels, field_selector=fields
+        )
+        return list(listed.items)
     info, _ = server.storage.target(res)
     scope = (namespace or "") if info.namespaced else ""
-    return [obj for _, obj in server.storage.store.items(info.key, scope)]
+    selection = parse_selection(info, namespace=scope, label_selector=labels, field_selector=fields)
+    return [obj for _, obj in server.storage.store.items(info.key, scope) if selection.matches(obj)]
 
 
 def _versions(found: Iterable[objects.ObjectView]) -> dict[tuple[str, str], str]:

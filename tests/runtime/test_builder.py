@@ -201,6 +201,60 @@ async def test_options_reach_the_controller(client: Client, ns: str) -> None:
         release.set()
 
 
+async def test_watches_take_selectors_and_share_their_informers(client: Client, ns: str) -> None:
+    manager = new_manager(client, ns)
+    reconciler = Recorder()
+    controller = (
+        manager.controller(unique_name("selected"), reconciler)
+        .for_(CONFIGMAPS, label_selector="app=web")
+        .owns(SECRETS, label_selector="app = web")
+        .build()
+    )
+    assert controller.sources == (
+        manager.cache.informer(CONFIGMAPS, label_selector="app=web"),
+        manager.cache.informer(SECRETS, label_selector="app=web"),
+    )
+    async with run_manager(manager):
+        await client.create(CONFIGMAPS, configmap("other", ns, app="db"))
+        job = await client.create(CONFIGMAPS, configmap("job", ns, app="web"))
+        await eventually(lambda: reconciler.names == ["job"])
+        owner = {**ref("ConfigMap", "job", controller=True), "uid": objects.uid(job)}
+        await client.create(SECRETS, secret("unlabelled", ns, owner))  # never cached
+        await client.create(SECRETS, secret("child", ns, owner, app="web"))
+        await eventually(lambda: reconciler.names == ["job", "job"])
+        assert manager.cache.get(SECRETS, "unlabelled", namespace=ns) is None
+        assert manager.cache.get(CONFIGMAPS, "other", namespace=ns) is None
+
+
+async def test_new_objects_of_the_for_kind_wait_behind_follow_ups(client: Client, ns: str) -> None:
+    manager = new_manager(client, ns)
+    first = asyncio.Event()
+    release = asyncio.Event()
+    order: list[str] = []
+
+    async def reconcile(request: Request) -> Result:
+        if request.name == PRESET_CONFIGMAP:  # a real cluster's, in every namespace
+            return Result()
+        order.append(request.name)
+        first.set()
+        await release.wait()
+        return Result()
+
+    manager.controller(unique_name("priority"), reconcile).for_(CONFIGMAPS).owns(SECRETS).build()
+    async with run_manager(manager):
+        known = await client.create(CONFIGMAPS, configmap("known", ns))
+        await eventually(first.is_set)  # the one worker is busy with it
+        await client.create(CONFIGMAPS, configmap("new-1", ns))
+        await client.create(CONFIGMAPS, configmap("new-2", ns))
+        owner = {**ref("ConfigMap", "known", controller=True), "uid": objects.uid(known)}
+        await client.create(SECRETS, secret("child", ns, owner))
+        await eventually(lambda: manager.controllers[0].queue.depth == 3)
+        release.set()
+        await eventually(lambda: len(order) == 4)
+    # The follow-up of the object in progress went first; the new objects in their order.
+    assert order == ["known", "known", "new-1", "new-2"]
+
+
 def test_misuse_is_reported(client: Client, ns: str) -> None:
     manager = new_manager(client, ns)
     reconciler = Recorder()

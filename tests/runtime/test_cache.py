@@ -13,8 +13,10 @@ from etctl.runtime import (
     CONFIGMAPS,
     NAMESPACES,
     SECRETS,
+    ByObject,
     Cache,
     CacheOptions,
+    KubeObject,
     NotCachedError,
     ObjectView,
     SelectorError,
@@ -255,3 +257,65 @@ async def test_wait_for_sync_names_the_informer_that_did_not_sync(tmp_path: Path
 def test_an_empty_namespace_list_is_refused() -> None:
     with pytest.raises(ConfigError, match="at least one namespace"):
         CacheOptions(namespaces=[])
+
+
+def labelled(env: Cluster, name: str, namespace: str, **labels: str) -> None:
+    body = {"metadata": {"name": name, "namespace": namespace, "labels": labels}}
+    env.target.storage.create(CONFIGMAPS, body, namespace=namespace)
+
+
+def mark(obj: KubeObject) -> KubeObject:
+    obj["metadata"].setdefault("annotations", {})["seen-by"] = "scope"
+    return obj
+
+
+async def test_by_object_scopes_every_informer_of_its_resource(tmp_path: Path) -> None:
+    async with cluster(tmp_path) as env:
+        a, b = (env.namespace(ns) for ns in ("a", "b"))
+        labelled(env, "ours", a, team="ours", job="j")
+        labelled(env, "ours-other-job", a, team="ours", job="k")
+        labelled(env, "theirs", a, team="theirs", job="j")
+        labelled(env, "ours", b, team="ours", job="j")
+        env.target.storage.create(SECRETS, {"metadata": {"name": "s", "namespace": b}}, namespace=b)
+        scope = ByObject(label_selector="team = ours", namespaces=[a], transform=mark)
+        cache = new_cache(env, by_object={CONFIGMAPS: scope})
+        assert scope.label_selector == "team=ours"  # canonical
+        assert cache.namespaces_of(CONFIGMAPS) == (a,)
+        assert cache.namespaces_of(SECRETS) is None
+        whole = cache.informer(CONFIGMAPS)
+        one_job = cache.informer(CONFIGMAPS, label_selector="job=j")
+        assert cache.informer(CONFIGMAPS, label_selector="team=ours,job=j") is one_job
+        secrets = cache.informer(SECRETS)  # no scope: everything, everywhere
+        async with running(cache):
+            await cache.wait_for_sync(5)
+            assert env.keys(cache.list(CONFIGMAPS)) == [f"{a}/ours", f"{a}/ours-other-job"]
+            assert cache.get(CONFIGMAPS, "theirs", namespace=a) is None  # never cached
+            with pytest.raises(NotCachedError, match=f"namespace '{b}' is not cached"):
+                cache.get(CONFIGMAPS, "ours", namespace=b)
+            found = cache.get(CONFIGMAPS, "ours", namespace=a)
+            assert found is not None
+            assert objects.annotations(found) == {"seen-by": "scope"}
+            assert f"{b}/s" in env.keys(cache.list(SECRETS))
+            labelled(env, "late", a, team="ours", job="j")
+            labelled(env, "late-theirs", a, team="theirs", job="j")
+            await eventually(lambda: cache.get(CONFIGMAPS, "late", namespace=a) is not None)
+            assert cache.get(CONFIGMAPS, "late-theirs", namespace=a) is None
+        assert isinstance(whole, Informer)
+        assert isinstance(one_job, Informer)
+        assert isinstance(secrets, Informer)
+        assert (whole.namespace, whole.label_selector) == (a, "team=ours")
+        assert (one_job.namespace, one_job.label_selector) == (a, "job=j,team=ours")
+        assert (secrets.namespace, secrets.label_selector) == (None, None)
+        assert cache.scopes(CONFIGMAPS) == [(a, "team=ours", None), (a, "job=j,team=ours", None)]
+
+
+def test_by_object_is_checked_when_built() -> None:
+    with pytest.raises(ConfigError, match="ByObject selector"):
+        ByObject(label_selector="team in (")
+    with pytest.raises(ConfigError, match="at least one namespace"):
+        ByObject(namespaces=[])
+    with pytest.raises(ConfigError, match="cluster-scoped"):
+        CacheOptions(by_object={NAMESPACES: ByObject(namespaces=["a"])})
+    options = CacheOptions(by_object={CONFIGMAPS: ByObject(field_selector="metadata.name=x")})
+    with pytest.raises(TypeError):
+        options.by_object[SECRETS] = ByObject()  # type: ignore[index]

@@ -6,6 +6,7 @@ from etctl.runtime import (
     FakeClock,
     GenerationChanged,
     Predicate,
+    PriorityFunc,
     Request,
     UpdateEvent,
     WorkQueue,
@@ -20,6 +21,7 @@ from etctl.runtime._handler import (
 )
 from etctl.runtime._objects import ObjectView, labels
 from etctl.runtime._source import ResourceEventHandler
+from etctl.runtime._workqueue import LOW_PRIORITY
 from tests.runtime._fakes import FakeSource, obj, owner_ref
 
 JOB = "TrainingJob"
@@ -172,3 +174,61 @@ async def test_a_late_handler_receives_the_initial_objects() -> None:
     source.add_handler(EnqueueingHandler(EnqueueRequestForObject(), queue, [only_initial]))
     source.create(obj("c", "ns"))
     assert await drain(queue) == [Request("ns", "a"), Request("ns", "b")]
+
+
+# -- priorities
+
+
+def prioritised(
+    handler: EventHandler, *, new_objects_low: bool = False, priority: PriorityFunc | None = None
+) -> tuple[FakeSource, WorkQueue[Request]]:
+    clock = FakeClock()
+    source = FakeSource(clock)
+    queue: WorkQueue[Request] = WorkQueue(clock=clock)
+    adapter = EnqueueingHandler(handler, queue, new_objects_low=new_objects_low, priority=priority)
+    source.create(obj("known", "ns"))  # in the initial list of the handler below
+    source.add_handler(adapter)
+    return source, queue
+
+
+async def test_initial_lists_and_resyncs_are_low_priority_news_is_not() -> None:
+    source, queue = prioritised(EnqueueRequestForObject())
+    assert queue.priority_of(Request("ns", "known")) == LOW_PRIORITY
+    source.create(obj("new", "ns"))
+    assert queue.priority_of(Request("ns", "new")) == 0
+    await drain(queue)
+    source.resync("ns/known")
+    assert queue.priority_of(Request("ns", "known")) == LOW_PRIORITY
+    source.update(obj("known", "ns", generation=2))  # news raises it
+    assert queue.priority_of(Request("ns", "known")) == 0
+    await drain(queue)
+    source.delete("ns/new")
+    assert queue.priority_of(Request("ns", "new")) == 0
+
+
+async def test_a_primary_watch_queues_new_objects_behind_the_follow_ups_of_known_ones() -> None:
+    source, queue = prioritised(EnqueueRequestForObject(), new_objects_low=True)
+    await drain(queue)
+    source.create(obj("new-1", "ns"))
+    source.create(obj("new-2", "ns"))
+    source.update(obj("known", "ns", generation=2))
+    assert await drain(queue) == [
+        Request("ns", "known"),
+        Request("ns", "new-1"),
+        Request("ns", "new-2"),
+    ]
+
+
+async def test_a_priority_function_orders_keys_of_events_that_bring_news() -> None:
+    urgent = {"b"}
+
+    def priority(request: Request) -> int:
+        return 10 if request.name in urgent else 0
+
+    source, queue = prioritised(EnqueueRequestForObject(), priority=priority)
+    source.create(obj("b", "ns"))  # urgent, but in no initial list: news
+    source.create(obj("a", "ns"))
+    assert queue.priority_of(Request("ns", "known")) == LOW_PRIORITY  # initial: low regardless
+    assert await drain(queue) == [Request("ns", "b"), Request("ns", "a"), Request("ns", "known")]
+    source.resync("ns/b")
+    assert queue.priority_of(Request("ns", "b")) == LOW_PRIORITY

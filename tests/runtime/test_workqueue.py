@@ -1,5 +1,6 @@
 import asyncio
 import gc
+import itertools
 import random
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 
 from etctl.runtime import FakeClock
 from etctl.runtime._ratelimit import ItemExponentialRateLimiter
-from etctl.runtime._workqueue import ShutDown, WorkQueue
+from etctl.runtime._workqueue import LOW_PRIORITY, ShutDown, WorkQueue
 from tests.runtime._fakes import sample, unique_name, until
 
 
@@ -177,6 +178,160 @@ async def test_done_of_an_unknown_item_is_ignored() -> None:
     queue: WorkQueue[str] = WorkQueue(clock=FakeClock())
     queue.done("never-got")
     assert (len(queue), queue.processing) == (0, 0)
+
+
+# -- priorities
+
+
+async def take(queue: WorkQueue[Any], count: int) -> list[Any]:
+    """The next ``count`` items, each marked done."""
+    items = []
+    for _ in range(count):
+        item = await queue.get()
+        queue.done(item)
+        items.append(item)
+    return items
+
+
+async def test_higher_priorities_first_and_arrival_order_within_one() -> None:
+    queue: WorkQueue[str] = WorkQueue(clock=FakeClock())
+    queue.add("new-1", priority=LOW_PRIORITY)
+    queue.add("a")
+    queue.add("new-2", priority=LOW_PRIORITY)
+    queue.add("urgent", priority=10)
+    queue.add("b")
+    assert len(queue) == 5
+    assert await take(queue, 5) == ["urgent", "a", "b", "new-1", "new-2"]
+
+
+async def test_a_re_add_raises_the_priority_and_joins_it_as_a_new_arrival() -> None:
+    queue: WorkQueue[str] = WorkQueue(clock=FakeClock())
+    queue.add("x", priority=LOW_PRIORITY)
+    queue.add("a")
+    queue.add("y", priority=LOW_PRIORITY)
+    queue.add("b")
+    queue.add("y")  # now priority 0, behind b
+    queue.add("a", priority=LOW_PRIORITY)  # lower: no change
+    assert (len(queue), queue.depth) == (4, 4)
+    assert queue.priority_of("y") == 0
+    assert await take(queue, 4) == ["a", "b", "y", "x"]
+
+
+async def test_an_item_re_added_while_processing_reruns_with_the_highest_priority() -> None:
+    queue: WorkQueue[str] = WorkQueue(clock=FakeClock())
+    queue.add("job", priority=LOW_PRIORITY)
+    assert await queue.get() == "job"
+    assert queue.priority_of("job") == LOW_PRIORITY
+    queue.add("other")
+    queue.add("job", priority=LOW_PRIORITY)
+    queue.add("job", priority=5)
+    queue.done("job")
+    assert await take(queue, 2) == ["job", "other"]
+
+
+async def test_requeues_keep_the_priority_the_item_was_handed_out_with() -> None:
+    clock = FakeClock()
+    limiter = ItemExponentialRateLimiter(base=1.0, cap=10.0)
+    queue: WorkQueue[str] = WorkQueue(clock=clock, rate_limiter=limiter)
+    async with running(queue):
+        queue.add("urgent", priority=10)
+        queue.add("new", priority=LOW_PRIORITY)
+        assert await queue.get() == "urgent"
+        queue.add_rate_limited("urgent")  # failed: back in 1 s, still urgent
+        queue.done("urgent")
+        assert await queue.get() == "new"
+        queue.add_after("new", 1)  # a requeue after 1 s, still low
+        queue.done("new")
+        queue.add("plain")
+        await clock.advance(1)
+        assert await take(queue, 3) == ["urgent", "plain", "new"]
+        queue.add_after("late", 1, priority=3)
+        queue.add_after("late", 2, priority=7)  # the earlier time and the higher priority win
+        queue.add("plain")
+        await clock.advance(1)
+        assert queue.priority_of("late") == 7
+        assert await take(queue, 2) == ["late", "plain"]
+
+
+async def test_an_add_of_a_delayed_item_keeps_the_higher_priority() -> None:
+    clock = FakeClock()
+    queue: WorkQueue[str] = WorkQueue(clock=clock)
+    async with running(queue):
+        queue.add_after("a", 10, priority=9)
+        queue.add("b", priority=5)
+        queue.add("a", priority=LOW_PRIORITY)  # ready now, at the delayed add's priority
+        assert queue.waiting == 0
+        assert await take(queue, 2) == ["a", "b"]
+
+
+async def test_aging_hands_out_an_item_that_waited_too_long_behind_higher_ones() -> None:
+    clock = FakeClock()
+    queue: WorkQueue[str] = WorkQueue(clock=clock, aging=30)
+    queue.add("old-new", priority=LOW_PRIORITY)
+    await clock.advance(10)
+    queue.add("newer", priority=LOW_PRIORITY)
+    queue.add("in-progress")
+    assert await take(queue, 1) == ["in-progress"]
+    for index in range(3):  # a steady stream of priority-0 work
+        queue.add(f"busy-{index}")
+    await clock.advance(20)  # old-new has waited 30 s, newer 20 s
+    assert await take(queue, 2) == ["old-new", "busy-0"]
+    await clock.advance(10)  # newer has waited 30 s too
+    assert await take(queue, 3) == ["newer", "busy-1", "busy-2"]
+
+
+async def test_without_aging_priorities_are_strict() -> None:
+    clock = FakeClock()
+    queue: WorkQueue[str] = WorkQueue(clock=clock, aging=None)
+    queue.add("low", priority=LOW_PRIORITY)
+    await clock.advance(3600)
+    queue.add("high")
+    assert await take(queue, 2) == ["high", "low"]
+    with pytest.raises(ValueError, match="aging"):
+        WorkQueue(clock=clock, aging=0)
+
+
+_PRIORITY_OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["add", "get", "done"]),
+        st.integers(min_value=0, max_value=4),
+        st.sampled_from([LOW_PRIORITY, 0, 10]),
+    ),
+    max_size=120,
+)
+
+
+@settings(max_examples=150)
+@given(ops=_PRIORITY_OPS)
+async def test_priorities_match_a_model(ops: list[tuple[str, int, int]]) -> None:
+    """Highest priority first, then arrival (a raised item arrives anew), no aging."""
+    queue: WorkQueue[int] = WorkQueue(clock=FakeClock(), aging=None)
+    arrivals = itertools.count()
+    queued: dict[int, tuple[int, int]] = {}  # item -> (priority, arrival)
+    running_items: dict[int, int | None] = {}  # item -> priority to rerun with, if dirty
+    for op, key, priority in ops:
+        if op == "add":
+            queue.add(key, priority=priority)
+            if key in running_items:
+                dirty = running_items[key]
+                running_items[key] = priority if dirty is None else max(dirty, priority)
+            elif key in queued:
+                if priority > queued[key][0]:
+                    queued[key] = (priority, next(arrivals))
+            else:
+                queued[key] = (priority, next(arrivals))
+        elif op == "get" and queued:
+            expected = min(queued, key=lambda k: (-queued[k][0], queued[k][1]))
+            assert await queue.get() == expected
+            del queued[expected]
+            running_items[expected] = None
+        elif op == "done" and key in running_items:
+            queue.done(key)
+            dirty = running_items.pop(key)
+            if dirty is not None:
+                queued[key] = (dirty, next(arrivals))
+        assert len(queue) == len(queued)
+        assert queue.depth == len(queued) + sum(p is not None for p in running_items.values())
 
 
 # -- shutdown
