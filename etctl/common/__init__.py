@@ -117,6 +117,9 @@ from etctl.common._plugin import (
     SyncPolicy,
     Verdict,
 )
+from etctl.common._priority import (
+    running_first,
+)
 from etctl.common._quantities import (
     QuantityError,
     format_quantity,
@@ -277,6 +280,7 @@ __all__ = [
     "pod_containers",
     "render_manifests",
     "replica_labels",
+    "running_first",
     "scaler_targets",
     "scheduler_for",
     "set_condition",

@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from etctl.common._control import ChildReader
+from etctl.common._control import ChildReader, release
 from etctl.common._labels import BY_JOB, JOB_NAME, matches
 from etctl.errors import Conflict, NotFound
 from etctl.log import get_logger
@@ -72,7 +72,7 @@ async def claim(
         if matches(obj, selector) or objects.is_terminating(obj):
             kept.append(obj)
         else:
-            await _release(client, res, obj, job_uid)
+            await release(client, res, obj, job_uid)
     candidates = reader.by_index(res, BY_JOB, f"{namespace}/{selector.get(JOB_NAME, '')}")
     prefix = f"{objects.name(job)}-"
     orphans = [
@@ -108,20 +108,3 @@ async def _adopt(
         return None
     log.info("adopted orphan", resource=str(res), name=objects.name(obj))
     return adopted
-
-
-async def _release(client: Client, res: Resource, obj: ObjectView, job_uid: str) -> None:
-    refs = [dict(ref) for ref in objects.owner_references(obj) if ref.get("uid") != job_uid]
-    patch = {
-        "metadata": {"ownerReferences": refs, "resourceVersion": objects.resource_version(obj)}
-    }
-    try:
-        await client.patch(res, objects.name(obj), patch, namespace=objects.namespace(obj))
-    except (Conflict, NotFound):
-        log.info(
-            "owned object changed before release; judged again next time", name=objects.name(obj)
-        )
-        return
-    log.info(
-        "released object whose labels no longer match", resource=str(res), name=objects.name(obj)
-    )

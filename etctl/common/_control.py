@@ -4,9 +4,19 @@
 call order the expectations need (:mod:`etctl.runtime._expectations`):
 
 * **create**: raise the creation expectation, create; AlreadyExists lowers it and reports the
-  name taken (the caller decides what the existing object means: with deterministic names it is
-  usually our own create seen late); any other error lowers it, records a ``FailedCreate<Kind>``
-  Warning event and propagates.
+  name taken; any other error lowers it, records a ``FailedCreate<Kind>`` Warning event and
+  propagates. A name taken is judged from a fresh read, because the informers of children select
+  what the operator could own (its labels) and the cache may not hold the object at all:
+
+  - controlled by the job and still carrying the job's selector labels: our own create, seen late
+    (the cache will show it);
+  - controlled by the job but relabelled out of its selector: released (its owner reference
+    removed), as claiming releases such a child when the cache holds it, and then reported as
+    below;
+  - anything else: left alone, with the ``ErrResourceExists`` Warning below.
+
+  An object that went, or changed under the release, raises ``Conflict``: the cache will bring no
+  event about it, so the job is retried with backoff.
 * **delete**: raise the deletion expectation for the name, delete *that* object (a uid
   precondition, so a successor under the same name is never hit); NotFound or a failed
   precondition lowers it (the object is already gone); other errors lower it, record
@@ -27,6 +37,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from etctl.common._labels import JOB_NAME, OPERATOR_NAME
 from etctl.errors import AlreadyExists, Conflict, EtctlError, NotFound
 from etctl.log import get_logger
 from etctl.runtime import (
@@ -41,7 +52,7 @@ from etctl.runtime import (
     objects,
 )
 
-__all__ = ["ChildControl", "ChildReader", "Recorder"]
+__all__ = ["ChildControl", "ChildReader", "Recorder", "release"]
 
 log = get_logger(__name__)
 
@@ -87,6 +98,7 @@ class ChildControl:
         """Create ``obj``; the stored object, or None when its name is taken.
 
         Raises:
+            Conflict: the name was taken by an object that then went or changed (retry).
             EtctlError: the create failed (recorded as a ``FailedCreate<Kind>`` event).
         """
         if key is not None:
@@ -96,6 +108,7 @@ class ChildControl:
             created = await self._client.create(res, obj, namespace=objects.namespace(obj))
         except AlreadyExists:
             self._lower_creation(key)
+            await self._taken(job, res, obj)
             return None
         except EtctlError as exc:
             self._lower_creation(key)
@@ -165,11 +178,40 @@ class ChildControl:
         existing = reader.get(res, name, namespace=objects.namespace(job))
         if existing is None or objects.controller_ref(existing) == objects.uid(job):
             return False
+        self._name_taken_event(job, res, name, owner)
+        return True
+
+    async def _taken(self, job: ObjectView, res: Resource, obj: KubeObject) -> None:
+        """Judge the object that took ``obj``'s name from a fresh read (see the module docs).
+
+        Raises:
+            Conflict: the object went, or changed while it was released: nothing will bring the
+                job back (the cache does not hold the object), so the reconcile is retried.
+        """
+        name, namespace = objects.name(obj), objects.namespace(obj)
+        owner = f"{job.get('kind') or 'job'} {objects.name(job)}"
+        try:
+            live = await self._client.get(res, name, namespace=namespace)
+        except NotFound:
+            msg = f"{_noun(res)} {name} went while its name was judged; {owner} tries again"
+            raise Conflict(msg) from None
+        job_uid = objects.uid(job)
+        if objects.controller_ref(live) == job_uid:
+            wanted = objects.labels(obj)
+            selector = {k: wanted[k] for k in (OPERATOR_NAME, JOB_NAME) if k in wanted}
+            have = objects.labels(live)
+            if all(have.get(k) == v for k, v in selector.items()):
+                return  # our own create, seen late: its event is on the way
+            if not await release(self._client, res, live, job_uid):
+                msg = f"{_noun(res)} {name} changed while {owner} released it; tries again"
+                raise Conflict(msg)
+        self._name_taken_event(job, res, name, owner)
+
+    def _name_taken_event(self, job: ObjectView, res: Resource, name: str, owner: str) -> None:
         message = (
             f"{_noun(res)} {name} already exists and is not controlled by {owner}; it is left alone"
         )
         self._event(job, "Warning", "ErrResourceExists", message)
-        return True
 
     def _lower_creation(self, key: str | None) -> None:
         if key is not None:
@@ -185,3 +227,26 @@ class ChildControl:
 
 def _noun(res: Resource) -> str:
     return res.kind.lower()
+
+
+async def release(client: Client, res: Resource, obj: ObjectView, owner_uid: str) -> bool:
+    """Remove the owner reference of ``owner_uid`` from ``obj``; False if ``obj`` changed or went.
+
+    The merge patch carries ``obj``'s ``resourceVersion``, so it applies only to the version that
+    was judged; a conflict or a vanished object is skipped (the next reconcile judges again).
+    """
+    refs = [dict(ref) for ref in objects.owner_references(obj) if ref.get("uid") != owner_uid]
+    patch = {
+        "metadata": {"ownerReferences": refs, "resourceVersion": objects.resource_version(obj)}
+    }
+    try:
+        await client.patch(res, objects.name(obj), patch, namespace=objects.namespace(obj))
+    except (Conflict, NotFound):
+        log.info(
+            "owned object changed before release; judged again next time", name=objects.name(obj)
+        )
+        return False
+    log.info(
+        "released object whose labels no longer match", resource=str(res), name=objects.name(obj)
+    )
+    return True

@@ -172,6 +172,18 @@ class JobController(Generic[JobT]):
             found.append(self._podgroups.scheduler.podgroups)
         return tuple(found)
 
+    def child_label_selector(self, res: Resource) -> str | None:
+        """The label selector of the informer of child resource ``res`` (None: unselected).
+
+        Pods, services and extra objects carry the operator's ``operator-name`` label (every
+        version of the controller created them so), and only those can be claimed, so their
+        informers select on it. PodGroups never carried it: theirs stays unselected (one object per
+        gang-scheduled job of the cluster, not one per pod).
+        """
+        if self._podgroups is not None and res == self._podgroups.scheduler.podgroups:
+            return None
+        return self.settings.child_selector
+
     @property
     def lookup_resources(self) -> tuple[Resource, ...]:
         """Resources the controller only reads (their informers must exist, nothing enqueues)."""

@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_check
 
 from etctl.common._api import JobConditionType, ReplicaStatus, ReplicatedJob
 from etctl.common._crd import CustomResource
+from etctl.common._labels import OPERATOR_NAME
 from etctl.runtime import KubeObject, ObjectView, Resource
 
 if TYPE_CHECKING:
@@ -106,6 +107,16 @@ class JobSettings:
     gang_scheduler: str = ""
     init_container_image: str = "busybox:1.36"
     burst: int = 500
+
+    @property
+    def child_selector(self) -> str:
+        """The label selector of every child this operator could own (its ``operator-name``).
+
+        Every pod, service and extra object a job controller creates carries the label, and
+        claiming only keeps or adopts objects that do: the informers of children select on it, so
+        the operator never caches the rest of the cluster's pods, services, ConfigMaps and Secrets.
+        """
+        return f"{OPERATOR_NAME}={self.operator_name}"
 
 
 @dataclass(frozen=True, slots=True, order=True)

@@ -8,7 +8,10 @@ named ``<kind>-controller``) and registers a controller with these watches:
 * pods, and services when the plugin builds them, and every resource of the plugin's
   ``owned_resources``, and the PodGroups of the configured gang scheduler: each through the
   controller's :class:`~etctl.common._tracking.ChildEventHandler`, which observes the job's writes
-  (expectations) before it enqueues the controlling job;
+  (expectations) before it enqueues the controlling job. Their informers select what the operator
+  could own (:attr:`~etctl.common.JobSettings.child_selector`, its ``operator-name`` label; not
+  PodGroups, which never carried it), so other teams' pods, Secrets and ConfigMaps never reach the
+  operator's memory;
 * PriorityClasses when gang scheduling is on: read for ``minResources``, never enqueued; watched so
   that their informer exists and has synced before the first reconcile.
 
@@ -30,6 +33,7 @@ from typing import Any
 
 from etctl.common._jobcontroller import JobController
 from etctl.common._plugin import JobPlugin, JobSettings
+from etctl.common._priority import running_first
 from etctl.common._registry import Registry
 from etctl.common._scaling.wiring import setup_scaling
 from etctl.runtime import EnqueueRequestsFromMapFunc, Manager, ObjectView, Request
@@ -78,11 +82,17 @@ def setup_job_controller(
     )
     builder = manager.controller(name or kind.lower(), controller).for_(controller.resource)
     for res in controller.child_resources:
-        builder.watches(res, controller.child_handler(res))
+        builder.watches(
+            res,
+            controller.child_handler(res),
+            label_selector=controller.child_label_selector(res),
+        )
     for res in controller.lookup_resources:
         builder.watches(res, EnqueueRequestsFromMapFunc(_nothing))
     builder.with_options(
-        max_concurrent_reconciles=max_concurrent_reconciles, reconcile_timeout=reconcile_timeout
+        max_concurrent_reconciles=max_concurrent_reconciles,
+        reconcile_timeout=reconcile_timeout,
+        priority=running_first(manager.cache, controller.resource),
     ).build()
     capabilities = controller.capabilities
     if capabilities.elastic is not None:

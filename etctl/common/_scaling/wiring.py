@@ -21,6 +21,7 @@ import contextlib
 from typing import Any
 
 from etctl.common._plugin import JobPlugin, JobSettings
+from etctl.common._priority import running_first
 from etctl.common._scaling.adoption import SELECTOR_INDEX, ScalerAdoption, selector_index
 from etctl.common._scaling.api import SCALEINS, SCALEOUTS
 from etctl.common._scaling.controller import ScalingController
@@ -94,9 +95,16 @@ def setup_scaling(
     builder = (
         manager.controller(f"{kind}-scaling", scaling)
         .watches(jobs, EnqueueRequestForObject())
-        .watches(PODS, EnqueueRequestForOwner(jobs.group, jobs.kind, only_controller=True))
+        .watches(
+            PODS,
+            EnqueueRequestForOwner(jobs.group, jobs.kind, only_controller=True),
+            label_selector=(settings or JobSettings()).child_selector,
+        )
     )
     for res in (SCALEINS, SCALEOUTS):
         builder.watches(res, EnqueueRequestsFromMapFunc(scaling.requests_for_scaler))
-    builder.with_options(max_concurrent_reconciles=max_concurrent_reconciles).build()
+    builder.with_options(
+        max_concurrent_reconciles=max_concurrent_reconciles,
+        priority=running_first(manager.cache, jobs),
+    ).build()
     return scaling

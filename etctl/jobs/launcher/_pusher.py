@@ -32,7 +32,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from etctl.common import EXEC_DURATION, GuardedWriter, Recorder, first_container_name
+from etctl.common import (
+    EXEC_DURATION,
+    GuardedWriter,
+    JobSettings,
+    Recorder,
+    first_container_name,
+    running_first,
+)
 from etctl.errors import Conflict, EtctlError, NotFound, TransportError
 from etctl.jobs.launcher._hostfile import PUSHED_ANNOTATION
 from etctl.jobs.launcher._launcher import LauncherLayout, LiveFile
@@ -214,12 +221,14 @@ def setup_membership_pusher(
     jobs: Resource,
     names: LauncherNames,
     layout: LauncherLayout,
+    settings: JobSettings,
     exec_timeout: float = DEFAULT_EXEC_TIMEOUT,
     max_concurrent_reconciles: int = 4,
 ) -> MembershipPusher:
     """Build the membership pusher of ``jobs`` and register it with ``manager``.
 
-    Its Events come from the kind's job controller's source (``<kind>-controller``).
+    Its Events come from the kind's job controller's source (``<kind>-controller``); ``settings``
+    are the operator's (its pods and ConfigMaps are those the operator could own).
 
     Raises:
         ValueError: the manager has a controller of that name already, or an option is out of
@@ -236,18 +245,23 @@ def setup_membership_pusher(
         exec_timeout=exec_timeout,
     )
     return register_membership_pusher(
-        manager, pusher, max_concurrent_reconciles=max_concurrent_reconciles
+        manager, pusher, max_concurrent_reconciles=max_concurrent_reconciles, settings=settings
     )
 
 
 def register_membership_pusher(
-    manager: Manager, pusher: MembershipPusher, *, max_concurrent_reconciles: int = 4
+    manager: Manager,
+    pusher: MembershipPusher,
+    *,
+    settings: JobSettings,
+    max_concurrent_reconciles: int = 4,
 ) -> MembershipPusher:
     """Register ``pusher`` with ``manager`` as the controller ``<kind>-hostfile``.
 
     It is keyed by job, woken by the job's ConfigMaps and pods (their controller owner) and by the
     job itself, with its own workers and a hard timeout per reconcile, so that a launcher whose
-    exec hangs never delays another job.
+    exec hangs never delays another job. Its pod and ConfigMap informers are the job controller's:
+    they select what the operator of ``settings`` could own. Running jobs go first.
 
     Raises:
         ValueError: the manager has a controller of that name already, or an option is out of
@@ -255,14 +269,16 @@ def register_membership_pusher(
     """
     jobs = pusher.jobs
     owner = EnqueueRequestForOwner(jobs.group, jobs.kind, only_controller=True)
+    selector = settings.child_selector
     (
         manager.controller(f"{jobs.kind.lower()}-hostfile", pusher)
         .watches(jobs, EnqueueRequestForObject())
-        .watches(CONFIGMAPS, owner)
-        .watches(PODS, owner)
+        .watches(CONFIGMAPS, owner, label_selector=selector)
+        .watches(PODS, owner, label_selector=selector)
         .with_options(
             max_concurrent_reconciles=max_concurrent_reconciles,
             reconcile_timeout=pusher.reconcile_timeout,
+            priority=running_first(manager.cache, jobs),
         )
         .build()
     )

@@ -284,6 +284,7 @@ class MPIJobPlugin:
             names=NAMES,
             layout=SSH_LAYOUT,
             exec_timeout=self.exec_timeout,
+            settings=settings,
         )
 
 

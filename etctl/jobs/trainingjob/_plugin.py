@@ -303,7 +303,7 @@ class TrainingJobPlugin:
 
     def setup_controllers(self, manager: Manager, settings: JobSettings) -> None:
         """Register the hostfile pusher."""
-        setup_hostfile_pusher(manager, exec_timeout=self.exec_timeout)
+        setup_hostfile_pusher(manager, settings=settings, exec_timeout=self.exec_timeout)
 
     def published_files(self, job: TrainingJob) -> Sequence[PublishedFile]:
         """The hostfile: ``<job>-config``'s ``hostfile``, where the launcher reads it."""

@@ -9,7 +9,7 @@ and records the hostfile's digest on the launcher pod.
 
 from __future__ import annotations
 
-from etctl.common import Recorder
+from etctl.common import JobSettings, Recorder
 from etctl.jobs.launcher import (
     DEFAULT_EXEC_TIMEOUT,
     MembershipPusher,
@@ -50,10 +50,11 @@ class HostfilePusher(MembershipPusher):
 def setup_hostfile_pusher(
     manager: Manager,
     *,
+    settings: JobSettings,
     exec_timeout: float = DEFAULT_EXEC_TIMEOUT,
     max_concurrent_reconciles: int = 4,
 ) -> HostfilePusher:
-    """Register the hostfile pusher of TrainingJobs with ``manager``.
+    """Register the hostfile pusher of TrainingJobs with ``manager`` (an operator of ``settings``).
 
     Raises:
         ValueError: the manager has a controller of that name already, or an option is out of
@@ -66,5 +67,7 @@ def setup_hostfile_pusher(
         clock=manager.clock,
         exec_timeout=exec_timeout,
     )
-    register_membership_pusher(manager, pusher, max_concurrent_reconciles=max_concurrent_reconciles)
+    register_membership_pusher(
+        manager, pusher, max_concurrent_reconciles=max_concurrent_reconciles, settings=settings
+    )
     return pusher

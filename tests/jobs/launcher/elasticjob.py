@@ -305,7 +305,9 @@ class ElasticJobPlugin:
 
     def setup_controllers(self, manager: Manager, settings: JobSettings) -> None:
         """The membership pusher."""
-        setup_membership_pusher(manager, jobs=ELASTICJOBS, names=NAMES, layout=LAYOUT)
+        setup_membership_pusher(
+            manager, jobs=ELASTICJOBS, names=NAMES, layout=LAYOUT, settings=settings
+        )
 
     def _launcher_job(self, job: ElasticJob) -> LauncherJob:
         return LauncherJob(

@@ -28,7 +28,9 @@ async def test_the_generic_wiring_sets_up_every_trainingjob_controller(tmp_path:
         for name in NAMES:  # a name is taken once: each of these is registered
             with pytest.raises(ValueError, match=name):
                 manager.add_runnable(name, _never, needs_leader_election=True)
-        pusher = setup_hostfile_pusher(Manager(env.client, clock=env.clock), exec_timeout=5)
+        pusher = setup_hostfile_pusher(
+            Manager(env.client, clock=env.clock), settings=JobSettings(), exec_timeout=5
+        )
         assert pusher.reconcile_timeout == 15
 
 
