@@ -29,7 +29,7 @@ from etctl.cli._values import (
     parse_object_name,
     parse_positive_int,
 )
-from etctl.common import SCHEDULER_PLUGINS, VOLCANO
+from etctl.common import DEFAULT_JOB_WORKERS, SCHEDULER_PLUGINS, VOLCANO
 
 __all__ = [
     "GANG_SCHEDULERS",
@@ -81,7 +81,7 @@ class RunSettings(BaseModel):
     """Where /metrics is served; ``0`` disables it."""
     health_probe_bind_address: str = ":8081"
     """Where /healthz and /readyz are served; ``0`` disables them."""
-    max_concurrent_reconciles: int = 1
+    max_concurrent_reconciles: int = DEFAULT_JOB_WORKERS
     """Reconciles run at once per job kind."""
     cluster_domain: str = ""
     """DNS suffix appended to service names in generated cluster specs (TF_CONFIG)."""

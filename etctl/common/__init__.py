@@ -118,7 +118,7 @@ from etctl.common._plugin import (
     Verdict,
 )
 from etctl.common._priority import (
-    running_first,
+    progress_first,
 )
 from etctl.common._quantities import (
     QuantityError,
@@ -171,6 +171,7 @@ from etctl.common._validation import (
     validate_run_policy,
 )
 from etctl.common._wiring import (
+    DEFAULT_JOB_WORKERS,
     setup_job_controller,
     setup_job_controllers,
 )
@@ -183,6 +184,7 @@ __all__ = [
     "CleanPodPolicy",
     "ConditionStatus",
     "CustomResource",
+    "DEFAULT_JOB_WORKERS",
     "DeclaresRBAC",
     "DesiredObject",
     "ENTRY_POINT_GROUP",
@@ -278,9 +280,9 @@ __all__ = [
     "phase_of",
     "planned",
     "pod_containers",
+    "progress_first",
     "render_manifests",
     "replica_labels",
-    "running_first",
     "scaler_targets",
     "scheduler_for",
     "set_condition",

@@ -2,7 +2,8 @@
 
 A :class:`~etctl.common.BuildsExtraObjects` plugin names the extra objects it wants
 (ConfigMaps, Secrets, ServiceAccounts, Roles...) as :class:`~etctl.common.DesiredObject`
-values. For each, in the plugin's order:
+values. Each is independent of the others and they are written at once (a failure of one does not
+stop the others; every failure is recorded); for each:
 
 * **missing**: built and created, with the job's namespace, selector labels and controller owner
   reference added (so claiming and garbage collection treat it like a pod);
@@ -21,6 +22,7 @@ Owned objects of the plugin's ``owned_resources`` that it no longer wants are de
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from typing import Any, Generic, TypeVar
 
@@ -84,11 +86,17 @@ class ExtraObjectSync(Generic[JobT]):
         """Create, sync and prune the job's extra objects."""
         desired = list(self._builder.extra_objects(rnd.job, rnd.state()))
         wanted = {(d.resource, d.name) for d in desired}
-        for item in desired:
+
+        async def one(item: DesiredObject) -> None:
             try:
                 await self._one(rnd, item)
             except EtctlError as exc:
                 rnd.errors.append(exc)
+
+        # Independent objects: written at once, so a job's few extra objects cost one round trip.
+        async with asyncio.TaskGroup() as group:
+            for index, item in enumerate(desired):
+                group.create_task(one(item), name=f"extra-{rnd.name}-{index}")
         for res in self._builder.owned_resources:
             for obj in rnd.extras.get(res, []):
                 if (res, objects.name(obj)) in wanted or objects.is_terminating(obj):

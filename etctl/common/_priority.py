@@ -1,17 +1,22 @@
-"""Which job goes first in a controller's queue: jobs that run, before jobs that start.
+"""Which job goes first in a controller's queue: running jobs, then the jobs furthest along.
 
 A burst of new jobs is throughput work: each one needs several passes (its pods, its services, its
 launcher) and none of them is late by a second. A job that runs is latency work: a ScaleOut a user
-is waiting for, a failed worker to replace, a membership to push. :func:`running_first` gives the
-controllers of a job kind the priority of each job key, read from the cache at enqueue time:
+is waiting for, a failed worker to replace, a membership to push. :func:`progress_first` gives the
+controllers of a job kind the priority of each job key, read from the cached job when the key is
+queued:
 
 * :data:`RUNNING_PRIORITY` for a job whose ``Running`` condition is True (and that has not
   finished);
-* ``0`` for every other job (starting, suspended, finished, or not cached yet).
+* otherwise the number of its pods that run, as its status last counted them (``active`` over its
+  replica types), below :data:`RUNNING_PRIORITY`: a job close to running is served before one that
+  is just starting, so a burst of jobs finishes one after another (each job's launcher starts
+  while the next ones' workers are created) instead of all together at the end;
+* ``0`` for every other job (not started, suspended, finished, or not cached yet).
 
 Together with the runtime's own rules (a new job's first pass, initial lists and resyncs at low
-priority) a controller therefore serves running jobs, then jobs in progress, then new jobs; the
-queue's aging bounds how long the lower ones wait, so no job starves.
+priority) a controller serves running jobs, then jobs in progress, then new jobs; the queue's aging
+bounds how long any of them waits, so no job starves.
 """
 
 from __future__ import annotations
@@ -21,35 +26,55 @@ from collections.abc import Mapping
 from etctl.common._api import ConditionStatus, JobConditionType
 from etctl.runtime import CacheReader, ObjectView, PriorityFunc, Request, Resource
 
-__all__ = ["RUNNING_PRIORITY", "is_running", "running_first"]
+__all__ = ["RUNNING_PRIORITY", "is_running", "progress_first", "running_pods"]
 
 RUNNING_PRIORITY = 10
-"""The queue priority of a running job's key."""
+"""The queue priority of a running job's key; jobs in progress rank below it."""
 
 _TRUE = ConditionStatus.TRUE.value
 _FINISHED = (JobConditionType.SUCCEEDED.value, JobConditionType.FAILED.value)
 
 
-def is_running(job: ObjectView) -> bool:
-    """True when the job's ``Running`` condition holds and it has not finished."""
+def _true_conditions(job: ObjectView) -> set[str]:
     status = job.get("status")
     conditions = status.get("conditions") if isinstance(status, Mapping) else None
-    running = False
-    for condition in conditions if isinstance(conditions, list) else ():
-        if not isinstance(condition, Mapping) or condition.get("status") != _TRUE:
-            continue
-        kind = condition.get("type")
-        if kind in _FINISHED:
-            return False
-        running = running or kind == JobConditionType.RUNNING.value
-    return running
+    return {
+        str(condition.get("type"))
+        for condition in (conditions if isinstance(conditions, list) else ())
+        if isinstance(condition, Mapping) and condition.get("status") == _TRUE
+    }
 
 
-def running_first(cache: CacheReader, jobs: Resource) -> PriorityFunc:
-    """The priority of each job key: running jobs first (see the module docstring)."""
+def is_running(job: ObjectView) -> bool:
+    """True when the job's ``Running`` condition holds and it has not finished."""
+    true = _true_conditions(job)
+    return JobConditionType.RUNNING.value in true and not true.intersection(_FINISHED)
+
+
+def running_pods(job: ObjectView) -> int:
+    """The job's running pods, as ``status.replicaStatuses[*].active`` counted them."""
+    status = job.get("status")
+    replicas = status.get("replicaStatuses") if isinstance(status, Mapping) else None
+    total = 0
+    for entry in replicas.values() if isinstance(replicas, Mapping) else ():
+        active = entry.get("active") if isinstance(entry, Mapping) else None
+        if isinstance(active, int) and not isinstance(active, bool) and active > 0:
+            total += active
+    return total
+
+
+def progress_first(cache: CacheReader, jobs: Resource) -> PriorityFunc:
+    """The priority of each job key of ``jobs`` (see the module docstring)."""
 
     def priority(request: Request) -> int:
         job = cache.get(jobs, request.name, namespace=request.namespace or None)
-        return RUNNING_PRIORITY if job is not None and is_running(job) else 0
+        if job is None:
+            return 0
+        true = _true_conditions(job)
+        if true.intersection(_FINISHED):
+            return 0
+        if JobConditionType.RUNNING.value in true:
+            return RUNNING_PRIORITY
+        return min(running_pods(job), RUNNING_PRIORITY - 1)
 
     return priority

@@ -29,13 +29,17 @@ For every replica type, in the order the job's model lists them:
    (:func:`~etctl.common._gang.decorate_pod`), then decorated by the plugin, and created in
    slow-start batches.
 5. **Services** (:class:`~etctl.common.BuildsServices`): every planned slot's service is
-   created when missing; owned services no slot wants are deleted.
+   created when missing, in slow-start batches too, *at the same time* as the pods of step 4
+   (neither needs the other, so a reconcile that creates both waits for the round trips of one;
+   ``build_service`` sees the state before this reconcile's pods); owned services no slot wants
+   are deleted first.
 
 Pods whose replica type the job no longer has are deleted like pods outside the plan.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Generic, TypeVar
 
 from etctl.common import _gang as gang
@@ -65,7 +69,6 @@ from etctl.runtime import (
     Resource,
     objects,
     pod_restarts,
-    stop_requested,
 )
 
 __all__ = ["ReplicaSync", "delete_all", "delete_child"]
@@ -144,11 +147,20 @@ class ReplicaSync(Generic[JobT]):
                 await delete_child(self._control, rnd, PODS, pod)
             if not await self._failures(rnd, rtype, spec, slots):
                 return
+        # Pods and services do not wait for each other: both are created at once, each in
+        # slow-start batches, so a reconcile that creates both costs the round trips of one.
+        state = rnd.state()
+        async with asyncio.TaskGroup() as group:
+            group.create_task(self._create_pods(rnd, plans), name=f"pods-{rnd.name}")
+            group.create_task(self._services(rnd, plans, state), name=f"services-{rnd.name}")
+
+    async def _create_pods(
+        self, rnd: Round[JobT], plans: dict[str, tuple[ReplicaRef, ...]]
+    ) -> None:
         budget = rnd.settings.burst
         for rtype, spec in rnd.specs.items():
             slots = fill(plans[rtype], rnd.pods_of(rtype, live=False))
             budget -= await self._create(rnd, rtype, spec, slots, rnd.state(), budget=budget)
-        await self._services(rnd, plans, rnd.state())
 
     # -- failures
 
@@ -348,21 +360,24 @@ class ReplicaSync(Generic[JobT]):
         for name, existing in have.items():
             if name not in wanted and not objects.is_terminating(existing):
                 await delete_child(self._control, rnd, SERVICES, existing)
-        budget = rnd.settings.burst
-        for name, (ref, service) in wanted.items():
-            if budget <= 0 or stop_requested():  # the rest comes with the next reconcile
-                return
-            if name in have or not self._may_create_service(rnd, name):
-                continue
-            budget -= 1
+        missing = [
+            (ref, service)
+            for name, (ref, service) in wanted.items()
+            if name not in have and self._may_create_service(rnd, name)
+        ][: max(rnd.settings.burst, 0)]  # the rest comes with the next reconcile
+
+        async def write(item: tuple[ReplicaRef, KubeObject]) -> EtctlError | None:
+            ref, service = item
             key = replica_key(rnd.namespace, rnd.name, rnd.uid, ref.replica_type, SERVICES)
             try:
                 created = await self._control.create(rnd.raw, SERVICES, service, key=key)
             except EtctlError as exc:
-                rnd.errors.append(exc)
-                return
+                return exc
             if created is not None:
                 rnd.service_created(created)
+            return None
+
+        rnd.errors.extend(await slow_start(missing, write, name=f"create-{rnd.name}-services"))
 
     def _may_create_service(self, rnd: Round[JobT], name: str) -> bool:
         owner = f"{rnd.kind} {rnd.name}"

@@ -33,12 +33,22 @@ from typing import Any
 
 from etctl.common._jobcontroller import JobController
 from etctl.common._plugin import JobPlugin, JobSettings
-from etctl.common._priority import running_first
+from etctl.common._priority import progress_first
 from etctl.common._registry import Registry
 from etctl.common._scaling.wiring import setup_scaling
 from etctl.runtime import EnqueueRequestsFromMapFunc, Manager, ObjectView, Request
 
-__all__ = ["setup_job_controller", "setup_job_controllers"]
+__all__ = ["DEFAULT_JOB_WORKERS", "setup_job_controller", "setup_job_controllers"]
+
+DEFAULT_JOB_WORKERS = 16
+"""Jobs of one kind reconciled at once by default.
+
+controller-runtime's default is one worker per controller: with a burst of new jobs, each job's
+next step then waits for a pass over all the others, and the operator spends its time waiting for
+round trips instead of working. A worker is a coroutine here (it costs nothing while it waits on the
+API server), and sixteen keep the API server busy without holding a running job's next reconcile
+behind more than a moment of other work (``bench/jobs_at_scale.py``).
+"""
 
 
 def _nothing(_obj: ObjectView) -> list[Request]:
@@ -51,7 +61,7 @@ def setup_job_controller(
     *,
     settings: JobSettings | None = None,
     name: str | None = None,
-    max_concurrent_reconciles: int = 1,
+    max_concurrent_reconciles: int = DEFAULT_JOB_WORKERS,
     reconcile_timeout: float | None = None,
 ) -> JobController[Any]:
     """Build the JobController of ``plugin`` and register it with ``manager``.
@@ -61,7 +71,8 @@ def setup_job_controller(
         plugin: the job kind.
         settings: operator-wide settings (operator name, cluster domain, gang scheduler).
         name: the controller's name; ``<kind lower>`` by default.
-        max_concurrent_reconciles: jobs reconciled at once (one worker per job at a time).
+        max_concurrent_reconciles: jobs reconciled at once (one worker per job at a time;
+            :data:`DEFAULT_JOB_WORKERS` by default).
         reconcile_timeout: cancel a reconcile after this many seconds (none by default).
 
     Returns:
@@ -92,7 +103,7 @@ def setup_job_controller(
     builder.with_options(
         max_concurrent_reconciles=max_concurrent_reconciles,
         reconcile_timeout=reconcile_timeout,
-        priority=running_first(manager.cache, controller.resource),
+        priority=progress_first(manager.cache, controller.resource),
     ).build()
     capabilities = controller.capabilities
     if capabilities.elastic is not None:
@@ -108,7 +119,7 @@ def setup_job_controllers(
     *,
     names: Iterable[str] | None = None,
     settings: JobSettings | None = None,
-    max_concurrent_reconciles: int = 1,
+    max_concurrent_reconciles: int = DEFAULT_JOB_WORKERS,
     reconcile_timeout: float | None = None,
 ) -> list[JobController[Any]]:
     """Set up the JobController of every plugin in ``registry`` (or of those ``names``).

@@ -10,6 +10,7 @@ from etctl.cli._settings import (
     add_run_arguments,
     settings_from,
 )
+from etctl.common import DEFAULT_JOB_WORKERS
 
 
 def parser() -> argparse.ArgumentParser:
@@ -100,7 +101,8 @@ def test_custom_cluster_domain_as_kubeflow_reads_it() -> None:
 
 
 def test_blank_environment_values_are_unset() -> None:
-    assert settings(env={"ETCTL_MAX_CONCURRENT_RECONCILES": " "}).max_concurrent_reconciles == 1
+    blank = settings(env={"ETCTL_MAX_CONCURRENT_RECONCILES": " "})
+    assert blank.max_concurrent_reconciles == DEFAULT_JOB_WORKERS == 16
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,7 @@ import contextlib
 from typing import Any
 
 from etctl.common._plugin import JobPlugin, JobSettings
-from etctl.common._priority import running_first
+from etctl.common._priority import progress_first
 from etctl.common._scaling.adoption import SELECTOR_INDEX, ScalerAdoption, selector_index
 from etctl.common._scaling.api import SCALEINS, SCALEOUTS
 from etctl.common._scaling.controller import ScalingController
@@ -41,7 +41,7 @@ def setup_scaling(
     plugin: JobPlugin[Any],
     *,
     settings: JobSettings | None = None,
-    max_concurrent_reconciles: int = 4,
+    max_concurrent_reconciles: int = 16,
 ) -> ScalingController:
     """Register the adoption and scaling controllers of ``plugin``'s kind with ``manager``.
 
@@ -105,6 +105,6 @@ def setup_scaling(
         builder.watches(res, EnqueueRequestsFromMapFunc(scaling.requests_for_scaler))
     builder.with_options(
         max_concurrent_reconciles=max_concurrent_reconciles,
-        priority=running_first(manager.cache, jobs),
+        priority=progress_first(manager.cache, jobs),
     ).build()
     return scaling

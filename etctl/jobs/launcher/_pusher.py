@@ -38,7 +38,7 @@ from etctl.common import (
     JobSettings,
     Recorder,
     first_container_name,
-    running_first,
+    progress_first,
 )
 from etctl.errors import Conflict, EtctlError, NotFound, TransportError
 from etctl.jobs.launcher._hostfile import PUSHED_ANNOTATION
@@ -278,7 +278,7 @@ def register_membership_pusher(
         .with_options(
             max_concurrent_reconciles=max_concurrent_reconciles,
             reconcile_timeout=pusher.reconcile_timeout,
-            priority=running_first(manager.cache, jobs),
+            priority=progress_first(manager.cache, jobs),
         )
         .build()
     )

@@ -52,7 +52,7 @@ def setup_hostfile_pusher(
     *,
     settings: JobSettings,
     exec_timeout: float = DEFAULT_EXEC_TIMEOUT,
-    max_concurrent_reconciles: int = 4,
+    max_concurrent_reconciles: int = 8,
 ) -> HostfilePusher:
     """Register the hostfile pusher of TrainingJobs with ``manager`` (an operator of ``settings``).
 
