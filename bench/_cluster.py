@@ -26,7 +26,7 @@ from typing import Any
 import aiohttp
 
 ROOT = Path(__file__).resolve().parent.parent
-CRDS = ROOT / "manifests" / "crds"
+CRDS = ROOT / "manifests" / "base" / "crds"
 _TICKS = os.sysconf("SC_CLK_TCK")
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 
