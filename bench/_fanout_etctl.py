@@ -95,7 +95,7 @@ class Fanout:
 
 async def main(kubeconfig: str) -> None:
     configure(fmt="json", level="warning")
-    async with await Client.from_kubeconfig(kubeconfig) as client:
+    async with Client.connect(kubeconfig) as client:
         options = ManagerOptions(
             metrics_bind_address="0",
             health_probe_bind_address="0",

@@ -71,7 +71,7 @@ def kubeconfig(path: Path, url: str) -> Path:
 
 
 async def etctl_rate(config: Path, count: int) -> float:
-    async with await Client.from_kubeconfig(config) as client:
+    async with Client.connect(config) as client:
         started = time.perf_counter()
         seen = 0
         async with client.watch(PODS, namespace="bench") as stream:

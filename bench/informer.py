@@ -211,7 +211,7 @@ async def measure(url: str, start: str, events: int) -> None:
         config = Path(tmp) / "kubeconfig"
         config.write_text(json.dumps(_kubeconfig(url)))
         options = ClientOptions(request_timeout=60, watch_idle_timeout=600)
-        async with await Client.from_kubeconfig(config, options=options) as client:
+        async with Client.connect(config, options=options) as client:
             for compact in (True, False):
                 rate = await informer_rate(FromVersion(client, start), events, compact=compact)
                 label = "etctl end to end" + ("" if compact else ", compact=False")
@@ -301,7 +301,7 @@ from etctl.runtime._informer import Informer
 async def main():
     configure(level="warning")
     options = ClientOptions(request_timeout=600)
-    async with await Client.from_kubeconfig(sys.argv[1], options=options) as client:
+    async with Client.connect(sys.argv[1], options=options) as client:
         informer = Informer(client, PODS, clock=RealClock(), namespace=sys.argv[2])
         async with asyncio.TaskGroup() as group:
             task = group.create_task(informer.run())
@@ -334,7 +334,7 @@ async def measure_cold(url: str, pods: int) -> None:
         config = Path(tmp) / "kubeconfig"
         config.write_text(json.dumps(_kubeconfig(url)))
         options = ClientOptions(request_timeout=600)
-        async with await Client.from_kubeconfig(config, options=options) as client:
+        async with Client.connect(config, options=options) as client:
             end_to_end, cpu = await sync_seconds(client)
         figure(
             "etctl end to end (fresh informer to synced)", end_to_end, "s", compare="target <= 3 s"

@@ -110,7 +110,7 @@ async def main(rounds: int, scale: float) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             kubeconfig = server.write_kubeconfig(Path(tmp) / "kubeconfig")
             options = ClientOptions(request_timeout=30)
-            async with await Client.from_kubeconfig(kubeconfig, options=options) as client:
+            async with Client.connect(kubeconfig, options=options) as client:
                 bench = Bench(server, client, scale)
                 lease, retry, deadline = 15e3 * scale, 2e3 * scale, 10e3 * scale  # in ms
                 handovers = [await bench.handover() * 1e3 for _ in range(rounds)]

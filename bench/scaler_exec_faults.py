@@ -82,8 +82,8 @@ async def _run_scaler(
 
 
 async def _drill(sandbox: Sandbox, rounds: int) -> None:
-    async with await Client.from_kubeconfig(sandbox.kubeconfig) as client:
-        await client.create(TRAININGJOBS, yaml.safe_load(_EXAMPLE.read_text()))
+    async with Client.connect(sandbox.kubeconfig) as client:
+        await client.create(TRAININGJOBS, yaml.safe_load(_EXAMPLE.read_text()), namespace=_NS)
 
         async def launcher_running() -> bool:
             job = await client.get(TRAININGJOBS, _JOB, namespace=_NS)
