@@ -223,7 +223,7 @@ def setup_membership_pusher(
     layout: LauncherLayout,
     settings: JobSettings,
     exec_timeout: float = DEFAULT_EXEC_TIMEOUT,
-    max_concurrent_reconciles: int = 4,
+    max_concurrent_reconciles: int = 8,
 ) -> MembershipPusher:
     """Build the membership pusher of ``jobs`` and register it with ``manager``.
 
@@ -254,7 +254,7 @@ def register_membership_pusher(
     pusher: MembershipPusher,
     *,
     settings: JobSettings,
-    max_concurrent_reconciles: int = 4,
+    max_concurrent_reconciles: int = 8,
 ) -> MembershipPusher:
     """Register ``pusher`` with ``manager`` as the controller ``<kind>-hostfile``.
 

@@ -35,6 +35,7 @@ from etctl.runtime import (
     objects,
 )
 from etctl.testing import StorageVerbs, wait_idle
+from tests.common._harness import NO_SCHEDULER
 from tests.runtime._cluster import Cluster, cluster, eventually
 from tests.runtime._realtime import run_manager
 
@@ -118,8 +119,10 @@ class Env:
                 "labels": {**LABELS, "training.kubeflow.org/replica-type": rtype},
                 "ownerReferences": [ref],
             },
+            # The test plays the kubelet: on a real cluster no scheduler may bind the pod.
             "spec": {
-                "containers": [{"name": "main" if rtype == "launcher" else "w", "image": "x"}]
+                "schedulerName": NO_SCHEDULER,
+                "containers": [{"name": "main" if rtype == "launcher" else "w", "image": "x"}],
             },
         }
         try:
