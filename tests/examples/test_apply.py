@@ -66,6 +66,17 @@ def test_every_example_is_named_and_namespace_free() -> None:
             assert doc["kind"] in RESOURCES, f"{path.name}: a kind this test does not know"
 
 
+def test_no_two_examples_share_a_name() -> None:
+    # ``kubectl apply -f examples/<kind>/`` creates each example; two of one name would overwrite
+    # each other (one "created", the other "configured" over it).
+    seen: dict[tuple[str, str], str] = {}
+    for path in FILES:
+        for doc in load(path):
+            key = (doc["kind"], doc["metadata"]["name"])
+            assert key not in seen, f"{path.name} and {seen[key]} both define {key[0]} {key[1]}"
+            seen[key] = path.name
+
+
 def test_the_committed_crds_are_every_registered_kinds() -> None:
     names = {doc["metadata"]["name"] for doc in crds()}
     assert names == {resource.name for resource in discover().custom_resources()}
