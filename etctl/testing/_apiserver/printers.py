@@ -1,8 +1,9 @@
 """The columns kube-apiserver's printers give the built-in kinds, and how ages are shown.
 
 Each printer turns one object into the cells of its row; the column definitions are those of the
-real server's printers (``kubectl get`` shows them, the wide ones with ``-o wide``). Kinds without
-a printer get ``Name`` and ``Created At``.
+real server's printers (``kubectl get`` shows them, the wide ones with ``-o wide``): the core kinds,
+events, RBAC bindings, PriorityClasses, Leases, and the apps group's Deployments and ReplicaSets.
+Kinds without a printer get ``Name`` and ``Created At``.
 """
 
 from __future__ import annotations
@@ -305,6 +306,62 @@ def _binding(obj: ObjectView, now: datetime) -> list[Any]:
     ]
 
 
+def _label_selector(selector: Mapping[str, Any]) -> str:
+    """A label selector as ``metav1.FormatLabelSelector`` writes it (``<none>`` when empty)."""
+    parts = [f"{k}={v}" for k, v in sorted(_m(selector.get("matchLabels")).items())]
+    for expression in _l(selector.get("matchExpressions")):
+        e = _m(expression)
+        key, operator, values = e.get("key"), str(e.get("operator") or ""), _l(e.get("values"))
+        if operator == "Exists":
+            parts.append(str(key))
+        elif operator == "DoesNotExist":
+            parts.append(f"!{key}")
+        else:
+            parts.append(f"{key} {operator.lower()} ({','.join(str(v) for v in values)})")
+    return ",".join(parts) or "<none>"
+
+
+def _workload(obj: ObjectView) -> list[Any]:
+    """The wide cells every workload shares: containers, images, selector."""
+    spec = _m(obj.get("spec"))
+    containers = [_m(c) for c in _l(_m(_m(spec.get("template")).get("spec")).get("containers"))]
+    return [
+        ",".join(str(c.get("name") or "") for c in containers),
+        ",".join(str(c.get("image") or "") for c in containers),
+        _label_selector(_m(spec.get("selector"))),
+    ]
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _deployment(obj: ObjectView, now: datetime) -> list[Any]:
+    spec, status = _m(obj.get("spec")), _m(obj.get("status"))
+    desired = spec.get("replicas")
+    return [
+        _name(obj),
+        f"{_count(status.get('readyReplicas'))}/{_count(desired) if desired is not None else 1}",
+        _count(status.get("updatedReplicas")),
+        _count(status.get("availableReplicas")),
+        _age(obj, now),
+        *_workload(obj),
+    ]
+
+
+def _replicaset(obj: ObjectView, now: datetime) -> list[Any]:
+    spec, status = _m(obj.get("spec")), _m(obj.get("status"))
+    desired = spec.get("replicas")
+    return [
+        _name(obj),
+        _count(desired) if desired is not None else 1,
+        _count(status.get("replicas")),
+        _count(status.get("readyReplicas")),
+        _age(obj, now),
+        *_workload(obj),
+    ]
+
+
 def _created_at(obj: ObjectView, now: datetime) -> list[Any]:
     return [_name(obj), _m(obj.get("metadata")).get("creationTimestamp")]
 
@@ -382,6 +439,33 @@ _EVENT_COLUMNS: tuple[Column, ...] = (
     ("First Seen", "string", "", 1),
     ("Count", "string", "", 1),
     ("Name", "string", "", 1),
+)
+_WORKLOAD_WIDE: tuple[Column, ...] = (
+    ("Containers", "string", "", 1),
+    ("Images", "string", "", 1),
+    ("Selector", "string", "", 1),
+)
+PRINTERS[("apps", "deployments")] = (
+    (
+        _NAME,
+        ("Ready", "string", "", 0),
+        ("Up-to-date", "integer", "", 0),
+        ("Available", "integer", "", 0),
+        _AGE,
+        *_WORKLOAD_WIDE,
+    ),
+    _deployment,
+)
+PRINTERS[("apps", "replicasets")] = (
+    (
+        _NAME,
+        ("Desired", "integer", "", 0),
+        ("Current", "integer", "", 0),
+        ("Ready", "integer", "", 0),
+        _AGE,
+        *_WORKLOAD_WIDE,
+    ),
+    _replicaset,
 )
 _BINDING_COLUMNS: tuple[Column, ...] = (
     _NAME, ("Role", "string", "", 0), _AGE, ("Users", "string", "", 1), ("Groups", "string", "", 1),

@@ -136,6 +136,44 @@ def test_node_service_and_event_rows() -> None:
     assert _row("events", event)[6] == "started"
 
 
+def _workload(spec: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
+    containers = [{"name": "a", "image": "i:1"}, {"name": "b", "image": "j"}]
+    template = {"spec": {"containers": containers}}
+    selector = {
+        "matchLabels": {"tier": "web", "app": "x"},
+        "matchExpressions": [
+            {"key": "env", "operator": "In", "values": ["a", "b"]},
+            {"key": "canary", "operator": "DoesNotExist"},
+        ],
+    }
+    return {
+        "metadata": {"name": "w", "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": {**spec, "selector": selector, "template": template},
+        "status": status,
+    }
+
+
+def test_deployment_and_replicaset_rows_as_kubectl_prints_them() -> None:
+    wide = ["a,b", "i:1,j", "app=x,tier=web,env in (a,b),!canary"]
+    status = {"replicas": 3, "readyReplicas": 2, "updatedReplicas": 3, "availableReplicas": 2}
+    deployment = render_table(
+        _info("deployments", "apps"), "v1", [_workload({"replicas": 3}, status)], now=NOW
+    )
+    assert [c["name"] for c in deployment["columnDefinitions"]] == [
+        "Name", "Ready", "Up-to-date", "Available", "Age", "Containers", "Images", "Selector",
+    ]  # fmt: skip
+    assert deployment["rows"][0]["cells"] == ["w", "2/3", 3, 2, "60m", *wide]
+    replicaset = render_table(
+        _info("replicasets", "apps"), "v1", [_workload({"replicas": 3}, status)], now=NOW
+    )
+    assert [c["name"] for c in replicaset["columnDefinitions"]][:5] == [
+        "Name", "Desired", "Current", "Ready", "Age",
+    ]  # fmt: skip
+    assert replicaset["rows"][0]["cells"] == ["w", 3, 3, 2, "60m", *wide]
+    # A new workload whose controller has written no status yet.
+    assert _row("deployments", _workload({"replicas": 1}, {}), "apps")[1:4] == ["0/1", 0, 0]
+
+
 def test_kinds_without_a_printer_show_name_and_created_at() -> None:
     table = render_table(
         _info("roles", "rbac.authorization.k8s.io"),
