@@ -84,8 +84,10 @@ from etctl.runtime._objects import KubeObject, ObjectView, Tombstone
 from etctl.runtime._podview import (
     pod_condition,
     pod_exit_code,
+    pod_failure,
     pod_phase,
     pod_ready,
+    pod_reason,
     pod_restarts,
     pod_running_and_ready,
 )
@@ -227,8 +229,10 @@ __all__ = [
     "or_",
     "pod_condition",
     "pod_exit_code",
+    "pod_failure",
     "pod_phase",
     "pod_ready",
+    "pod_reason",
     "pod_restarts",
     "pod_running_and_ready",
     "predicate_func",

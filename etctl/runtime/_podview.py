@@ -19,8 +19,10 @@ from etctl.runtime._objects import ObjectView, is_terminating
 __all__ = [
     "pod_condition",
     "pod_exit_code",
+    "pod_failure",
     "pod_phase",
     "pod_ready",
+    "pod_reason",
     "pod_restarts",
     "pod_running_and_ready",
 ]
@@ -34,6 +36,12 @@ def _status(pod: ObjectView) -> Mapping[str, Any]:
 def pod_phase(pod: ObjectView) -> str:
     """``status.phase`` (``Pending``, ``Running``, ``Succeeded``, ``Failed``, ``Unknown``) or ""."""
     value = _status(pod).get("phase")
+    return value if isinstance(value, str) else ""
+
+
+def pod_reason(pod: ObjectView) -> str:
+    """``status.reason`` (``Evicted``, ``DeadlineExceeded``, ``OOMKilled``...) or ``""``."""
+    value = _status(pod).get("reason")
     return value if isinstance(value, str) else ""
 
 
@@ -78,13 +86,8 @@ def _ordered(
     return sorted(statuses, key=lambda s: rank.get(str(s.get("name")), len(rank)))
 
 
-def pod_exit_code(pod: ObjectView) -> int | None:
-    """The first non-zero ``terminated.exitCode`` of the pod, or None.
-
-    Init containers come first, then the containers, each in the order of the pod spec (the order
-    they run): a failed init container is why the pod failed. None means no container reported a
-    non-zero exit, so a failed pod failed from outside its program (evicted, node lost, deadline).
-    """
+def _first_failed_container(pod: ObjectView) -> tuple[str, int] | None:
+    """``(name, exit code)`` of the first container that exited non-zero, in the order they run."""
     for key, spec_key in (
         ("initContainerStatuses", "initContainers"),
         ("containerStatuses", "containers"),
@@ -94,8 +97,36 @@ def pod_exit_code(pod: ObjectView) -> int | None:
             terminated = state.get("terminated") if isinstance(state, Mapping) else None
             code = terminated.get("exitCode") if isinstance(terminated, Mapping) else None
             if isinstance(code, int) and not isinstance(code, bool) and code != 0:
-                return code
+                return str(status.get("name")), code
     return None
+
+
+def pod_exit_code(pod: ObjectView) -> int | None:
+    """The first non-zero ``terminated.exitCode`` of the pod, or None.
+
+    Init containers come first, then the containers, each in the order of the pod spec (the order
+    they run): a failed init container is why the pod failed. None means no container reported a
+    non-zero exit, so a failed pod failed from outside its program (evicted, node lost, deadline).
+    """
+    failed = _first_failed_container(pod)
+    return failed[1] if failed is not None else None
+
+
+def pod_failure(pod: ObjectView) -> str:
+    """Why the pod failed, in words a message can carry.
+
+    ``reason: message`` from its status (an eviction says why), else the first container that
+    exited non-zero (as :func:`pod_exit_code` finds it), else ``no reason given``.
+    """
+    status = _status(pod)
+    parts = [status.get("reason"), status.get("message")]
+    details = ": ".join(part for part in parts if isinstance(part, str) and part)
+    if details:
+        return details
+    failed = _first_failed_container(pod)
+    if failed is not None:
+        return f"container {failed[0]} exited with {failed[1]}"
+    return "no reason given"
 
 
 def pod_restarts(pod: ObjectView) -> int:

@@ -8,8 +8,10 @@ from etctl.runtime import (
     objects,
     pod_condition,
     pod_exit_code,
+    pod_failure,
     pod_phase,
     pod_ready,
+    pod_reason,
     pod_restarts,
     pod_running_and_ready,
 )
@@ -57,6 +59,8 @@ def test_a_pod_without_status_has_no_facts() -> None:
     assert pod_condition(bare, "Ready") == ""
     assert not pod_ready(bare)
     assert pod_exit_code(bare) is None
+    assert pod_reason(bare) == ""
+    assert pod_failure(bare) == "no reason given"
     assert pod_restarts(bare) == 0
     assert not objects.is_terminating(bare)
 
@@ -95,3 +99,22 @@ def test_exit_code_reads_init_containers_first_in_spec_order() -> None:
 def test_restarts_sum_init_and_main_containers() -> None:
     pod = _pod(containers=[_ended("a", 1, restarts=2)], init=[_ended("i", 1, restarts=1)])
     assert pod_restarts(pod) == 3
+
+
+def test_failure_says_why_in_the_order_a_message_needs() -> None:
+    evicted = _pod("Failed", containers=[_ended("a", 137)], spec=["a"])
+    evicted["status"] |= {"reason": "Evicted", "message": "The node was low on memory."}
+    assert pod_reason(evicted) == "Evicted"
+    assert pod_failure(evicted) == "Evicted: The node was low on memory."
+    # No reason from the kubelet: the container that failed first, init containers included.
+    init_failed = _pod(
+        "Failed",
+        containers=[_ended("main", 2)],
+        init=[_ended("fetch", 3)],
+        spec=["main"],
+        init_spec=["fetch"],
+    )
+    assert pod_failure(init_failed) == "container fetch exited with 3"
+    assert pod_failure(_pod("Failed", containers=[_ended("main", 2)], spec=["main"])) == (
+        "container main exited with 2"
+    )

@@ -30,7 +30,6 @@ message or exit code.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -46,7 +45,14 @@ from etctl.common import (
     get_condition,
     is_true,
 )
-from etctl.runtime import ObjectView, objects, pod_phase, pod_running_and_ready
+from etctl.runtime import (
+    ObjectView,
+    objects,
+    pod_failure,
+    pod_phase,
+    pod_reason,
+    pod_running_and_ready,
+)
 
 __all__ = [
     "DEFAULT_WORKERS_READY_TIMEOUT",
@@ -92,12 +98,6 @@ class LauncherJob:
     def created_condition(self) -> str:
         """The condition the launcher's gate reports (``LauncherCreated``)."""
         return f"{self.launcher_type}Created"
-
-
-def _pod_status(pod: ObjectView, key: str) -> str:
-    status = pod.get("status")
-    value = status.get(key) if isinstance(status, Mapping) else None
-    return value if isinstance(value, str) else ""
 
 
 def workers_ready(job: LauncherJob, state: JobState[Any]) -> tuple[bool, int, int]:
@@ -179,22 +179,6 @@ def launcher_gate(job: LauncherJob, state: JobState[Any], *, timeout: float) -> 
     )
 
 
-def _failure(pod: ObjectView) -> str:
-    reason = _pod_status(pod, "reason")
-    message = _pod_status(pod, "message")
-    details = ": ".join(part for part in (reason, message) if part)
-    if details:
-        return details
-    status = pod.get("status")
-    statuses = status.get("containerStatuses") if isinstance(status, Mapping) else None
-    for entry in statuses if isinstance(statuses, list) else []:
-        state = entry.get("state") if isinstance(entry, Mapping) else None
-        terminated = state.get("terminated") if isinstance(state, Mapping) else None
-        if isinstance(terminated, Mapping) and terminated.get("exitCode"):
-            return f"container {entry.get('name')} exited with {terminated.get('exitCode')}"
-    return "no reason given"
-
-
 def launcher_verdict(job: LauncherJob, state: JobState[Any]) -> Verdict | None:
     """What the launcher's phase means for the job, or None while it has none yet."""
     pods = state.pods_of(job.launcher_type)
@@ -213,10 +197,10 @@ def launcher_verdict(job: LauncherJob, state: JobState[Any]) -> Verdict | None:
             f"{kind} {name} succeeded: launcher {pod} completed.",
         )
     if phase == "Failed":
-        evicted = _pod_status(launcher, "reason") == "Evicted"
+        evicted = pod_reason(launcher) == "Evicted"
         return Verdict(
             JobConditionType.FAILED,
             f"{kind}Evicted" if evicted else f"{kind}Failed",
-            f"{kind} {name} failed: launcher {pod} failed ({_failure(launcher)}).",
+            f"{kind} {name} failed: launcher {pod} failed ({pod_failure(launcher)}).",
         )
     return None

@@ -29,7 +29,6 @@ Scaling, Suspended, Succeeded, Failed), as et-operator's jobs show it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from etctl.common import (
@@ -46,7 +45,13 @@ from etctl.jobs.mpijob._api import (
     MPIJob,
     MPIReplicaType,
 )
-from etctl.runtime import ObjectView, objects, pod_phase, pod_running_and_ready
+from etctl.runtime import (
+    objects,
+    pod_failure,
+    pod_phase,
+    pod_reason,
+    pod_running_and_ready,
+)
 
 __all__ = ["LAUNCHER_CREATED", "extra_status", "launcher_gate", "verdict", "waits_for_workers"]
 
@@ -86,26 +91,6 @@ def launcher_gate(job: MPIJob, state: JobState[Any]) -> Gate:
     )
 
 
-def _pod_status(pod: ObjectView, key: str) -> str:
-    status = pod.get("status")
-    value = status.get(key) if isinstance(status, Mapping) else None
-    return value if isinstance(value, str) else ""
-
-
-def _failure(pod: ObjectView) -> str:
-    details = ": ".join(p for p in (_pod_status(pod, "reason"), _pod_status(pod, "message")) if p)
-    if details:
-        return details
-    status = pod.get("status")
-    statuses = status.get("containerStatuses") if isinstance(status, Mapping) else None
-    for entry in statuses if isinstance(statuses, list) else []:
-        container = entry.get("state") if isinstance(entry, Mapping) else None
-        terminated = container.get("terminated") if isinstance(container, Mapping) else None
-        if isinstance(terminated, Mapping) and terminated.get("exitCode"):
-            return f"container {entry.get('name')} exited with {terminated.get('exitCode')}"
-    return "no reason given"
-
-
 def verdict(job: MPIJob, state: JobState[Any]) -> Verdict | None:
     """What the launcher's phase means for the job, or None while it has none yet."""
     launchers = state.pods_of(LAUNCHER)
@@ -119,11 +104,11 @@ def verdict(job: MPIJob, state: JobState[Any]) -> Verdict | None:
             JobConditionType.SUCCEEDED, "MPIJobSucceeded", f"{who} successfully completed."
         )
     if phase == "Failed":
-        evicted = _pod_status(launcher, "reason") == "Evicted"
+        evicted = pod_reason(launcher) == "Evicted"
         return Verdict(
             JobConditionType.FAILED,
             "MPIJobEvicted" if evicted else "MPIJobFailed",
-            f"{who} failed: launcher {objects.name(launcher)} failed ({_failure(launcher)}).",
+            f"{who} failed: launcher {objects.name(launcher)} failed ({pod_failure(launcher)}).",
         )
     if phase != "Running":
         return None
