@@ -29,6 +29,7 @@ __all__ = [
 ]
 
 NAMESPACE = "default"
+"""The namespace every demo runs in."""
 JOB = "elastic-mnist"
 LAUNCHER = f"{JOB}-launcher"
 WORKERS, MIN_WORKERS, MAX_WORKERS = 3, 2, 6
