@@ -45,6 +45,7 @@ from etctl.jobs.launcher._hostfile import (
 )
 from etctl.jobs.launcher._launcher import (
     ConfigFile,
+    LauncherAttachMode,
     LauncherLayout,
     LiveFile,
     decorate_launcher,
@@ -106,6 +107,7 @@ __all__ = [
     "KUBEXEC_KEY",
     "KeyAlgorithm",
     "LAUNCHER_RESOURCES",
+    "LauncherAttachMode",
     "LauncherJob",
     "LauncherLayout",
     "LauncherNames",

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from etctl.jobs.launcher._hostfile import (
@@ -39,7 +40,23 @@ from etctl.jobs.launcher._hostfile import (
 )
 from etctl.runtime import KubeObject
 
-__all__ = ["ConfigFile", "LauncherLayout", "LiveFile", "decorate_launcher", "mount_config"]
+__all__ = [
+    "ConfigFile",
+    "LauncherAttachMode",
+    "LauncherLayout",
+    "LiveFile",
+    "decorate_launcher",
+    "mount_config",
+]
+
+
+class LauncherAttachMode(StrEnum):
+    """How the launcher reaches its workers (a kind's API says which is its default)."""
+
+    SSH = "ssh"
+    """ssh with the job's generated key."""
+    KUBEXEC = "kubexec"
+    """``kubectl exec`` through ``kubexec.sh``, with ``pods/exec`` on the current workers only."""
 
 
 @dataclass(frozen=True, slots=True)

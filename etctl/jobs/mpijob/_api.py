@@ -63,6 +63,7 @@ from etctl.common import (
     ScaleSubresource,
     ValueModel,
 )
+from etctl.jobs.launcher import LauncherAttachMode
 from etctl.jobs.mpijob._sizes import MAX_WORKERS
 
 __all__ = [
@@ -125,15 +126,6 @@ class LauncherCreationPolicy(StrEnum):
     """With the workers."""
     WAIT_FOR_WORKERS_READY = "WaitForWorkersReady"
     """Once every worker is Ready."""
-
-
-class LauncherAttachMode(StrEnum):
-    """How the launcher reaches its workers (etctl's field; the version's default decides)."""
-
-    SSH = "ssh"
-    """ssh with the job's generated key (mpi-operator v2, the v2beta1 default)."""
-    KUBEXEC = "kubexec"
-    """``kubectl exec`` through ``/etc/mpi/kubexec.sh`` (mpi-operator v1, the v1 default)."""
 
 
 # The restart policies mpi-operator accepts for both replica types; the schema rejects others.

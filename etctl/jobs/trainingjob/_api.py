@@ -51,6 +51,7 @@ from etctl.common import (
     validate_replica_spec,
     validate_run_policy,
 )
+from etctl.jobs.launcher import LauncherAttachMode
 from etctl.jobs.trainingjob._sizes import MAX_WORKERS
 
 __all__ = [
@@ -94,13 +95,6 @@ class TrainingJobStep(StrEnum):
     WORKERS_CREATED = "WorkersCreated"
     WORKERS_READY = "WorkersReady"
     LAUNCHER_CREATED = "LauncherCreated"
-
-
-class LauncherAttachMode(StrEnum):
-    """How the launcher reaches the workers."""
-
-    SSH = "ssh"
-    KUBEXEC = "kubexec"
 
 
 class JobRestartPolicy(StrEnum):
