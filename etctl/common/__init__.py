@@ -169,6 +169,7 @@ from etctl.common._validation import (
     validate_pod_template,
     validate_replica_spec,
     validate_run_policy,
+    validate_scaling_bounds,
 )
 from etctl.common._wiring import (
     DEFAULT_JOB_WORKERS,
@@ -296,6 +297,7 @@ __all__ = [
     "validate_run_policy",
     "validate_scalein",
     "validate_scaleout",
+    "validate_scaling_bounds",
     "write_files",
     "write_manifests",
 ]

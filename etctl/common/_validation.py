@@ -30,6 +30,7 @@ __all__ = [
     "validate_pod_template",
     "validate_replica_spec",
     "validate_run_policy",
+    "validate_scaling_bounds",
 ]
 
 DNS1035_LABEL_MAX_LENGTH = 63
@@ -136,6 +137,24 @@ def validate_replica_spec(
             f"{path}.replicas: {spec.replicas} is above {maximum}; set at most {maximum}"
         )
     problems.extend(validate_pod_template(spec.template, path=f"{path}.template"))
+    return problems
+
+
+def validate_scaling_bounds(low: int | None, high: int | None, *, path: str) -> list[str]:
+    """Problems with an elastic job's ``minReplicas``/``maxReplicas`` at ``path`` (unset: none).
+
+    A ``replicas`` outside them is not a problem: it is what the ``/scale`` subresource may write,
+    and the scaling machinery clamps it with a Warning Event.
+    """
+    problems = []
+    for field, value in (("minReplicas", low), ("maxReplicas", high)):
+        if value is not None and value < 1:
+            problems.append(f"{path}.{field}: {value} is below 1; set 1 or more")
+    if low is not None and high is not None and low > high:
+        problems.append(
+            f"{path}: minReplicas {low} is greater than maxReplicas {high}; "
+            "the job could never be scaled within them"
+        )
     return problems
 
 

@@ -12,6 +12,7 @@ from etctl.common._validation import (
     validate_pod_template,
     validate_replica_spec,
     validate_run_policy,
+    validate_scaling_bounds,
 )
 from etctl.jobs.tfjob._api import TFJob
 
@@ -132,4 +133,16 @@ def test_validate_run_policy() -> None:
         "spec.runPolicy.schedulingPolicy.scheduleTimeoutSeconds: -5 is negative",
         "spec.runPolicy.schedulingPolicy.minResources.cpu: 'lots' is not a quantity "
         "(for example 4, 500m or 2Gi)",
+    ]
+
+
+def test_validate_scaling_bounds() -> None:
+    assert validate_scaling_bounds(None, None, path="spec.p") == []
+    assert validate_scaling_bounds(2, 6, path="spec.p") == []
+    assert validate_scaling_bounds(0, 6, path="spec.p") == [
+        "spec.p.minReplicas: 0 is below 1; set 1 or more"
+    ]
+    assert validate_scaling_bounds(4, 3, path="spec.p") == [
+        "spec.p: minReplicas 4 is greater than maxReplicas 3; "
+        "the job could never be scaled within them"
     ]

@@ -26,6 +26,7 @@ from etctl.common import (
     validate_name,
     validate_replica_spec,
     validate_run_policy,
+    validate_scaling_bounds,
 )
 from etctl.jobs.mpijob._api import ElasticPolicy, MPIJob, MPIReplicaType
 from etctl.jobs.mpijob._names import launcher_name, worker_prefix
@@ -63,17 +64,9 @@ def _restart_policy(policy: RestartPolicy, path: str) -> list[str]:
 def _elastic_problems(policy: ElasticPolicy | None) -> list[str]:
     if policy is None:
         return []
-    problems = []
-    low, high = policy.min_replicas, policy.max_replicas
-    for field, value in (("minReplicas", low), ("maxReplicas", high)):
-        if value is not None and value < 1:
-            problems.append(f"spec.elasticPolicy.{field}: {value} is below 1; set 1 or more")
-    if low is not None and high is not None and low > high:
-        problems.append(
-            f"spec.elasticPolicy: minReplicas {low} is greater than maxReplicas {high}; the job "
-            "could never be scaled within them"
-        )
-    return problems
+    return validate_scaling_bounds(
+        policy.min_replicas, policy.max_replicas, path="spec.elasticPolicy"
+    )
 
 
 def validate_mpijob(job: MPIJob) -> list[str]:

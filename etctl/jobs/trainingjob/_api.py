@@ -50,6 +50,7 @@ from etctl.common import (
     validate_name,
     validate_replica_spec,
     validate_run_policy,
+    validate_scaling_bounds,
 )
 from etctl.jobs.launcher import LauncherAttachMode
 from etctl.jobs.trainingjob._sizes import MAX_WORKERS
@@ -287,17 +288,7 @@ def validate_trainingjob(job: TrainingJob) -> list[str]:
 
 def _worker_problems(worker: WorkerSpec, path: str) -> list[str]:
     problems = validate_replica_spec(worker, path=path, minimum=1)
-    low, high = worker.min_replicas, worker.max_replicas
-    for field, value in (("minReplicas", low), ("maxReplicas", high)):
-        if value is not None and value < 1:
-            problems.append(f"{path}.{field}: {value} is below 1; set 1 or more")
-    if low is not None and high is not None and low > high:
-        problems.append(
-            f"{path}: minReplicas {low} is greater than maxReplicas {high}; "
-            "the job could never be scaled within them"
-        )
-    # A replicas value outside [minReplicas, maxReplicas] is not a problem: it is what the /scale
-    # subresource may write, and the controller clamps it with a Warning Event.
+    problems += validate_scaling_bounds(worker.min_replicas, worker.max_replicas, path=path)
     return problems
 
 
