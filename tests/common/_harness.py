@@ -36,10 +36,10 @@ from etctl.runtime import (
     objects,
 )
 from etctl.runtime._recorder import ClientEventSink, EventRecorder
-from etctl.testing import ApiServer, ClusterTarget, cluster_target
+from etctl.testing import cluster_target
 from tests.common._snapshot import SnapshotCache
 from tests.common.simplejob import SIMPLEJOB, SIMPLEJOBS, SimpleJobPlugin
-from tests.runtime._cluster import PRESET_CONFIGMAP
+from tests.runtime._cluster import PRESET_CONFIGMAP, TargetEnv
 from tests.runtime.scripted import InstantClock
 
 PRESET = frozenset({PRESET_CONFIGMAP})
@@ -105,25 +105,12 @@ def pod_status(phase: str, *, exit_code: int | None = None, restarts: int = 0) -
 
 
 @dataclass
-class Harness:
+class Harness(TargetEnv):
     """A job controller, the cluster it runs on, its client, clock and cache."""
 
-    target: ClusterTarget
-    client: Client
-    clock: FakeClock
     cache: SnapshotCache
     controller: JobController[Any]
     recorder: EventRecorder
-
-    @property
-    def server(self) -> ApiServer:
-        """The embedded server's hooks (tests using them are marked etctl_hooks)."""
-        return self.target.hooks
-
-    @property
-    def ns(self) -> str:
-        """The test's namespace."""
-        return self.target.namespace
 
     async def submit(self, body: KubeObject, res: Resource = SIMPLEJOBS) -> KubeObject:
         """Create a job in the test's namespace."""

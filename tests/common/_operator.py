@@ -36,7 +36,6 @@ from etctl.runtime import (
 )
 from etctl.testing import (
     ApiServer,
-    ClusterTarget,
     RealCluster,
     StorageVerbs,
     cluster_target,
@@ -44,6 +43,7 @@ from etctl.testing import (
 )
 from tests.common._harness import PRESET, pod_status
 from tests.common.simplejob import SIMPLEJOBS, SimpleJobPlugin
+from tests.runtime._cluster import TargetEnv
 from tests.runtime._realtime import ManagerRun, NoJitter, client_of, eventually, running
 
 __all__ = [
@@ -126,22 +126,8 @@ async def advance_idle(env: Env, seconds: float, *managers: Manager) -> None:
 
 
 @dataclass
-class StoredObjects:
+class StoredObjects(TargetEnv):
     """The cluster under test, a client, the clock, and readers of the cluster's state."""
-
-    target: ClusterTarget
-    client: Client
-    clock: FakeClock
-
-    @property
-    def server(self) -> ApiServer:
-        """The embedded server's hooks (tests using them are marked etctl_hooks)."""
-        return self.target.hooks
-
-    @property
-    def ns(self) -> str:
-        """The test's namespace."""
-        return self.target.namespace
 
     @property
     def storage(self) -> StorageVerbs:

@@ -41,6 +41,7 @@ __all__ = [
     "NOT_PRESET",
     "Cluster",
     "Recorder",
+    "TargetEnv",
     "cluster",
     "eventually",
     "running",
@@ -48,7 +49,26 @@ __all__ = [
 
 
 @dataclass
-class Cluster:
+class TargetEnv:
+    """The cluster under test, a client of it and the test's clock: what every test env holds."""
+
+    target: ClusterTarget
+    client: Client
+    clock: FakeClock
+
+    @property
+    def server(self) -> ApiServer:
+        """The embedded server's hooks (tests using them are marked etctl_hooks)."""
+        return self.target.hooks
+
+    @property
+    def ns(self) -> str:
+        """The test's namespace."""
+        return self.target.namespace
+
+
+@dataclass
+class Cluster(TargetEnv):
     """The cluster under test, a client of it (no client-side retries) and the test's clock.
 
     On the embedded server (the default) the server runs on the clock too; on a real cluster
@@ -56,21 +76,8 @@ class Cluster:
     (the hooks: faults, request log, history) raises: such tests are marked ``etctl_hooks``.
     """
 
-    target: ClusterTarget
-    client: Client
-    clock: FakeClock
     others: list[str] = field(default_factory=list)
     """The other namespaces the test created (deleted with it on a real cluster)."""
-
-    @property
-    def server(self) -> ApiServer:
-        """The embedded server (its hooks)."""
-        return self.target.hooks
-
-    @property
-    def ns(self) -> str:
-        """The test's namespace."""
-        return self.target.namespace
 
     @property
     def embedded(self) -> bool:
