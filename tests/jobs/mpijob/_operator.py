@@ -16,15 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from etctl.common import SCALEINS, SCALEOUTS, JobSettings, crd_manifest
+from etctl.common import SCALEINS, SCALEOUTS
 from etctl.jobs.mpijob import MPIJOB, MPIJOBS, MPIJobPlugin
-from etctl.runtime import EVENTS, PODS, Client, FakeClock, KubeObject, Manager, Resource, objects
-from etctl.testing import ApiServer, KubeletConfig
-from tests.common._operator import condition_of, job_operator
-from tests.runtime._realtime import client_of, eventually, run_manager
+from etctl.runtime import PODS, KubeObject, Manager, Resource, objects
+from tests.common._operator import condition_of
+from tests.jobs._kubelet_cluster import NS, KubeletCluster, kubelet_server, run_operator
+from tests.runtime._realtime import eventually
 from tests.schema_support import EXAMPLES, load_yaml
-
-NS = "default"
 
 __all__ = [
     "DISCOVER_HOSTS",
@@ -77,28 +75,8 @@ async def until(condition: Callable[[], Awaitable[bool]], *, timeout: float = 10
 
 
 @dataclass
-class Cluster:
-    """The server (with its kubelet), a client and the clock, with readers of the storage."""
-
-    server: ApiServer
-    client: Client
-    clock: FakeClock
-
-    @property
-    def idle(self) -> ApiServer:
-        """What :func:`etctl.testing.wait_idle` waits on."""
-        return self.server
-
-    # -- reading
-
-    def get(self, res: Resource, name: str) -> KubeObject | None:
-        for obj in self.server.storage.list(res, namespace=NS).items:
-            if objects.name(obj) == name:
-                return copy.deepcopy(dict(obj))
-        return None
-
-    def names(self, res: Resource) -> list[str]:
-        return sorted(objects.name(o) for o in self.server.storage.list(res, namespace=NS).items)
+class Cluster(KubeletCluster):
+    """The cluster, with readers of MPIJobs, their scalers and their launchers' host discovery."""
 
     def job(self, name: str) -> KubeObject:
         found = self.get(MPIJOBS, name)
@@ -115,25 +93,10 @@ class Cluster:
         """The job's phase (``kubectl get mpijob``'s State column)."""
         return str(self.status(name).get("phase") or "")
 
-    def pods(self) -> dict[str, str]:
-        """Pod phases by name."""
-        return {
-            objects.name(p): str((p.get("status") or {}).get("phase", ""))
-            for p in self.server.storage.list(PODS, namespace=NS).items
-        }
-
     def pod(self, name: str) -> KubeObject:
         found = self.get(PODS, name)
         assert found is not None, f"no pod {name}"
         return found
-
-    def running(self, *names: str) -> bool:
-        pods = self.pods()
-        return all(pods.get(name) == "Running" for name in names)
-
-    def events(self, reason: str) -> list[KubeObject]:
-        items = self.server.storage.list(EVENTS, namespace=NS).items
-        return [dict(e) for e in items if e.get("reason") == reason]
 
     async def run(self, pod: str, *command: str) -> str:
         """What ``command`` prints in ``pod``'s first container (through ``pods/exec``)."""
@@ -175,26 +138,15 @@ class Cluster:
             "ScaleIn": SCALEINS,
             "ScaleOut": SCALEOUTS,
         }[kind]
-        body = copy.deepcopy(document)
-        body.setdefault("metadata", {}).setdefault("namespace", NS)
-        return dict(self.server.storage.create(res, body, namespace=NS))
-
-    @property
-    def kubelet(self) -> Any:
-        return self.server.kubelet
+        return self.create(res, document)
 
 
 @asynccontextmanager
 async def cluster(tmp_path: Path, *, gpus: int = 8, nodes: int = 2) -> AsyncIterator[Cluster]:
     """A fresh server with the MPIJob CRDs and a kubelet, and a client, on one FakeClock."""
-    clock = FakeClock()
-    crds = [crd_manifest(r) for r in MPIJobPlugin().custom_resources]
-    kubelet = KubeletConfig.uniform(nodes, gpus=gpus, root=tmp_path / "sandboxes")
-    async with (
-        ApiServer(clock=clock, crds=crds, kubelet=kubelet) as api,
-        client_of(api, tmp_path) as client,
-    ):
-        yield Cluster(api, client, clock)
+    resources = MPIJobPlugin().custom_resources
+    async with kubelet_server(tmp_path, resources, gpus=gpus, nodes=nodes) as parts:
+        yield Cluster(*parts)
 
 
 @asynccontextmanager
@@ -202,8 +154,5 @@ async def operator(
     env: Cluster, plugin: MPIJobPlugin | None = None, **options: Any
 ) -> AsyncIterator[Manager]:
     """The operator (one Manager process) running until the block ends; its failure is raised."""
-    op = job_operator(
-        env.client, env.clock, plugin or MPIJobPlugin(), settings=JobSettings(), **options
-    )
-    async with run_manager(op.manager) as manager:
+    async with run_operator(env, plugin or MPIJobPlugin(), **options) as manager:
         yield manager

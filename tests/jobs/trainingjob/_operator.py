@@ -9,22 +9,21 @@ exec, as a user would.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from etctl.common import SCALEINS, SCALEOUTS, JobSettings, crd_manifest
+from etctl.common import SCALEINS, SCALEOUTS
 from etctl.jobs.trainingjob._api import TRAININGJOBS
 from etctl.jobs.trainingjob._plugin import TrainingJobPlugin
-from etctl.runtime import EVENTS, PODS, Client, FakeClock, KubeObject, Manager, Resource, objects
-from etctl.testing import ApiServer, KubeletConfig, Limits
-from tests.common._operator import condition_of, job_operator
-from tests.runtime._realtime import client_of, eventually, run_manager
+from etctl.runtime import KubeObject, Manager, Resource
+from etctl.testing import Limits
+from tests.common._operator import condition_of
+from tests.jobs._kubelet_cluster import NS, KubeletCluster, kubelet_server, run_operator
+from tests.runtime._realtime import eventually
 
-NS = "default"
 JOB = "elastic-training"
 """The name of the example TrainingJob (``examples/trainingjob/training-job.yaml``)."""
 LAUNCHER = f"{JOB}-launcher"
@@ -43,28 +42,8 @@ def hosts(*indices: int) -> str:
 
 
 @dataclass
-class Cluster:
-    """The server (with its kubelet), a client and the clock, with readers of the storage."""
-
-    server: ApiServer
-    client: Client
-    clock: FakeClock
-
-    @property
-    def idle(self) -> ApiServer:
-        """What :func:`etctl.testing.wait_idle` waits on."""
-        return self.server
-
-    # -- reading
-
-    def get(self, res: Resource, name: str) -> KubeObject | None:
-        for obj in self.server.storage.list(res, namespace=NS).items:
-            if objects.name(obj) == name:
-                return copy.deepcopy(dict(obj))
-        return None
-
-    def names(self, res: Resource) -> list[str]:
-        return sorted(objects.name(o) for o in self.server.storage.list(res, namespace=NS).items)
+class Cluster(KubeletCluster):
+    """The cluster, with readers of TrainingJobs and their scalers."""
 
     def job(self, name: str = JOB) -> KubeObject:
         found = self.get(TRAININGJOBS, name)
@@ -86,40 +65,17 @@ class Cluster:
         found = self.get(res, name)
         return found is not None and (found.get("status") or {}).get("step") == "Done"
 
-    def pods(self) -> dict[str, str]:
-        """Pod phases by name."""
-        return {
-            objects.name(p): str((p.get("status") or {}).get("phase", ""))
-            for p in self.server.storage.list(PODS, namespace=NS).items
-        }
-
-    def running(self, *names: str) -> bool:
-        pods = self.pods()
-        return all(pods.get(name) == "Running" for name in names)
-
-    def events(self, reason: str) -> list[KubeObject]:
-        items = self.server.storage.list(EVENTS, namespace=NS).items
-        return [dict(e) for e in items if e.get("reason") == reason]
-
     async def hostfile(self, launcher: str = LAUNCHER) -> str:
         """The launcher's live hostfile, read through pods/exec as a user would."""
         result = await self.client.exec(NS, launcher, ["cat", "/etc/edl/hostfile"], timeout=10)
         assert result.exit_code == 0, result.stderr
         return result.stdout.decode()
 
-    # -- writing
-
     def apply(self, document: dict[str, Any]) -> KubeObject:
         """Create an object (as ``kubectl create -f`` would)."""
         kind = document["kind"]
         res = {"TrainingJob": TRAININGJOBS, "ScaleIn": SCALEINS, "ScaleOut": SCALEOUTS}[kind]
-        body = copy.deepcopy(document)
-        body.setdefault("metadata", {}).setdefault("namespace", NS)
-        return dict(self.server.storage.create(res, body, namespace=NS))
-
-    @property
-    def kubelet(self) -> Any:
-        return self.server.kubelet
+        return self.create(res, document)
 
 
 @asynccontextmanager
@@ -127,14 +83,9 @@ async def cluster(
     tmp_path: Path, *, gpus: int = 8, nodes: int = 2, limits: Limits | None = None
 ) -> AsyncIterator[Cluster]:
     """A fresh server with the TrainingJob CRDs and a kubelet, and a client, on one FakeClock."""
-    clock = FakeClock()
-    crds = [crd_manifest(r) for r in TrainingJobPlugin().custom_resources]
-    kubelet = KubeletConfig.uniform(nodes, gpus=gpus, root=tmp_path / "sandboxes")
-    async with (
-        ApiServer(clock=clock, crds=crds, kubelet=kubelet, limits=limits or Limits()) as api,
-        client_of(api, tmp_path) as client,
-    ):
-        yield Cluster(api, client, clock)
+    resources = TrainingJobPlugin().custom_resources
+    async with kubelet_server(tmp_path, resources, gpus=gpus, nodes=nodes, limits=limits) as parts:
+        yield Cluster(*parts)
 
 
 @asynccontextmanager
@@ -142,8 +93,5 @@ async def operator(
     env: Cluster, plugin: TrainingJobPlugin | None = None, **options: Any
 ) -> AsyncIterator[Manager]:
     """The operator (one Manager process) running until the block ends; its failure is raised."""
-    op = job_operator(
-        env.client, env.clock, plugin or TrainingJobPlugin(), settings=JobSettings(), **options
-    )
-    async with run_manager(op.manager) as manager:
+    async with run_operator(env, plugin or TrainingJobPlugin(), **options) as manager:
         yield manager
