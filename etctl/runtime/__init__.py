@@ -83,6 +83,7 @@ from etctl.runtime._metrics import REGISTRY
 from etctl.runtime._objects import KubeObject, ObjectView, Tombstone
 from etctl.runtime._podview import (
     pod_condition,
+    pod_container_running,
     pod_exit_code,
     pod_failure,
     pod_phase,
@@ -228,6 +229,7 @@ __all__ = [
     "objects",
     "or_",
     "pod_condition",
+    "pod_container_running",
     "pod_exit_code",
     "pod_failure",
     "pod_phase",

@@ -18,6 +18,7 @@ from etctl.runtime._objects import ObjectView, is_terminating
 
 __all__ = [
     "pod_condition",
+    "pod_container_running",
     "pod_exit_code",
     "pod_failure",
     "pod_phase",
@@ -68,6 +69,17 @@ def pod_running_and_ready(pod: ObjectView) -> bool:
 def _statuses(pod: ObjectView, key: str) -> list[Mapping[str, Any]]:
     value = _status(pod).get(key)
     return [s for s in value if isinstance(s, Mapping)] if isinstance(value, list) else []
+
+
+def pod_container_running(pod: ObjectView, container: str) -> bool:
+    """The pod runs and so does its container ``container`` (an exec into anything else fails)."""
+    if pod_phase(pod) != "Running":
+        return False
+    for status in _statuses(pod, "containerStatuses"):
+        if status.get("name") == container:
+            state = status.get("state")
+            return isinstance(state, Mapping) and "running" in state
+    return False
 
 
 def _spec_order(pod: ObjectView, key: str) -> list[str]:

@@ -7,6 +7,7 @@ from typing import Any
 from etctl.runtime import (
     objects,
     pod_condition,
+    pod_container_running,
     pod_exit_code,
     pod_failure,
     pod_phase,
@@ -118,3 +119,13 @@ def test_failure_says_why_in_the_order_a_message_needs() -> None:
     assert pod_failure(_pod("Failed", containers=[_ended("main", 2)], spec=["main"])) == (
         "container main exited with 2"
     )
+
+
+def test_container_running_needs_the_pod_and_that_container_running() -> None:
+    running = {"name": "main", "state": {"running": {}}}
+    waiting = {"name": "side", "state": {"waiting": {"reason": "ContainerCreating"}}}
+    pod = _pod("Running", containers=[running, waiting], spec=["main", "side"])
+    assert pod_container_running(pod, "main")
+    assert not pod_container_running(pod, "side")
+    assert not pod_container_running(pod, "absent")
+    assert not pod_container_running(_pod("Pending", containers=[running]), "main")

@@ -54,11 +54,11 @@ from etctl.runtime import (
     EnqueueRequestForObject,
     EnqueueRequestForOwner,
     Manager,
-    ObjectView,
     Request,
     Resource,
     Result,
     objects,
+    pod_container_running,
 )
 
 __all__ = [
@@ -84,19 +84,6 @@ def write_command(path: str, mode: int = 0o644) -> list[str]:
         "-c",
         f"cat > {temporary} && chmod {mode:o} {temporary} && mv {temporary} {path}",
     ]
-
-
-def _running(pod: ObjectView, container: str) -> bool:
-    """The pod runs and so does ``container`` (an exec into anything else is refused)."""
-    status = pod.get("status")
-    if not isinstance(status, Mapping) or status.get("phase") != "Running":
-        return False
-    statuses = status.get("containerStatuses")
-    for entry in statuses if isinstance(statuses, list) else []:
-        if isinstance(entry, Mapping) and entry.get("name") == container:
-            state = entry.get("state")
-            return isinstance(state, Mapping) and "running" in state
-    return False
 
 
 class MembershipPusher:
@@ -156,7 +143,7 @@ class MembershipPusher:
             or owner.get("kind") != self.jobs.kind
             or objects.controller_ref(config) != owner.get("uid")
             or objects.is_terminating(launcher)
-            or not _running(launcher, first_container_name(launcher))
+            or not pod_container_running(launcher, first_container_name(launcher))
         ):
             return Result()
         data = config.get("data")

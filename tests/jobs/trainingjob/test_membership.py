@@ -9,8 +9,10 @@ from typing import Any
 
 import pytest
 
-from etctl.jobs.launcher import PUSHED_ANNOTATION, digest, write_command
-from etctl.jobs.trainingjob._setup import HostfilePusher
+from etctl.jobs.launcher import PUSHED_ANNOTATION, MembershipPusher, digest, write_command
+from etctl.jobs.trainingjob._api import TRAININGJOBS
+from etctl.jobs.trainingjob._layout import LAYOUT
+from etctl.jobs.trainingjob._names import NAMES
 from etctl.runtime import CONFIGMAPS, PODS, REGISTRY, objects
 from tests.jobs.trainingjob._operator import JOB, LAUNCHER, NS, cluster, eventually, operator
 from tests.schema_support import EXAMPLES, load_yaml
@@ -29,7 +31,16 @@ def test_write_command_replaces_the_file_atomically(tmp_path: Path) -> None:
 
 def test_timeouts_are_checked() -> None:
     with pytest.raises(ValueError, match="exec_timeout"):
-        HostfilePusher(client=None, cache=None, recorder=None, clock=None, exec_timeout=0)  # type: ignore[arg-type]
+        MembershipPusher(
+            jobs=TRAININGJOBS,
+            names=NAMES,
+            layout=LAYOUT,
+            client=None,  # type: ignore[arg-type]
+            cache=None,  # type: ignore[arg-type]
+            recorder=None,  # type: ignore[arg-type]
+            clock=None,  # type: ignore[arg-type]
+            exec_timeout=0,
+        )
 
 
 def pushes() -> float:
