@@ -45,7 +45,7 @@ from etctl.cli._jobkinds import JobKind
 from etctl.cli._jobview import Snapshot
 from etctl.cli._observer import Observer
 from etctl.cli._sandbox_options import DemoOptions
-from etctl.cli._timeline import Mark, Timeline
+from etctl.cli._timeline import Timeline
 from etctl.common import SCALEINS, SCALEOUTS, PublishedFile
 from etctl.jobs.trainingjob import TRAININGJOBS, TrainingJobPlugin
 from etctl.runtime import Client, KubeObject, Resource
@@ -136,12 +136,9 @@ class _Demo(DemoSteps):
         self.t.done(f"TrainingJob {JOB} is Running: launcher and {WORKERS} workers")
 
     async def show_hostfile(self) -> None:
-        self.t.step("The hostfile, as the launcher sees it")
-        self.t.hint(self.read_command)
-        members = self.job(self.observer.last).members
-        self.shown = await self.read_members(members)
-        self.t.block([(Mark.SAME, line) for line in self.shown.splitlines()])
-        self.t.done(f"{len(members)} workers, one <pod>:<slots> line each")
+        await self.show_first(
+            "The hostfile, as the launcher sees it", "workers, one <pod>:<slots> line each"
+        )
 
     async def scale_out(self) -> None:
         self.t.step(f"Scale out by {SCALE_OUT_BY} with a ScaleOut")

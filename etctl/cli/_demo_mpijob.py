@@ -36,7 +36,7 @@ from etctl.cli._jobkinds import JobKind
 from etctl.cli._jobview import Snapshot
 from etctl.cli._observer import StepFailed, hosts_of
 from etctl.cli._sandbox_options import DemoOptions
-from etctl.cli._timeline import Mark, Timeline
+from etctl.cli._timeline import Timeline
 from etctl.common import SCALEINS, SCALEOUTS
 from etctl.jobs.mpijob import API_VERSION, MPIJOBS, MPIJobPlugin
 from etctl.runtime import CONFIGMAPS, SECRETS, SERVICES, Resource
@@ -220,12 +220,10 @@ class _Demo(DemoSteps):
         self.t.done(f"MPIJob {JOB} is Running: launcher and {WORKERS} workers")
 
     async def show_hosts(self) -> None:
-        self.t.step("discover_hosts.sh, run in the launcher as Horovod runs it every second")
-        self.t.hint(self.read_command)
-        members = self.job(self.observer.last).members
-        self.shown = await self.read_members(members)
-        self.t.block([(Mark.SAME, line) for line in self.shown.splitlines()])
-        self.t.done(f"{len(members)} Running and Ready workers, one <host>:<slots> line each")
+        await self.show_first(
+            "discover_hosts.sh, run in the launcher as Horovod runs it every second",
+            "Running and Ready workers, one <host>:<slots> line each",
+        )
 
     async def scale_out(self) -> None:
         self.t.step(f"Scale out to {SCALED_TO} workers through the /scale subresource")

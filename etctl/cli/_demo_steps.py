@@ -147,6 +147,15 @@ class DemoSteps(ABC):
 
     # -- shared steps
 
+    async def show_first(self, title: str, listed: str) -> None:
+        """A step reading the membership file as the launcher sees it (``N <listed>``)."""
+        self.t.step(title)
+        self.t.hint(self.read_command)
+        members = self.job(self.observer.last).members
+        self.shown = await self.read_members(members)
+        self.t.block([(Mark.SAME, line) for line in self.shown.splitlines()])
+        self.t.done(f"{len(members)} {listed}")
+
     async def evict(self) -> None:
         """The simulated kubelet evicts a worker; wait until a new name replaced it."""
         self.t.step("Evict a worker: its node runs low on memory")
