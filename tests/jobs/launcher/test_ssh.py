@@ -1,4 +1,4 @@
-"""ssh keys and mounts as mpi-operator v2 has them, on the shared layer."""
+"""ssh keys, Secrets and mounts on the shared layer (et-operator Ed25519, mpi-operator ECDSA)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,12 @@ from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import (
     Encoding,
     PublicFormat,
     load_pem_private_key,
+    load_ssh_private_key,
 )
 
 from etctl.jobs.launcher import KeyAlgorithm, SshMount, generate_key_pair, mount_ssh, ssh_secret
@@ -37,9 +39,20 @@ def test_an_ecdsa_p521_pair_in_pem_as_mpi_operator_generates() -> None:
     assert public.startswith("ecdsa-sha2-nistp521 ")
 
 
-def test_ssh_keygen_reads_the_ecdsa_key(tmp_path: Path) -> None:
-    private, public = generate_key_pair("c", KeyAlgorithm.ECDSA_P521)
-    key_file = tmp_path / "id_rsa"
+def test_key_pair_is_ed25519_and_matches() -> None:
+    private, public = generate_key_pair("etctl:ns/tj")
+    key = load_ssh_private_key(private.encode(), password=None)
+    assert isinstance(key, Ed25519PrivateKey)
+    derived = key.public_key().public_bytes(Encoding.OpenSSH, PublicFormat.OpenSSH).decode()
+    assert public == f"{derived} etctl:ns/tj\n"
+    assert public.startswith("ssh-ed25519 ")
+    assert generate_key_pair("x") != generate_key_pair("x")
+
+
+@pytest.mark.parametrize("algorithm", list(KeyAlgorithm))
+def test_ssh_keygen_reads_the_private_key(tmp_path: Path, algorithm: KeyAlgorithm) -> None:
+    private, public = generate_key_pair("c", algorithm)
+    key_file = tmp_path / "id"
     key_file.write_text(private)
     key_file.chmod(0o600)
     try:
@@ -54,6 +67,16 @@ def test_ssh_keygen_reads_the_ecdsa_key(tmp_path: Path) -> None:
         pytest.skip("no ssh-keygen")
     assert out.returncode == 0, out.stderr
     assert out.stdout.split()[:2] == public.split()[:2]
+
+
+def test_secret_is_ssh_auth_with_the_config() -> None:
+    secret = ssh_secret("tj", comment="etctl:ns/tj")
+    assert secret["type"] == "kubernetes.io/ssh-auth"
+    assert secret["metadata"] == {"name": "tj"}
+    data = {k: base64.b64decode(v).decode() for k, v in secret["data"].items()}
+    assert sorted(data) == ["config", "ssh-privatekey", "ssh-publickey"]
+    assert data["ssh-privatekey"].startswith("-----BEGIN OPENSSH PRIVATE KEY-----")
+    assert data["config"] == "StrictHostKeyChecking no\nUserKnownHostsFile /dev/null\n"
 
 
 def test_a_secret_without_client_config() -> None:
