@@ -22,8 +22,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
+from etctl.cli._changes import changes
 from etctl.cli._feed import Feed
-from etctl.cli._jobview import Snapshot, changes, empty
+from etctl.cli._jobview import Snapshot, empty
 from etctl.cli._timeline import Timeline
 from etctl.errors import EtctlError
 from etctl.runtime import Clock, RealClock

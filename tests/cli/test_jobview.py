@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
+from etctl.cli._changes import Change, changes
 from etctl.cli._jobkinds import JobKind
-from etctl.cli._jobview import Change, Snapshot, changes, pod_status, selects
+from etctl.cli._jobview import Snapshot, pod_status, selects
 from etctl.cli._jobview import snapshot as look
 from etctl.cli._timeline import Tone
 from etctl.jobs.tfjob import TFJobPlugin
