@@ -17,20 +17,32 @@ controller-runtime serves its probes:
 Bind addresses are ``host:port`` (``:8080`` for every interface, ``127.0.0.1:0`` for a free
 loopback port); ``0`` disables an endpoint. Metrics and probes on the same fixed address share
 one listener. Checks must be quick and must not block: they read state that other tasks maintain.
+The HTTP side is :mod:`etctl.runtime._http_server` (``GET`` and ``HEAD``, bounded requests, a
+timeout on every read and write), not a web framework: importing or serving this module loads no
+aiohttp. :meth:`HttpServer.stop` drops open connections, so it returns within about a second
+whatever the clients do; a failed :meth:`HttpServer.start` leaves nothing bound.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
-from aiohttp import web
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
 from etctl.errors import ConfigError
 from etctl.log import get_logger
 from etctl.runtime import _metrics as metrics
+from etctl.runtime._http_server import (
+    DEFAULT_TIMEOUT,
+    Handler,
+    Listener,
+    Request,
+    Response,
+    Router,
+    text,
+)
 
 __all__ = ["Checker", "Checks", "HttpServer", "parse_bind_address", "ping"]
 
@@ -38,8 +50,6 @@ log = get_logger(__name__)
 
 Checker = Callable[[], str | None]
 """A check: ``None`` when healthy, else why not. Must return at once."""
-
-_Handler = Callable[[web.Request], Awaitable[web.Response]]
 
 
 def ping() -> str | None:
@@ -178,6 +188,8 @@ class HttpServer:
         healthz: the liveness checks.
         readyz: the readiness checks.
         registry: the metrics served.
+        timeout: seconds a client may take to send a request or to take an answer before its
+            connection is dropped (idle keep-alive connections included).
     """
 
     def __init__(
@@ -188,13 +200,15 @@ class HttpServer:
         healthz: Checks,
         readyz: Checks,
         registry: CollectorRegistry = metrics.REGISTRY,
+        timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
         self._metrics_at = parse_bind_address(metrics_bind_address)
         self._probes_at = parse_bind_address(health_probe_bind_address)
         self.healthz = healthz
         self.readyz = readyz
         self._registry = registry
-        self._runners: list[tuple[str, web.AppRunner]] = []
+        self._timeout = timeout
+        self._listeners: list[Listener] = []
         self.metrics_address: tuple[str, int] | None = None
         """The bound ``(host, port)`` of ``/metrics`` once started."""
         self.probe_address: tuple[str, int] | None = None
@@ -214,78 +228,67 @@ class HttpServer:
         )
         try:
             if self._metrics_at is not None:
-                app = web.Application()
-                self._add_metrics(app)
-                if shared:
-                    self._add_probes(app)
-                self.metrics_address = await self._serve("metrics", app, self._metrics_at)
+                self.metrics_address = await self._serve(
+                    "metrics", self._router(metrics=True, probes=shared), self._metrics_at
+                )
                 if shared:
                     self.probe_address = self.metrics_address
             if self._probes_at is not None and not shared:
-                app = web.Application()
-                self._add_probes(app)
-                self.probe_address = await self._serve("probes", app, self._probes_at)
+                self.probe_address = await self._serve(
+                    "probes", self._router(metrics=False, probes=True), self._probes_at
+                )
         except BaseException:
             await self.stop()
             raise
 
     async def stop(self) -> None:
-        """Close every listener (idempotent)."""
-        runners, self._runners = self._runners, []
-        for _, runner in reversed(runners):
-            await runner.cleanup()
+        """Close every listener and drop its connections; bounded, idempotent."""
+        listeners, self._listeners = self._listeners, []
+        for listener in reversed(listeners):
+            await listener.close()
 
     async def _serve(
-        self, what: str, app: web.Application, address: tuple[str | None, int]
+        self, what: str, router: Router, address: tuple[str | None, int]
     ) -> tuple[str, int]:
-        runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
-        await runner.setup()
-        self._runners.append((what, runner))
+        listener = Listener(router, timeout=self._timeout)
+        self._listeners.append(listener)
         host, port = address
-        await web.TCPSite(runner, host, port).start()
-        bound = runner.addresses[0]
-        result = (str(bound[0]), int(bound[1]))
-        log.info("serving", endpoint=what, address=f"{result[0]}:{result[1]}")
-        return result
+        bound = await listener.start(host, port)
+        log.info("serving", endpoint=what, address=f"{bound[0]}:{bound[1]}")
+        return bound
 
-    def _add_metrics(self, app: web.Application) -> None:
-        app.router.add_get("/metrics", self._metrics)
+    def _router(self, *, metrics: bool, probes: bool) -> Router:
+        def route(path: str) -> Handler | None:
+            if metrics and path == "/metrics":
+                return self._metrics
+            if probes:
+                for checks in (self.healthz, self.readyz):
+                    if path in (checks.path, checks.path + "/"):
+                        return _aggregated(checks)
+                    name = path.removeprefix(checks.path + "/")
+                    if name != path and "/" not in name:
+                        return _single(checks, name)
+            return None
 
-    def _add_probes(self, app: web.Application) -> None:
-        for checks in (self.healthz, self.readyz):
-            app.router.add_get(checks.path, self._aggregated(checks))
-            app.router.add_get(checks.path + "/", self._aggregated(checks))
-            app.router.add_get(checks.path + "/{name}", self._single(checks))
+        return route
 
-    async def _metrics(self, request: web.Request) -> web.Response:
-        encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
-        return web.Response(body=encoder(self._registry), headers={"Content-Type": content_type})
-
-    @staticmethod
-    def _aggregated(checks: Checks) -> _Handler:
-        async def handle(request: web.Request) -> web.Response:
-            status, body = checks.aggregate(
-                exclude=request.query.getall("exclude", []),
-                verbose="verbose" in request.query,
-            )
-            return _text(status, body)
-
-        return handle
-
-    @staticmethod
-    def _single(checks: Checks) -> _Handler:
-        async def handle(request: web.Request) -> web.Response:
-            status, body = checks.single(request.match_info["name"])
-            return _text(status, body)
-
-        return handle
+    def _metrics(self, request: Request) -> Response:
+        encoder, content_type = choose_encoder(request.headers.get("accept", ""))
+        return Response(200, encoder(self._registry), content_type=content_type)
 
 
-def _text(status: int, body: str) -> web.Response:
-    return web.Response(
-        status=status,
-        text=body,
-        content_type="text/plain",
-        charset="utf-8",
-        headers={"X-Content-Type-Options": "nosniff"},
-    )
+def _aggregated(checks: Checks) -> Handler:
+    def handle(request: Request) -> Response:
+        status, body = checks.aggregate(
+            exclude=request.query.get("exclude", []), verbose="verbose" in request.query
+        )
+        return text(status, body)
+
+    return handle
+
+
+def _single(checks: Checks, name: str) -> Handler:
+    def handle(_: Request) -> Response:
+        return text(*checks.single(name))
+
+    return handle

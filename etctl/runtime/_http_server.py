@@ -1,0 +1,396 @@
+"""A small HTTP/1.1 server on asyncio streams, for the manager's metrics and probes.
+
+It serves quick, synchronous handlers that answer ``GET`` and ``HEAD`` (the scraper's and the
+kubelet's requests) and nothing else, without any web framework: the manager's idle footprint is
+part of the product. Invariants:
+
+* **Bounded input.** A request line over 8 KiB is answered 414, a header line over 8 KiB, a head
+  over 16 KiB or over 100 fields 431; a request body is read and thrown away up to 4 KiB (413
+  beyond, 411 for a chunked one). Malformed requests get 400, a major version other than 1 gets
+  505. Every such error answer closes the connection.
+* **Answers.** Every answer carries ``Content-Length`` (and ``Date``); a ``HEAD`` answer has the
+  headers ``GET`` would have and no body. An unknown path is 404, a method other than ``GET`` or
+  ``HEAD`` on a known one 405 with ``Allow: GET, HEAD``. A handler that raises answers 500 (and is
+  logged); the connection lives on.
+* **Keep-alive.** HTTP/1.1 connections stay open unless the request says ``Connection: close``;
+  HTTP/1.0 ones close unless it says ``Connection: keep-alive``. Pipelined requests are answered
+  in order.
+* **Timeouts.** From connecting, or from the end of the previous answer, a client has ``timeout``
+  seconds to send a whole request (head and body), and each answer must be taken within
+  ``timeout``. An idle or silent connection is dropped without an answer, a request begun but not
+  finished in time gets 408; both close the connection.
+* **Owned connections.** Each connection runs in the task asyncio's stream server starts for it;
+  :meth:`Listener.close` stops accepting, cancels every such task (a cancelled connection aborts
+  its socket at once and ends normally) and waits a bounded time, so closing never hangs on a
+  client, whatever :meth:`asyncio.Server.wait_closed` does on this Python version. A connection
+  task never ends with an exception: asyncio would report it as unhandled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from etctl.log import get_logger
+
+__all__ = ["DEFAULT_TIMEOUT", "Handler", "Listener", "Request", "Response", "Router", "text"]
+
+log = get_logger(__name__)
+
+DEFAULT_TIMEOUT = 15.0
+"""Seconds a client may take to send a request, or to take an answer."""
+
+_MAX_LINE = 8192  # the request line and each header line (also the stream reader's buffer limit)
+_MAX_HEAD = 16384  # the header section in all
+_MAX_FIELDS = 100
+_MAX_BODY = 4096  # a request body that is read and discarded; none is needed
+_LINGER = 2.0  # how long an error answer waits for the client to stop sending
+_CLOSE_GRACE = 1.0  # how long close() waits for aborted connections to finish
+_ALLOWED = ("GET", "HEAD")
+
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_VERSION = re.compile(r"HTTP/([0-9])\.([0-9])")
+_TARGET_CHARS = re.compile(r"[\x21-\x7e]+")  # visible ASCII: no spaces, no controls
+_DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A request head: ``path`` is percent-decoded, header names are lower case."""
+
+    method: str
+    path: str
+    query: Mapping[str, list[str]] = field(default_factory=dict)
+    headers: Mapping[str, str] = field(default_factory=dict)
+    """Each field once; repeated fields joined with ``", "``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    """An answer: the status, the body and its media type, and any further headers."""
+
+    status: int
+    body: bytes
+    content_type: str = "text/plain; charset=utf-8"
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+Handler = Callable[[Request], Response]
+"""Answers a ``GET`` (the server derives ``HEAD``). Synchronous and quick: it runs on the loop."""
+
+Router = Callable[[str], Handler | None]
+"""The handler of a decoded path, ``None`` for an unknown one (404)."""
+
+
+def text(status: int, body: str, *headers: tuple[str, str]) -> Response:
+    """A plain-text answer that browsers must not sniff."""
+    return Response(
+        status,
+        body.encode(),
+        headers=(("X-Content-Type-Options", "nosniff"), *headers),
+    )
+
+
+class _Reject(Exception):
+    """The request cannot be served: answer ``status`` and close the connection."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+@dataclass(frozen=True, slots=True)
+class _Incoming:
+    request: Request
+    keep_alive: bool
+    http10: bool
+
+
+class Listener:
+    """One listening socket serving ``router``'s handlers (see the module docs).
+
+    Args:
+        router: finds the handler of a path.
+        timeout: seconds a client may take to send a request or to take an answer.
+    """
+
+    def __init__(self, router: Router, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self._router = router
+        self._timeout = timeout
+        self._server: asyncio.Server | None = None
+        self._connections: set[asyncio.Task[object]] = set()
+        self._closing = False
+
+    async def start(self, host: str | None, port: int) -> tuple[str, int]:
+        """Listen on ``host:port`` (every interface for ``None``); return the bound address.
+
+        Raises:
+            OSError: the address cannot be bound.
+        """
+        self._server = await asyncio.start_server(self._connection, host, port, limit=_MAX_LINE)
+        bound = self._server.sockets[0].getsockname()
+        return str(bound[0]), int(bound[1])
+
+    async def close(self) -> None:
+        """Stop accepting and drop every connection; returns within about a second. Idempotent."""
+        self._closing = True
+        if self._server is None:
+            return
+        self._server.close()
+        connections = set(self._connections)
+        for task in connections:
+            task.cancel()
+        if connections:
+            await asyncio.wait(connections, timeout=_CLOSE_GRACE)
+        # Depending on the Python release this waits for every connection (all aborted above) or
+        # for nothing at all: bounded either way.
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(_CLOSE_GRACE):
+                await self._server.wait_closed()
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections.add(task)
+        try:
+            # A connection accepted just before close() is not served.
+            if not self._closing and await self._converse(reader, writer):
+                await self._linger(reader, writer)
+            writer.close()
+            async with asyncio.timeout(self._timeout):
+                await writer.wait_closed()
+        except (OSError, TimeoutError):
+            pass  # the client went away, or would not take the rest of an answer
+        except asyncio.CancelledError:
+            # close() dropped the connection. The task ends normally: asyncio's stream server
+            # (Python 3.11) reports a cancelled connection task as an unhandled error.
+            pass
+        except Exception:
+            log.exception("the metrics and probe server failed on a connection")
+        finally:
+            writer.transport.abort()  # a no-op once closed; drops the socket otherwise
+            self._connections.discard(task)
+
+    async def _converse(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+        """Answer requests until either side closes; True after an error answer."""
+        while not self._closing:
+            try:
+                incoming = await self._next_request(reader)
+            except _Reject as reject:
+                await self._send(writer, _error(reject.status), head_only=False, close=True)
+                return True
+            if incoming is None:
+                return False
+            keep_alive = incoming.keep_alive and not self._closing
+            await self._send(
+                writer,
+                self._answer(incoming.request),
+                head_only=incoming.request.method == "HEAD",
+                close=not keep_alive,
+                keep_alive_header=keep_alive and incoming.http10,
+            )
+            if not keep_alive:
+                return False
+        return False
+
+    async def _linger(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Let the client read an error answer before the socket closes.
+
+        Closing a socket with unread input resets it, and a reset can destroy the answer in the
+        client's buffers: so end our side first, then read and drop what the client still sends,
+        for a bounded time.
+        """
+        if writer.can_write_eof():
+            writer.write_eof()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(min(self._timeout, _LINGER)):
+                while await reader.read(_MAX_LINE):
+                    pass
+
+    async def _next_request(self, reader: asyncio.StreamReader) -> _Incoming | None:
+        """The next request; ``None`` when the client closed or stayed silent for ``timeout``.
+
+        Raises:
+            _Reject: the request cannot be served (408 when it was begun but not finished in time).
+        """
+        deadline = asyncio.get_running_loop().time() + self._timeout
+        try:
+            async with asyncio.timeout_at(deadline):
+                line = await _request_line(reader)
+        except TimeoutError:
+            return None
+        if line is None:
+            return None
+        try:
+            async with asyncio.timeout_at(deadline):
+                return await _read_request(reader, line)
+        except TimeoutError:
+            raise _Reject(408) from None
+
+    def _answer(self, request: Request) -> Response:
+        handler = self._router(request.path)
+        if handler is None:
+            return text(404, "404 page not found\n")
+        if request.method not in _ALLOWED:
+            return text(405, "405 method not allowed\n", ("Allow", ", ".join(_ALLOWED)))
+        try:
+            return handler(request)
+        except Exception:
+            log.exception("a metrics or probe handler failed", path=request.path)
+            return _error(500)
+
+    async def _send(
+        self,
+        writer: asyncio.StreamWriter,
+        response: Response,
+        *,
+        head_only: bool,
+        close: bool,
+        keep_alive_header: bool = False,
+    ) -> None:
+        lines = [
+            f"HTTP/1.1 {response.status} {_reason(response.status)}",
+            f"Date: {_http_date(time.time())}",
+            f"Content-Type: {response.content_type}",
+            f"Content-Length: {len(response.body)}",
+        ]
+        lines.extend(f"{name}: {value}" for name, value in response.headers)
+        if close:
+            lines.append("Connection: close")
+        elif keep_alive_header:
+            lines.append("Connection: keep-alive")
+        writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+        if not head_only:
+            writer.write(response.body)
+        async with asyncio.timeout(self._timeout):
+            await writer.drain()
+
+
+async def _line(reader: asyncio.StreamReader, too_long: int) -> bytes | None:
+    """One line without its ending; ``None`` at the end of the stream."""
+    try:
+        raw = await reader.readuntil(b"\n")
+    except asyncio.IncompleteReadError:
+        return None
+    except asyncio.LimitOverrunError:
+        raise _Reject(too_long) from None
+    line = raw[:-2] if raw.endswith(b"\r\n") else raw[:-1]
+    if b"\r" in line or b"\0" in line:
+        raise _Reject(400)
+    return line
+
+
+async def _request_line(reader: asyncio.StreamReader) -> bytes | None:
+    """The request line, past a few empty lines (RFC 9112 section 2.2); ``None`` at the end."""
+    for _ in range(4):
+        line = await _line(reader, 414)
+        if line != b"":
+            return line
+    raise _Reject(400)
+
+
+async def _read_request(reader: asyncio.StreamReader, line: bytes) -> _Incoming:
+    """Parse the request line, read the header section, and read and discard any body."""
+    parts = line.decode("latin-1").split(" ")
+    if len(parts) != 3 or not _TOKEN.fullmatch(parts[0]):
+        raise _Reject(400)
+    method, target, version_text = parts
+    version = _VERSION.fullmatch(version_text)
+    if version is None or not _TARGET_CHARS.fullmatch(target):
+        raise _Reject(400)
+    if version[1] != "1":
+        raise _Reject(505)
+    http10 = version[2] == "0"
+    headers = await _read_headers(reader)
+    if not http10 and len(headers.get("host", [])) != 1:
+        raise _Reject(400)  # RFC 9112 section 3.2
+    await _discard_body(reader, headers)
+    if target.startswith(("http://", "https://")):  # absolute form
+        parsed = urlsplit(target)
+        path, query = parsed.path or "/", parsed.query
+    elif target.startswith("/"):
+        path, _, query = target.partition("?")
+    else:
+        path, query = target, ""  # "*" or nonsense: found nowhere
+    tokens = {
+        token.strip().lower()
+        for value in headers.get("connection", [])
+        for token in value.split(",")
+    }
+    keep_alive = "keep-alive" in tokens if http10 else "close" not in tokens
+    request = Request(
+        method=method,
+        path=unquote(path),
+        query=parse_qs(query, keep_blank_values=True),
+        headers={name: ", ".join(values) for name, values in headers.items()},
+    )
+    return _Incoming(request, keep_alive=keep_alive, http10=http10)
+
+
+async def _read_headers(reader: asyncio.StreamReader) -> dict[str, list[str]]:
+    headers: dict[str, list[str]] = {}
+    size = fields = 0
+    while True:
+        line = await _line(reader, 431)
+        if line is None:
+            raise _Reject(400)
+        if not line:
+            return headers
+        size += len(line) + 2
+        fields += 1
+        if size > _MAX_HEAD or fields > _MAX_FIELDS:
+            raise _Reject(431)
+        name, sep, value = line.decode("latin-1").partition(":")
+        # No space before the colon, no folded lines (RFC 9112 section 5).
+        if not sep or not _TOKEN.fullmatch(name):
+            raise _Reject(400)
+        headers.setdefault(name.lower(), []).append(value.strip(" \t"))
+
+
+async def _discard_body(reader: asyncio.StreamReader, headers: Mapping[str, list[str]]) -> None:
+    if "transfer-encoding" in headers:
+        raise _Reject(411)
+    lengths = {
+        value.strip() for values in headers.get("content-length", []) for value in values.split(",")
+    }
+    if not lengths:
+        return
+    if len(lengths) != 1:
+        raise _Reject(400)
+    (length_text,) = lengths
+    if not length_text.isdigit() or not length_text.isascii():
+        raise _Reject(400)
+    length = int(length_text)
+    if length > _MAX_BODY:
+        raise _Reject(413)
+    try:
+        await reader.readexactly(length)
+    except asyncio.IncompleteReadError:
+        raise _Reject(400) from None
+
+
+def _error(status: int) -> Response:
+    return text(status, f"{status} {_reason(status)}\n")
+
+
+def _reason(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "Unknown"
+
+
+def _http_date(now: float) -> str:
+    """RFC 9110's IMF-fixdate, without the locale that ``time.strftime`` would use."""
+    t = time.gmtime(now)
+    return (
+        f"{_DAYS[t.tm_wday]}, {t.tm_mday:02d} {_MONTHS[t.tm_mon - 1]} {t.tm_year} "
+        f"{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d} GMT"
+    )
