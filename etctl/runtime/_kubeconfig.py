@@ -22,21 +22,32 @@ Refreshes are serialised by a lock, so a burst of requests with an expired token
 once. Client certificates (from the file or from an exec plugin) are read when the connection pool
 is created and are not rotated.
 
-kubernetes_asyncio is imported when a connection is first loaded, not with this module, and
-without its generated API: importing any of its modules runs the package's ``__init__``, which
-imports 60-odd API classes and 768 model modules (about 30 MB and a second of CPU) that etctl never
-uses. :func:`_defer_generated_api` registers those packages unexecuted; each runs its ``__init__``
-the first time anything reads a name it defines, so other code in the process that does use the
-generated API sees the complete package.
+kubernetes_asyncio is imported when a connection is first loaded, not with this module, and only
+its configuration layer (its ``config`` modules and the client's ``Configuration``), by way of
+:mod:`etctl.runtime._deferred`:
+
+* the ``__init__`` of the package, of its ``client`` and ``client.models`` and of its ``config``
+  are deferred: they import 60-odd generated API classes and 768 model modules (about 30 MB and a
+  second of CPU) that etctl never uses;
+* so is urllib3, which ``Configuration``'s module imports for one method etctl never calls
+  (``get_basic_auth_token``: the kubeconfig loader puts a basic-auth credential in the token
+  itself), about 5 MB with its connection pools;
+* ``config.kube_config`` imports ``ApiClient`` (for ``new_client_from_config``, which etctl never
+  calls) and ``OpenIDRequestor`` (to refresh an OIDC auth provider's token), whose modules import
+  aiohttp, kubernetes_asyncio's REST client, dateutil and a multiprocessing thread pool. It is
+  imported with :class:`~etctl.runtime._deferred.OnFirstCall` stand-ins lent for those two names,
+  which import the real class when kube_config first calls it; ``config.openid`` is deferred too.
+
+Other code in the process that imports kubernetes_asyncio gets the complete, real modules and
+classes: each deferred module runs its code the first time anything reads a name from it, and the
+stand-ins exist only in ``kube_config``'s own globals.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
-import importlib
-import importlib.machinery
-import importlib.util
 import os
 import sys
 from collections.abc import Mapping
@@ -51,6 +62,7 @@ import yaml
 from etctl.errors import ConfigError
 from etctl.log import get_logger
 from etctl.runtime._clock import Clock, RealClock
+from etctl.runtime._deferred import OnFirstCall, defer, lent
 
 __all__ = [
     "ClusterConfig",
@@ -73,47 +85,29 @@ _REFRESH_TIMEOUT = 60.0
 """Seconds a credential refresh (an exec plugin run) may take before it counts as failed."""
 
 _BEARER = "BearerToken"
-_GENERATED_API = (
+_DEFERRED = (
+    "urllib3",
     "kubernetes_asyncio",
     "kubernetes_asyncio.client",
     "kubernetes_asyncio.client.models",
+    "kubernetes_asyncio.config",
+    "kubernetes_asyncio.config.openid",
 )
-"""The packages whose ``__init__`` imports the generated API (see the module docstring)."""
+"""The modules whose code waits until something reads a name from them (see the module docstring).
 
+Parents come before their children: a module is deferred only under a deferred or imported parent.
+"""
 
-def _defer(name: str) -> None:
-    """Register package ``name`` with its real path, its ``__init__`` not run yet.
+_KUBE_CONFIG = "kubernetes_asyncio.config.kube_config"
+_LENT = (
+    ("kubernetes_asyncio.client", "ApiClient", "kubernetes_asyncio.client.api_client"),
+    ("kubernetes_asyncio.config.openid", "OpenIDRequestor", "kubernetes_asyncio.config.openid"),
+)
+"""(module, name, module defining the class): the names kube_config imports that it only calls.
 
-    Submodules import as usual. Reading any other name (``V1Pod``, ``__version__``) runs the real
-    ``__init__`` once, which binds everything it always did.
-    """
-    parent, _, child = name.rpartition(".")
-    path = sys.modules[parent].__path__ if parent else None
-    spec = importlib.machinery.PathFinder.find_spec(name, path)
-    if spec is None or spec.loader is None or spec.submodule_search_locations is None:
-        return  # not laid out as expected: it will be imported the usual way
-    loader = spec.loader
-    module = importlib.util.module_from_spec(spec)
-
-    def complete(attribute: str) -> Any:
-        submodule = f"{name}.{attribute}"
-        if importlib.machinery.PathFinder.find_spec(submodule, module.__path__) is not None:
-            return importlib.import_module(submodule)
-        delattr(module, "__getattr__")
-        loader.exec_module(module)
-        return getattr(module, attribute)
-
-    setattr(module, "__getattr__", complete)  # noqa: B010 - a module's PEP 562 hook
-    sys.modules[name] = module
-    if parent:
-        setattr(sys.modules[parent], child, module)
-
-
-def _defer_generated_api() -> None:
-    """Make the generated API load on first use (a package already imported stays as it is)."""
-    for name in _GENERATED_API:
-        if name not in sys.modules:
-            _defer(name)
+Each is lent to its module, as a stand-in that imports the class at its first call, while
+kube_config is imported (see the module docstring).
+"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,30 +127,38 @@ class _Layer:
 
 @functools.cache
 def _layer() -> _Layer:
-    """kubernetes_asyncio's configuration layer, imported once, without the generated API."""
-    _defer_generated_api()
+    """kubernetes_asyncio's configuration layer, imported once, without what etctl does not use."""
+    for name in _DEFERRED:
+        defer(name)
     # Imported here, after the deferral, not at the top: see the module docstring.
-    from kubernetes_asyncio.client import api_client, configuration  # noqa: PLC0415
+    from kubernetes_asyncio.client import configuration  # noqa: PLC0415
 
     client: ModuleType = sys.modules["kubernetes_asyncio.client"]
-    # The two names the configuration modules import from the client package: the very objects
-    # its __init__ binds, so nothing differs whether it has run or not.
+    # The configuration modules import Configuration from the client package: the very object its
+    # __init__ binds, so nothing differs whether that has run or not.
     client.__dict__.setdefault("Configuration", configuration.Configuration)
-    client.__dict__.setdefault("ApiClient", api_client.ApiClient)
-    from kubernetes_asyncio import config  # noqa: PLC0415
+    with contextlib.ExitStack() as lending:
+        # Lent only while kube_config is imported (it keeps them; nothing else sees them), and a
+        # name its module binds already (imported in full before) is not lent at all.
+        for module, name, home in _LENT:
+            if module in sys.modules:
+                stand_in = OnFirstCall(home, name, user=_KUBE_CONFIG)
+                lending.enter_context(lent(sys.modules[module], name, stand_in))
+        from kubernetes_asyncio.config import kube_config  # noqa: PLC0415
+    from kubernetes_asyncio.config import config_exception  # noqa: PLC0415
     from kubernetes_asyncio.config import incluster_config as incluster  # noqa: PLC0415
 
     return _Layer(
         Configuration=configuration.Configuration,
-        ConfigException=config.ConfigException,
-        load_kube_config=config.load_kube_config,
+        ConfigException=config_exception.ConfigException,
+        load_kube_config=kube_config.load_kube_config,
         InClusterConfigLoader=incluster.InClusterConfigLoader,
         host_variable=incluster.SERVICE_HOST_ENV_NAME,
         port_variable=incluster.SERVICE_PORT_ENV_NAME,
         token_file=incluster.SERVICE_TOKEN_FILENAME,
         ca_file=incluster.SERVICE_CERT_FILENAME,
         load_errors=(
-            config.ConfigException,
+            config_exception.ConfigException,
             OSError,
             ValueError,
             KeyError,

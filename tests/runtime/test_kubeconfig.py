@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import base64
+import json
+import os
 import stat
 import subprocess
 import sys
@@ -258,7 +262,9 @@ def test_loading_a_connection_leaves_the_generated_api_unloaded_until_used(tmp_p
         "asyncio.run(connect())\n"
         "models = [m for m in sys.modules if m.startswith('kubernetes_asyncio.client.models.')]\n"
         "apis = [m for m in sys.modules if m.startswith('kubernetes_asyncio.client.api.')]\n"
-        "print(len(models), len(apis))\n"
+        "rest = [m for m in sys.modules if m.startswith(('kubernetes_asyncio.client.rest',\n"
+        "        'kubernetes_asyncio.client.api_client'))]\n"
+        "print(len(models), len(apis), len(rest))\n"
         "import kubernetes_asyncio\n"
         "from kubernetes_asyncio import client\n"
         "from kubernetes_asyncio.client import ApiClient, Configuration, V1Pod\n"
@@ -269,4 +275,128 @@ def test_loading_a_connection_leaves_the_generated_api_unloaded_until_used(tmp_p
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
     )
-    assert done.stdout.split() == ["0", "0", "True"]
+    assert done.stdout.split() == ["0", "0", "0", "True"]
+
+
+# The loader alone, in a fresh interpreter: etctl.runtime's own __init__ imports the rest of the
+# runtime (whose transport uses aiohttp), so the package is registered without running it and only
+# the kubeconfig module and what it imports are loaded.
+_LOADER_ALONE = """
+import asyncio, pathlib, sys, types
+import etctl
+runtime = types.ModuleType("etctl.runtime")
+runtime.__path__ = [str(pathlib.Path(etctl.__file__).parent / "runtime")]
+sys.modules["etctl.runtime"] = runtime
+from etctl.runtime import _kubeconfig
+"""
+
+
+def test_loading_a_connection_imports_only_kubernetes_asyncios_configuration_layer(
+    tmp_path: Path,
+) -> None:
+    path = write_kubeconfig(tmp_path / "config", "http://127.0.0.1:1")
+    (tmp_path / "token").write_text("sa-1")
+    (tmp_path / "ca.crt").write_text("-----BEGIN CERTIFICATE-----\n")
+    env = {"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443"}
+    script = _LOADER_ALONE + (
+        f"cluster = asyncio.run(_kubeconfig.load_kubeconfig({str(path)!r}))\n"
+        f"pod = _kubeconfig.load_in_cluster(token_path={str(tmp_path / 'token')!r},\n"
+        f"    ca_path={str(tmp_path / 'ca.crt')!r}, environ={env!r})\n"
+        "print(cluster.configuration.api_key['BearerToken'], pod.host)\n"
+        "heavy = ('aiohttp', 'dateutil', 'multiprocessing', 'urllib3.',\n"
+        "         'kubernetes_asyncio.client.rest', 'kubernetes_asyncio.client.api_client',\n"
+        "         'kubernetes_asyncio.client.api', 'kubernetes_asyncio.client.models.')\n"
+        "print(sorted(m for m in sys.modules if m.startswith(heavy)))\n"
+        "print('PoolManager' in vars(sys.modules['urllib3']))\n"
+        # What kube_config calls the OIDC requestor and ApiClient through is a stand-in; what
+        # anyone else imports is the real class, and the stand-in builds real objects.
+        "from kubernetes_asyncio.config import kube_config, new_client_from_config\n"
+        "from kubernetes_asyncio.config.openid import OpenIDRequestor\n"
+        "from kubernetes_asyncio.client import ApiClient, CoreV1Api\n"
+        "from kubernetes_asyncio.client.api_client import ApiClient as Defined\n"
+        "import kubernetes_asyncio.config.openid as openid\n"
+        "assert isinstance(OpenIDRequestor, type) and openid.aiohttp.ClientSession\n"
+        "assert isinstance(ApiClient, type) and ApiClient is Defined and CoreV1Api\n"
+        "assert kube_config.ApiClient is not ApiClient\n"
+        f"api = asyncio.run(new_client_from_config(config_file={str(path)!r}))\n"
+        "assert type(api) is ApiClient and kube_config.ApiClient is ApiClient\n"
+        "asyncio.run(api.close())\n"
+        "import urllib3\n"
+        "cluster.configuration.username, cluster.configuration.password = 'me', 'pw'\n"
+        "assert cluster.configuration.get_basic_auth_token() == 'Basic bWU6cHc='\n"
+        "assert urllib3.PoolManager.__module__ == 'urllib3.poolmanager'\n"
+        "print('real')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["Bearer t0ken https://10.0.0.1:443", "[]", "False", "real"]
+
+
+def _jwt(claims: dict[str, object]) -> str:
+    """An unsigned JWT with ``claims`` (kube_config reads only its expiry)."""
+
+    def part(value: dict[str, object]) -> str:
+        return base64.b64encode(json.dumps(value).encode()).decode().rstrip("=")
+
+    return f"{part({'alg': 'none'})}.{part(claims)}.sig"
+
+
+async def test_an_oidc_auth_providers_expired_token_is_refreshed_when_loaded(
+    tmp_path: Path,
+) -> None:
+    expired = _jwt({"exp": int(datetime.now(UTC).timestamp()) - 3600})
+    fresh = _jwt({"exp": int(datetime.now(UTC).timestamp()) + 3600})
+
+    async def issuer(request: web.Request) -> web.StreamResponse:
+        if request.path == "/.well-known/openid-configuration":
+            return json_response({"token_endpoint": f"{idp.url}/token"})
+        form = await request.post()
+        if request.path != "/token" or form.get("refresh_token") != "refresh-1":
+            return json_response({"error": "invalid_grant"}, 400)
+        return json_response({"id_token": fresh, "refresh_token": "refresh-2"})
+
+    async with scripted_server() as idp:
+        idp.handler = issuer
+        provider = {
+            "name": "oidc",
+            "config": {
+                "client-id": "etctl",
+                "client-secret": "s3cret",
+                "idp-issuer-url": idp.url,
+                "id-token": expired,
+                "refresh-token": "refresh-1",
+            },
+        }
+        path = write_kubeconfig(
+            tmp_path / "config", "http://127.0.0.1:1", token="", **{"auth-provider": provider}
+        )
+        # A fresh interpreter, where kube_config calls the requestor through its stand-in first
+        # (this one may have imported kubernetes_asyncio in full already).
+        script = _LOADER_ALONE + (
+            f"cluster = asyncio.run(_kubeconfig.load_kubeconfig({str(path)!r}))\n"
+            "print(cluster.configuration.api_key['BearerToken'], cluster.refreshable)\n"
+            "from kubernetes_asyncio.config import kube_config\n"
+            "from kubernetes_asyncio.config.openid import OpenIDRequestor\n"
+            "print(kube_config.OpenIDRequestor is OpenIDRequestor)\n"
+        )
+        environ = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            script,
+            env=environ,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        async with asyncio.timeout(60):
+            out, err = await process.communicate()
+    assert process.returncode == 0, err.decode()
+    assert out.decode().splitlines() == [f"Bearer {fresh} True", "True"]
+    assert [(seen.method, seen.path) for seen in idp.seen] == [
+        ("GET", "/.well-known/openid-configuration"),
+        ("POST", "/token"),
+    ]
+    expected = base64.b64encode(b"etctl:s3cret").decode()
+    assert idp.seen[1].headers["Authorization"] == f"Basic {expected}"
