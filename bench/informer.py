@@ -153,10 +153,9 @@ class _Recorded:
     """Stands for an HTTP response: hands out recorded chunks, then the end of the body."""
 
     def __init__(self, chunks: list[bytes]) -> None:
-        self.content = self
         self._chunks = iter(chunks)
 
-    async def readany(self) -> bytes:
+    async def read(self) -> bytes:
         return next(self._chunks, b"")
 
     def close(self) -> None:
@@ -184,8 +183,9 @@ class Recorded:
     async def _stream(self, chunks: list[bytes]) -> AsyncIterator[AsyncIterator[WatchEvent]]:
         if not chunks:
             await asyncio.Event().wait()  # later watches stay open and quiet until cancelled
-        response = cast(aiohttp.ClientResponse, _Recorded(chunks))
-        yield WatchStream(response, description="recorded", idle_timeout=None, max_line_bytes=2**25)
+        yield WatchStream(
+            _Recorded(chunks), description="recorded", idle_timeout=None, max_line_bytes=2**25
+        )
 
 
 async def informer_rate(lister: ListerWatcher, events: int, *, compact: bool) -> float:

@@ -7,7 +7,13 @@ Three figures, each the median of ``--runs`` fresh processes:
   (``python -m etctl.testing`` with the CRDs of ``manifests/base/crds``, already listening) until it
   logs ``caches synced`` (interpreter start, imports, kubeconfig, every informer's list and watch);
 * idle RSS of ``etctl run``: the process's resident memory once its caches have synced and it has
-  idled for ``--idle`` seconds, with the default plugins, metrics and probes (on free ports).
+  idled for ``--idle`` seconds, with the default plugins, metrics and probes (on free ports); then
+  again after ``/metrics`` and ``/readyz`` were each fetched once, as a scrape and a probe would.
+
+The memory depends on what is installed beside etctl: a package the process loads without being
+one of etctl's dependencies (structlog imports ``rich`` whenever it is installed, and the test
+tools bring it) is named, with what it alone costs, so the figure can be read for an install with
+etctl's dependencies only (the image's, or ``pip install etctl``).
 
 etctl's modules are compiled to bytecode first, as the image does when it installs the package: a
 checkout run with ``PYTHONDONTWRITEBYTECODE`` would otherwise compile them again in every process.
@@ -30,6 +36,8 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
+from importlib import metadata
 from pathlib import Path
 
 import etctl
@@ -72,8 +80,9 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def run_once(kubeconfig: Path, idle: float) -> tuple[float, float, float]:
-    """(seconds until ``caches synced``, CPU seconds by then, idle RSS in MB) of ``etctl run``."""
+def run_once(kubeconfig: Path, idle: float) -> tuple[float, float, float, float]:
+    """Seconds to ``caches synced``, CPU seconds by then, idle RSS, RSS after a scrape (MB)."""
+    metrics, probes = _free_port(), _free_port()
     command = [
         *_etctl(),
         "run",
@@ -82,9 +91,9 @@ def run_once(kubeconfig: Path, idle: float) -> tuple[float, float, float]:
         "--log-format",
         "json",
         "--metrics-bind-address",
-        f"127.0.0.1:{_free_port()}",
+        f"127.0.0.1:{metrics}",
         "--health-probe-bind-address",
-        f"127.0.0.1:{_free_port()}",
+        f"127.0.0.1:{probes}",
     ]
     began = time.perf_counter()
     process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
@@ -99,10 +108,80 @@ def run_once(kubeconfig: Path, idle: float) -> tuple[float, float, float]:
             msg = f"etctl run exited with {process.wait()} before its caches synced"
             raise RuntimeError(msg)
         time.sleep(idle)
-        return synced, cpu, _rss_mb(process.pid)
+        idle_rss = _rss_mb(process.pid)
+        for url in (f"http://127.0.0.1:{metrics}/metrics", f"http://127.0.0.1:{probes}/readyz"):
+            with urllib.request.urlopen(url, timeout=10) as answer:
+                answer.read()
+        time.sleep(0.5)
+        return synced, cpu, idle_rss, _rss_mb(process.pid)
     finally:
         process.send_signal(signal.SIGTERM)
         process.communicate(timeout=60)
+
+
+_LOADED = """
+import sys
+for name in sys.argv[1:]:
+    sys.modules[name] = None  # importing it raises ImportError, as if it were not installed
+import etctl.cli._run, etctl.jobs.mpijob, etctl.jobs.tfjob, etctl.jobs.trainingjob
+from etctl.runtime import Client
+for line in open("/proc/self/status"):
+    if line.startswith("VmRSS:"):
+        print(int(line.split()[1]) / 1024)
+print(" ".join(sorted(name for name, module in sys.modules.items() if module is not None)))
+"""
+
+
+def _load(*blocked: str) -> tuple[float, list[str]]:
+    """RSS in MB and modules of a process importing what ``etctl run`` does, ``blocked`` absent."""
+    out = subprocess.run(
+        [sys.executable, "-c", _LOADED, *blocked], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    return float(out[0]), out[1].split()
+
+
+def _requirements(distribution: str, seen: set[str]) -> set[str]:
+    """``distribution`` and everything it requires (extras left out), normalised names."""
+    name = distribution.lower().replace("_", "-")
+    if name in seen:
+        return seen
+    seen.add(name)
+    try:
+        requires = metadata.requires(name) or []
+    except metadata.PackageNotFoundError:
+        return seen
+    for requirement in requires:
+        if "extra ==" in requirement:
+            continue
+        head = requirement.split(";")[0].strip()
+        for stop in "<>=!~[ (":
+            head = head.split(stop)[0]
+        _requirements(head, seen)
+    return seen
+
+
+def foreign_modules() -> tuple[list[str], float]:
+    """Top-level modules ``etctl run`` loads from outside etctl's dependencies; what they cost.
+
+    The cost is the difference the modules make to a process that imports what ``etctl run``
+    does: the same imports with them blocked (as if not installed) take that much less memory.
+    """
+    with_them, loaded = _load()
+    ours = _requirements("etctl", set())
+    owners = metadata.packages_distributions()
+    foreign = {
+        module.split(".")[0]
+        for module in loaded
+        if module.split(".")[0] in owners
+        and not any(
+            owner.lower().replace("_", "-") in ours for owner in owners[module.split(".")[0]]
+        )
+    }
+    blockable = sorted(foreign - {"_distutils_hack"})  # loaded by a .pth file, before anything
+    if not blockable:
+        return [], 0.0
+    without, _ = _load(*blockable)
+    return blockable, with_them - without
 
 
 def main() -> None:
@@ -139,13 +218,23 @@ def main() -> None:
         finally:
             server.send_signal(signal.SIGTERM)
             server.communicate(timeout=60)
-    synced = statistics.median(seconds for seconds, _, _ in runs)
-    cpu = statistics.median(seconds for _, seconds, _ in runs)
-    rss = statistics.median(mb for _, _, mb in runs)
+    synced = statistics.median(run[0] for run in runs)
+    cpu = statistics.median(run[1] for run in runs)
+    rss = statistics.median(run[2] for run in runs)
+    scraped = statistics.median(run[3] for run in runs)
     target = f"target <= {SYNC_TARGET * 1000:g} ms"
     figure("etctl run to caches synced", synced * 1000, "ms", compare=target)
     figure("  its CPU time by then", cpu * 1000, "ms")
     figure("etctl run idle RSS", rss, "MB", compare=f"target <= {RSS_TARGET:g} MB")
+    figure("  after a /metrics scrape and a probe", scraped, "MB")
+    foreign, cost = foreign_modules()
+    if foreign:
+        figure(
+            "  loaded, not etctl's dependencies",
+            cost,
+            "MB",
+            compare=f"{', '.join(foreign)}: {rss - cost:.1f} MB without them",
+        )
 
 
 if __name__ == "__main__":

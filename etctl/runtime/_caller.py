@@ -14,13 +14,18 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any, TypeVar
 
-import aiohttp
-
 from etctl.errors import EtctlError, TransportError, Unauthorized
 from etctl.runtime._clock import Clock
 from etctl.runtime._fence import check_fence
 from etctl.runtime._retry import RetryPolicy, RetrySafety, retry_after
-from etctl.runtime._transport import Query, RawResponse, Transport, error_from_response
+from etctl.runtime._transport import (
+    Query,
+    RawResponse,
+    Stream,
+    Timeout,
+    Transport,
+    error_from_response,
+)
 
 __all__ = ["Caller"]
 
@@ -46,7 +51,7 @@ class Caller:
         *,
         policy: RetryPolicy,
         clock: Clock,
-        timeout: aiohttp.ClientTimeout,
+        timeout: Timeout,
     ) -> None:
         self.transport = transport
         self._policy = policy
@@ -191,10 +196,8 @@ class Caller:
             first = exc
         return await self._recover(first, attempt, safety=RetrySafety.UNSTARTED, what=what)
 
-    async def open_stream(
-        self, path: str, *, query: Query, timeout: aiohttp.ClientTimeout
-    ) -> aiohttp.ClientResponse:
-        """Start a stream (a watch), retried like a read; the caller closes the response."""
+    async def open_stream(self, path: str, *, query: Query, timeout: Timeout) -> Stream:
+        """Start a stream (a watch), retried like a read; the caller closes the stream."""
         attempt = partial(self.transport.open_stream, path, query=query, timeout=timeout)
         try:
             return await attempt()

@@ -55,8 +55,6 @@ from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
-import aiohttp
-
 from etctl.errors import NotFound, TransportError
 from etctl.runtime import _objects as objects
 from etctl.runtime import _requests as wire
@@ -75,8 +73,9 @@ from etctl.runtime._objects import KubeObject, ObjectView
 from etctl.runtime._requests import ObjectList, PatchType, PropagationPolicy
 from etctl.runtime._resources import PODS, Resource
 from etctl.runtime._retry import RetryPolicy, RetrySafety
-from etctl.runtime._transport import Transport
+from etctl.runtime._transport import Timeout, Transport
 from etctl.runtime._watch import WatchEvent, WatchEventType, WatchIdleTimeout, WatchStream
+from etctl.runtime._websocket import WebSocket
 
 _Objects = list[KubeObject]
 _LIST = list
@@ -122,8 +121,8 @@ class Client:
             transport,
             policy=self.options.retry,
             clock=self.options.clock,
-            timeout=aiohttp.ClientTimeout(
-                total=self.options.request_timeout, sock_connect=self.options.connect_timeout
+            timeout=Timeout(
+                connect=self.options.connect_timeout, total=self.options.request_timeout
             ),
         )
 
@@ -333,9 +332,7 @@ class Client:
     async def _watch(
         self, path: str, query: _Pairs, description: str, idle: float
     ) -> AsyncIterator[WatchStream]:
-        timeout = aiohttp.ClientTimeout(
-            total=None, sock_connect=self.options.connect_timeout, sock_read=idle
-        )
+        timeout = Timeout(connect=self.options.connect_timeout, read=idle)
         response = await self._caller.open_stream(path, query=query, timeout=timeout)
         stream = WatchStream(
             response,
@@ -637,7 +634,7 @@ class Client:
         path = path_for(PODS, namespace, pod, "exec")
         transport = self._caller.transport
 
-        async def connect() -> aiohttp.ClientWebSocketResponse:
+        async def connect() -> WebSocket:
             check_fence(f"exec in {namespace}/{pod}")
             return await transport.ws_connect(
                 path, query=query, protocols=PROTOCOLS, timeout=timeout

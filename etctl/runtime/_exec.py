@@ -17,10 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import aiohttp
 import orjson
 
 from etctl.errors import ExecFailed, TransportError, api_error_from_status
+from etctl.runtime._http import Broken
+from etctl.runtime._websocket import WebSocket
 
 __all__ = ["PROTOCOLS", "ExecResult", "ExecSession"]
 
@@ -75,7 +76,7 @@ class ExecSession:
         stdin: bytes to send to the process (``None``: stdin was not requested).
     """
 
-    def __init__(self, ws: aiohttp.ClientWebSocketResponse, *, stdin: bytes | None) -> None:
+    def __init__(self, ws: WebSocket, *, stdin: bytes | None) -> None:
         self._ws = ws
         self._stdin = stdin
 
@@ -91,16 +92,7 @@ class ExecSession:
         stdout: list[bytes] = []
         stderr: list[bytes] = []
         try:
-            async for message in self._ws:
-                if message.type is aiohttp.WSMsgType.BINARY:
-                    data: bytes = message.data
-                elif message.type is aiohttp.WSMsgType.TEXT:
-                    data = str(message.data).encode()
-                elif message.type is aiohttp.WSMsgType.ERROR:
-                    msg = f"exec websocket failed: {self._ws.exception()!r}"
-                    raise TransportError(msg)
-                else:
-                    continue
+            while (data := await self._ws.receive()) is not None:
                 if not data:
                     continue
                 channel, payload = data[0], data[1:]
@@ -111,7 +103,7 @@ class ExecSession:
                 elif channel == _STATUS:
                     code = _exit_code(orjson.loads(payload))
                     return ExecResult(b"".join(stdout), b"".join(stderr), code)
-        except (aiohttp.ClientError, OSError, ValueError) as exc:
+        except (Broken, OSError, ValueError) as exc:
             msg = f"exec stream broke: {exc!r}"
             raise TransportError(msg) from exc
         msg = "exec stream closed before the command's status arrived"

@@ -1,62 +1,79 @@
-"""The client's HTTP plumbing: aiohttp sessions configured once from kubernetes_asyncio's settings.
+"""The client's HTTP plumbing: connection pools configured once from kubernetes_asyncio's settings.
 
 kubernetes_asyncio is the configuration and credentials layer (kubeconfig, in-cluster, exec
-plugins, token refresh: :mod:`etctl.runtime._kubeconfig`); the request path is aiohttp's alone.
-Everything kubernetes_asyncio's ``ApiClient`` worked out for every request is worked out here once,
-when the transport is built: the TLS context, the proxy (the ``Configuration``'s, else the
-environment's ``*_proxy``/``no_proxy`` and ``~/.netrc``, read once rather than in an executor for
-every request, which is what the inherited ``trust_env=True`` did), and the default headers. Per
-request there is only the credential (read through the ``Configuration``, whose refresh hook keeps
-it fresh), the URL, and the body, encoded by orjson.
+plugins, token refresh: :mod:`etctl.runtime._kubeconfig`); the request path is etctl's own HTTP/1.1
+(:mod:`etctl.runtime._http`). Everything kubernetes_asyncio's ``ApiClient`` worked out for every
+request is worked out here once, when the transport is built: the TLS context, the proxy (the
+``Configuration``'s, else the environment's ``*_proxy``/``no_proxy``, with credentials from its URL
+or ``~/.netrc``), the ``~/.netrc`` credential of the server, and the fixed headers. Per request
+there is only the credential (read through the ``Configuration``, whose refresh hook keeps it
+fresh), the request line, and the body, encoded by orjson.
 
-Two connection pools, never one: requests go through one session and watches through another, so a
-few hundred long-lived watches can never starve the pool that short requests need (each open watch
+Two connection pools, never one: requests go through one and watches through another, so a few
+hundred long-lived watches can never starve the pool that short requests need (each open watch
 holds a connection for its whole life). A third, for exec's websockets, is created on first use.
+Exec goes through the same proxy as every other request to the server (what client-go does).
 
 Invariants:
 
-* every request carries an ``aiohttp.ClientTimeout``: connect plus total for requests, connect plus
-  read-idle for streams; nothing here can wait forever;
+* every request carries a :class:`~etctl.runtime._http.Timeout`: connect plus total for requests,
+  connect plus read-idle for streams; nothing here can wait forever;
 * bodies are read raw and decoded by the caller with orjson; no model classes are ever built;
 * every attempt increments ``rest_client_requests_total``: the status code, or ``<error>`` when no
   HTTP answer arrived (client-go's convention);
 * a connection that could not be established raises :class:`~etctl.errors.RequestNotSent` (the
   server never saw the request, so even a non-idempotent write may be retried); any other failure
-  to get an answer raises plain :class:`~etctl.errors.TransportError` (the server may have acted).
+  to get an answer raises plain :class:`~etctl.errors.TransportError` (the server may have acted);
+* no header carries a CR or LF: a credential that would smuggle one is refused, not sent.
 """
 
 from __future__ import annotations
 
+import base64
+import netrc
+import os
 import ssl
+import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import SplitResult, unquote, urlencode, urlsplit
 
-import aiohttp
 import orjson
-from aiohttp.helpers import basicauth_from_netrc, get_env_proxy_for_url, netrc_from_env
 from prometheus_client import Counter
-from yarl import URL
 
-from etctl.errors import ApiError, RequestNotSent, TransportError, api_error_from_status
+from etctl.errors import (
+    ApiError,
+    ConfigError,
+    RequestNotSent,
+    TransportError,
+    api_error_from_status,
+)
+from etctl.runtime._http import Broken, Endpoint, NotConnected, Pool, Proxy, Stream, Timeout
 from etctl.runtime._kubeconfig import ClusterConfig
 from etctl.runtime._metrics import REST_CLIENT_REQUESTS
+from etctl.runtime._websocket import WebSocket, accept_key, handshake_headers
 
-__all__ = ["Query", "RawResponse", "Transport", "encode_body", "error_from_response"]
+__all__ = [
+    "Query",
+    "RawResponse",
+    "Stream",
+    "Timeout",
+    "Transport",
+    "encode_body",
+    "error_from_response",
+]
 
 Query = Sequence[tuple[str, str]]
 """Query parameters in order; a key may repeat (exec's ``command``)."""
 
 _BEARER = "BearerToken"
-_NOT_CONNECTED = (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError)
-"""Failures before the request left: the server never saw it."""
-_NO_ANSWER = (aiohttp.ClientError, TimeoutError, OSError)
-"""Every failure to get an HTTP answer (the connection failures included)."""
+_NO_ANSWER = (Broken, TimeoutError, OSError)
+"""Failures to get an HTTP answer once the request may have been sent."""
 _ERROR_BODY_LIMIT = 64 * 1024
-_READ_BUFFER = 2**21
-"""Watch events of large objects exceed aiohttp's default read buffer (etcd allows 1.5 MiB)."""
 _JSON_OPTIONS = orjson.OPT_NON_STR_KEYS  # json.dumps turns int keys into strings too
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,9 +128,24 @@ def encode_body(body: Any) -> bytes:
     return orjson.dumps(body, default=_as_json, option=_JSON_OPTIONS)
 
 
-def _host_label(url: str) -> str:
-    netloc = urlsplit(url).netloc
-    return netloc.rpartition("@")[2]
+def _basic(user: str, password: str) -> str:
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+
+
+def _netrc_authorization(host: str) -> str | None:
+    """The ``Authorization`` header of ``host``'s ``$NETRC`` (else ``~/.netrc``) entry, if any.
+
+    A missing or unreadable file means no entry, as for curl.
+    """
+    path = os.environ.get("NETRC") or str(Path.home() / ".netrc")
+    try:
+        entry = netrc.netrc(path).authenticators(host)
+    except (OSError, netrc.NetrcParseError):
+        return None
+    if entry is None:
+        return None
+    login, _account, password = entry
+    return _basic(login, password or "")
 
 
 def _ssl_context(config: Any) -> ssl.SSLContext:
@@ -129,60 +161,58 @@ def _ssl_context(config: Any) -> ssl.SSLContext:
     return context
 
 
-@dataclass(frozen=True, slots=True)
-class _Route:
-    """How requests to one URL reach the server: through a proxy or not.
-
-    Attributes:
-        options: the proxy keyword arguments of an aiohttp request (none: a direct connection).
-        headers: headers every request on this route carries (a plain-HTTP proxy's credentials).
-    """
-
-    options: Mapping[str, Any]
-    headers: Mapping[str, str]
-
-    @classmethod
-    def to(cls, url: URL, config: Any) -> _Route:
-        """The route to ``url``: the configured proxy, else the environment's (read now)."""
-        proxy_headers = dict(config.proxy_headers or {})
-        auth: aiohttp.BasicAuth | None = None
-        if config.proxy:
-            proxy = URL(config.proxy)
-        else:
-            try:
-                proxy, auth = get_env_proxy_for_url(url)
-            except LookupError:
-                return cls({}, {})
-        headers: dict[str, str] = {}
-        if auth is not None:
-            # A plain-HTTP request carries the proxy's credentials itself; a TLS one sends them
-            # with the CONNECT that opens its tunnel (what aiohttp does with ``proxy_auth``).
-            target = headers if url.scheme in ("http", "ws") else proxy_headers
-            target["Proxy-Authorization"] = auth.encode()
-        return cls({"proxy": proxy, "proxy_headers": proxy_headers or None}, headers)
-
-
-def _netrc_authorization(host: str | None) -> str | None:
-    """The ``Authorization`` header of ``host``'s ``~/.netrc`` (or ``$NETRC``) entry, if any."""
-    netrc = netrc_from_env()
-    if netrc is None or host is None:
-        return None
+def _port(url: SplitResult) -> int:
     try:
-        return basicauth_from_netrc(netrc, host).encode()
-    except LookupError:
+        port = url.port
+    except ValueError as exc:
+        msg = f"bad port in {url.geturl()!r}"
+        raise ConfigError(msg) from exc
+    return port or _DEFAULT_PORTS.get(url.scheme, 443)
+
+
+def _proxy_url(server: SplitResult, config: Any) -> str | None:
+    """The configured proxy, else the environment's for the server (read now), else ``None``."""
+    if config.proxy:
+        return str(config.proxy)
+    proxies = urllib.request.getproxies()
+    proxy = proxies.get(server.scheme)
+    if not proxy or urllib.request.proxy_bypass(server.hostname or ""):
         return None
+    return proxy
 
 
-def _session(limit: int, context: ssl.SSLContext) -> aiohttp.ClientSession:
-    session = aiohttp.ClientSession(
-        connector=aiohttp.TCPConnector(limit=limit, ssl=context),
-        read_bufsize=_READ_BUFFER,
-    )
-    # aiohttp silently resends an idempotent request once when a kept-alive connection drops; that
-    # attempt would escape the retry policy, its bookkeeping of uncertain outcomes (a DELETE whose
-    # answer was lost) and the per-attempt metrics.
-    session._retry_connection = False
-    return session
+def _route(server: SplitResult, config: Any) -> tuple[Proxy | None, dict[str, str]]:
+    """The proxy to ``server``, and headers every request through it carries.
+
+    A plain-HTTP request carries the proxy's credentials itself; a TLS one sends them with the
+    ``CONNECT`` that opens its tunnel. Credentials come from the proxy URL, else from ``~/.netrc``.
+    """
+    text = _proxy_url(server, config)
+    if text is None:
+        return None, {}
+    proxy = urlsplit(text if "://" in text else f"http://{text}")
+    if proxy.scheme not in ("http", "https") or not proxy.hostname:
+        msg = f"unsupported proxy {proxy.scheme}://{proxy.hostname}: only http and https proxies"
+        raise ConfigError(msg)
+    headers = {str(k): str(v) for k, v in (config.proxy_headers or {}).items()}
+    if proxy.username is not None:
+        user, password = unquote(proxy.username), unquote(proxy.password or "")
+        headers["Proxy-Authorization"] = _basic(user, password)
+    elif "Proxy-Authorization" not in headers:
+        found = _netrc_authorization(proxy.hostname)
+        if found:
+            headers["Proxy-Authorization"] = found
+    tls = ssl.create_default_context() if proxy.scheme == "https" else None
+    if server.scheme == "http":
+        return Proxy(proxy.hostname, _port(proxy), tls), headers
+    return Proxy(proxy.hostname, _port(proxy), tls, tuple(headers.items())), {}
+
+
+def _header_safe(value: str, what: str) -> str:
+    if "\r" in value or "\n" in value:
+        msg = f"{what} holds a line break: refused, it would end the request's headers"
+        raise ConfigError(msg)
+    return value
 
 
 class Transport:
@@ -193,30 +223,46 @@ class Transport:
         user_agent: the ``User-Agent`` header.
         pool_size: the request pool's connection limit.
         watch_pool_size: the watch pool's connection limit (0: unlimited).
+
+    Raises:
+        ConfigError: the server URL or proxy cannot be used.
     """
 
     def __init__(
         self, cluster: ClusterConfig, *, user_agent: str, pool_size: int, watch_pool_size: int
     ) -> None:
         self.cluster = cluster
-        self.host = _host_label(cluster.host)
         config = cluster.configuration
         self._config = config
-        self._base = cluster.host
-        self._server_hostname: str | None = config.tls_server_name or None
-        self._ssl = _ssl_context(config)
-        base = URL(self._base)
-        self._route = _Route.to(base, config)
-        ws_base = base.with_scheme("wss" if base.scheme == "https" else "ws")
-        self._ws_route = _Route.to(ws_base, config)
-        # A credential from ~/.netrc is sent only when the configuration has no token of its own
-        # (aiohttp, asked to send both, refused the request).
-        self._netrc = None if _BEARER in config.api_key else _netrc_authorization(base.host)
-        self._user_agent = user_agent
+        server = urlsplit(cluster.host)
+        if server.scheme not in _DEFAULT_PORTS or not server.hostname:
+            msg = f"the server URL {cluster.host!r} is not http(s)://host[:port]"
+            raise ConfigError(msg)
+        self.host = server.netloc.rpartition("@")[2]
+        self._prefix = server.path.rstrip("/")
+        tls = _ssl_context(config) if server.scheme == "https" else None
+        proxy, route_headers = _route(server, config)
+        self._endpoint = Endpoint(
+            server.hostname,
+            _port(server),
+            tls,
+            server_hostname=config.tls_server_name or None,
+            proxy=proxy,
+        )
+        # Requests name the whole URL when a plain-HTTP proxy carries them.
+        origin = f"{server.scheme}://{self.host}" if self._endpoint.absolute_form else ""
+        self._target_prefix = origin + self._prefix
+        fixed = {"Host": self.host, "User-Agent": user_agent, **route_headers}
+        self._fixed = "".join(
+            f"{name}: {_header_safe(value, name)}\r\n" for name, value in fixed.items()
+        )
+        # A credential from ~/.netrc is sent only when the configuration has no token of its own.
+        self._netrc = None if _BEARER in config.api_key else _netrc_authorization(server.hostname)
+        self._checked_token: str | None = None
         self._ws_pool_size: int = config.connection_pool_maxsize
-        self._api = _session(pool_size, self._ssl)
-        self._watch_api = _session(watch_pool_size, self._ssl)
-        self._ws_api: aiohttp.ClientSession | None = None
+        self._api = Pool(self._endpoint, limit=pool_size)
+        self._watch_api = Pool(self._endpoint, limit=watch_pool_size)
+        self._ws_api: Pool | None = None
         self._counters: dict[tuple[int | str, str], Counter] = {}
 
     def count(self, code: int | str, method: str) -> None:
@@ -227,37 +273,45 @@ class Transport:
             self._counters[code, method] = counter
         counter.inc()
 
-    async def _headers(
-        self, route: _Route, accept: str | None, content_type: str | None
-    ) -> dict[str, str]:
-        """The headers of one request, with the current credential (refreshed when due)."""
-        headers = {"User-Agent": self._user_agent, **route.headers}
-        if accept:
-            headers["Accept"] = accept
-        if content_type:
-            headers["Content-Type"] = content_type
+    async def _authorization(self) -> str | None:
+        """The ``Authorization`` header's value, refreshed when due."""
         config = self._config
         if _BEARER in config.api_key:
             # Runs the credential's refresh hook first, as kubernetes_asyncio does per request.
-            token = await config.get_api_key_with_prefix(_BEARER)
-            if token:
-                headers["Authorization"] = token
-        elif self._netrc:
-            headers["Authorization"] = self._netrc
-        return headers
+            token: str | None = await config.get_api_key_with_prefix(_BEARER)
+            if token and token is not self._checked_token:
+                _header_safe(token, "the credential")
+                self._checked_token = token
+            return token or None
+        return self._netrc
 
-    def _url(self, path: str, query: Query) -> URL:
-        # Built already encoded: object names cannot hold '/' or '%' (apimachinery refuses them)
-        # and the query is urlencoded, so yarl need not parse and quote every request's URL.
-        text = f"{self._base}{path}?{urlencode(query)}" if query else self._base + path
-        return URL(text, encoded=True)
+    async def _head(
+        self,
+        method: str,
+        path: str,
+        query: Query,
+        extra: Mapping[str, str] | None = None,
+    ) -> str:
+        """The request line and headers, up to (not including) the blank line."""
+        target = self._target_prefix + path
+        if query:
+            target = f"{target}?{urlencode(query)}"
+        head = f"{method} {target} HTTP/1.1\r\n{self._fixed}"
+        authorization = await self._authorization()
+        if authorization:
+            head += f"Authorization: {authorization}\r\n"
+        if extra:
+            head += "".join(f"{name}: {value}\r\n" for name, value in extra.items())
+        return head
 
     def _unanswered(self, exc: BaseException, what: str, method: str) -> TransportError:
         """Count an attempt that got no HTTP answer; the error saying whether it was sent."""
         self.count("<error>", method)
-        if isinstance(exc, _NOT_CONNECTED):
+        if isinstance(exc, NotConnected):
             return RequestNotSent(f"{what}: cannot connect to {self.host}: {exc}")
-        return TransportError(f"{what}: no answer from {self.host}: {exc!r}")
+        if isinstance(exc, TimeoutError):
+            return TransportError(f"{what}: no answer from {self.host} in time")
+        return TransportError(f"{what}: no answer from {self.host}: {exc}")
 
     async def request(
         self,
@@ -268,7 +322,7 @@ class Transport:
         body: Any = None,
         content_type: str | None = None,
         accept: str = "application/json",
-        timeout: aiohttp.ClientTimeout,
+        timeout: Timeout,
     ) -> RawResponse:
         """Send one request and read the whole answer.
 
@@ -276,33 +330,26 @@ class Transport:
             RequestNotSent: the connection could not be established.
             TransportError: no complete answer (reset, timeout, truncated body).
         """
-        data = None
+        extra = {"Accept": accept}
+        payload = b""
         if body is not None:
-            content_type = content_type or "application/json"
-            # A ready payload: aiohttp would otherwise look its type up in a registry per request.
-            data = aiohttp.payload.BytesPayload(encode_body(body), content_type=content_type)
+            payload = encode_body(body)
+            extra["Content-Type"] = content_type or "application/json"
+            extra["Content-Length"] = str(len(payload))
+        elif method not in ("GET", "HEAD", "DELETE", "OPTIONS"):
+            extra["Content-Length"] = "0"
         try:
-            headers = await self._headers(self._route, accept, content_type)
-            response = await self._api.request(
-                method,
-                self._url(path, query),
-                headers=headers,
-                data=data,
-                timeout=timeout,
-                server_hostname=self._server_hostname,
-                **self._route.options,
+            head = await self._head(method, path, query, extra)
+            response, data = await self._api.request(
+                (head + "\r\n").encode() + payload, timeout, head_only=method == "HEAD"
             )
-            async with response:
-                body_bytes = await response.read()
-        except _NO_ANSWER as exc:
+        except (NotConnected, *_NO_ANSWER) as exc:
             raise self._unanswered(exc, f"{method} {path}", method) from exc
         self.count(response.status, method)
-        return RawResponse(response.status, response.headers, body_bytes)
+        return RawResponse(response.status, response.headers, data)
 
-    async def open_stream(
-        self, path: str, *, query: Query, timeout: aiohttp.ClientTimeout
-    ) -> aiohttp.ClientResponse:
-        """Start a streaming GET on the watch pool; the caller owns (and must close) the response.
+    async def open_stream(self, path: str, *, query: Query, timeout: Timeout) -> Stream:
+        """Start a streaming GET on the watch pool; the caller owns (and must close) the stream.
 
         Raises:
             ApiError: the server refused the stream (its status mapped).
@@ -310,60 +357,57 @@ class Transport:
             TransportError: no answer in time.
         """
         try:
-            response = await self._watch_api.get(
-                self._url(path, query),
-                headers=await self._headers(self._route, "application/json", None),
-                timeout=timeout,
-                server_hostname=self._server_hostname,
-                **self._route.options,
-            )
-        except _NO_ANSWER as exc:
+            head = await self._head("GET", path, query, {"Accept": "application/json"})
+            stream = await self._watch_api.stream((head + "\r\n").encode(), timeout)
+        except (NotConnected, *_NO_ANSWER) as exc:
             raise self._unanswered(exc, f"WATCH {path}", "GET") from exc
-        self.count(response.status, "GET")
-        if response.status == 200:
-            return response
+        status = stream.response.status
+        self.count(status, "GET")
+        if status == 200:
+            return stream
         try:
-            body = await response.content.read(_ERROR_BODY_LIMIT)
-        except (aiohttp.ClientError, TimeoutError, OSError):
+            body = await stream.read_all(_ERROR_BODY_LIMIT)
+        except _NO_ANSWER:
             body = b""
-        finally:
-            response.close()
-        raise error_from_response(response.status, response.headers, body)
+        raise error_from_response(status, stream.response.headers, body)
 
     async def ws_connect(
         self, path: str, *, query: Query, protocols: Sequence[str], timeout: float
-    ) -> aiohttp.ClientWebSocketResponse:
+    ) -> WebSocket:
         """Open a websocket (exec) on the websocket pool, authenticated like every request.
 
         Raises:
-            ApiError: the server refused the upgrade (a 4xx/5xx instead of 101).
+            ApiError: the server refused the upgrade (a 4xx/5xx instead of 101), with its message.
             RequestNotSent: the connection could not be established.
-            TransportError: the handshake did not complete in time.
+            TransportError: the handshake did not complete in time, or was not a websocket's.
         """
         if self._ws_api is None:
-            self._ws_api = _session(self._ws_pool_size, self._ssl)
-        base = self._base.replace("https://", "wss://", 1).replace("http://", "ws://", 1)
+            self._ws_api = Pool(self._endpoint, limit=self._ws_pool_size)
+        headers, key = handshake_headers(tuple(protocols))
+        limits = Timeout(connect=timeout, total=timeout)
+        what = f"exec {path}"
         try:
-            headers = await self._headers(self._ws_route, None, None)
-            ws: aiohttp.ClientWebSocketResponse = await self._ws_api.ws_connect(
-                base + path,
-                params=list(query),
-                protocols=tuple(protocols),
-                headers=headers,
-                timeout=aiohttp.ClientWSTimeout(ws_receive=None, ws_close=timeout),
-                autoping=True,
-                max_msg_size=0,
-                server_hostname=self._server_hostname,
-                **self._ws_route.options,
-            )
-        except aiohttp.WSServerHandshakeError as exc:
-            self.count(exc.status, "GET")
-            # aiohttp drops the body of a refused upgrade, so the Status message is lost.
-            message = f"{path}: the server refused the websocket upgrade (HTTP {exc.status})"
-            raise api_error_from_status(exc.status, {"message": message}) from exc
-        except _NO_ANSWER as exc:
-            raise self._unanswered(exc, f"exec {path}", "GET") from exc
+            head = await self._head("GET", path, query, headers)
+            answer = await self._ws_api.upgrade((head + "\r\n").encode(), limits)
+        except (NotConnected, *_NO_ANSWER) as exc:
+            raise self._unanswered(exc, what, "GET") from exc
+        if isinstance(answer, Stream):
+            status = answer.response.status
+            self.count(status, "GET")
+            try:
+                body = await answer.read_all(_ERROR_BODY_LIMIT)
+            except _NO_ANSWER:
+                body = b""
+            if 200 <= status < 300:
+                msg = f"{what}: the server answered {status} instead of switching protocols"
+                raise TransportError(msg)
+            raise error_from_response(status, answer.response.headers, body)
         self.count(101, "GET")
+        ws = WebSocket(answer.response, answer.transport, answer.rest)
+        if answer.response.headers.get("sec-websocket-accept") != accept_key(key):
+            await ws.close()
+            msg = f"{what}: the server's websocket handshake does not answer this client's key"
+            raise TransportError(msg)
         return ws
 
     async def close(self) -> None:

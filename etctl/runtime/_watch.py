@@ -2,7 +2,7 @@
 
 The API server writes one JSON ``WatchEvent`` per line. Lines arrive in chunks of any size: a line
 may span many chunks (a 1.5 MiB object never fits one read) and a chunk may hold many lines. So the
-body is read with ``readany`` and split here, never with aiohttp's ``readline``, whose buffer limit
+body is read as it arrives and split here, never line by line with a bounded read buffer, which
 rejects long lines (the "Line is too long" failure of other Python clients).
 
 Invariants of :class:`WatchStream`:
@@ -21,18 +21,37 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Literal, Protocol, get_args
 
-import aiohttp
 import orjson
 
 from etctl.errors import TransportError, api_error_from_status
+from etctl.runtime._http import Broken
 from etctl.runtime._objects import KubeObject
 
-__all__ = ["LineSplitter", "WatchEvent", "WatchEventType", "WatchIdleTimeout", "WatchStream"]
+__all__ = [
+    "Body",
+    "LineSplitter",
+    "WatchEvent",
+    "WatchEventType",
+    "WatchIdleTimeout",
+    "WatchStream",
+]
 
 WatchEventType = Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK"]
 _EVENT_TYPES: frozenset[str] = frozenset(get_args(WatchEventType))
+
+
+class Body(Protocol):
+    """A response body read as it arrives (:class:`etctl.runtime._http.Stream` is one)."""
+
+    async def read(self) -> bytes:
+        """The next bytes; ``b""`` at the end. Raises ``TimeoutError`` after the read timeout."""
+        ...
+
+    def close(self) -> None:
+        """Stop reading and let the connection go."""
+        ...
 
 
 class WatchIdleTimeout(TransportError):
@@ -113,7 +132,7 @@ class WatchStream:
     block ends.
 
     Args:
-        response: the streaming HTTP response (status 200).
+        response: the body of the streaming HTTP response (status 200).
         description: names the watch in errors (``pods in default``).
         idle_timeout: the read-idle timeout the response was opened with (for the message).
         max_line_bytes: the longest event line accepted.
@@ -121,7 +140,7 @@ class WatchStream:
 
     def __init__(
         self,
-        response: aiohttp.ClientResponse,
+        response: Body,
         *,
         description: str,
         idle_timeout: float | None,
@@ -163,12 +182,12 @@ class WatchStream:
 
     async def _fill(self) -> None:
         try:
-            chunk = await self._response.content.readany()
+            chunk = await self._response.read()
         except TimeoutError as exc:
             self.close()
             msg = f"watch of {self._description} idle for {self._idle_timeout} s"
             raise WatchIdleTimeout(msg) from exc
-        except (aiohttp.ClientError, OSError) as exc:
+        except (Broken, OSError) as exc:
             self.close()
             msg = f"watch of {self._description} broke: {exc!r}"
             raise TransportError(msg) from exc

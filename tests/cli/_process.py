@@ -64,14 +64,22 @@ def _foreground_signals() -> None:
 
 
 @asynccontextmanager
-async def etctl_process(*args: str) -> AsyncIterator[asyncio.subprocess.Process]:
-    """``python -m etctl.cli ARGS`` with pipes; killed at the end if still running."""
+async def etctl_process(
+    *args: str, prelude: str | None = None
+) -> AsyncIterator[asyncio.subprocess.Process]:
+    """``python -m etctl.cli ARGS`` with pipes; killed at the end if still running.
+
+    ``prelude`` is Python source run in the child before the command (to observe it from inside).
+    """
     env = {k: v for k, v in os.environ.items() if not k.startswith("ETCTL_")}
     env.pop("NO_COLOR", None)
+    start = ["-m", "etctl.cli"]
+    if prelude is not None:
+        run = "import runpy; runpy.run_module('etctl.cli', run_name='__main__', alter_sys=True)"
+        start = ["-c", f"{prelude}\n{run}"]
     process = await asyncio.create_subprocess_exec(
         sys.executable,
-        "-m",
-        "etctl.cli",
+        *start,
         *args,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,

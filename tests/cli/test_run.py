@@ -132,6 +132,59 @@ async def test_run_serves_probes_reconciles_and_drains_on_sigterm(tmp_path: Path
             assert not lease["spec"].get("holderIdentity")
 
 
+_LOADED = (
+    "import atexit, sys\n"
+    "family = {'aiohttp', 'yarl', 'multidict'}\n"
+    "atexit.register(lambda: print('LOADED', sorted(m for m in sys.modules"
+    " if m.split('.')[0] in family), file=sys.stderr))"
+)
+
+
+async def test_the_operator_process_never_loads_aiohttp(tmp_path: Path) -> None:
+    """Requests, watches, probes and metrics of a working operator: all on etctl's own HTTP."""
+    async with (
+        cluster_target(tmp_path, crds=[crd_manifest(TFJOB)], namespace="team") as target,
+        client_of(target) as client,
+    ):
+        probes, metrics = free_port(), free_port()
+        async with etctl_process(
+            "run",
+            *_QUIET,
+            f"--kubeconfig={target.kubeconfig}",
+            f"--health-probe-bind-address=127.0.0.1:{probes}",
+            f"--metrics-bind-address=127.0.0.1:{metrics}",
+            f"--namespace={target.namespace}",
+            "--jobs=tfjob",
+            prelude=_LOADED,
+        ) as process:
+            job = {
+                "apiVersion": "kubeflow.org/v1",
+                "kind": "TFJob",
+                "metadata": {"name": "plain", "namespace": target.namespace},
+                "spec": {
+                    "tfReplicaSpecs": {
+                        "Worker": {
+                            "replicas": 1,
+                            "template": {
+                                "spec": {"containers": [{"name": "tensorflow", "image": "t"}]}
+                            },
+                        }
+                    }
+                },
+            }
+            await client.create(TFJOBS, job)
+            await eventually(
+                lambda: bool(target.storage.list(PODS, namespace=target.namespace).items),
+                timeout=20,
+            )
+            assert (await get(f"http://127.0.0.1:{probes}/readyz"))[0] == 200
+            assert (await get(f"http://127.0.0.1:{metrics}/metrics"))[0] == 200
+            process.send_signal(signal.SIGTERM)
+            _, err = await asyncio.wait_for(process.communicate(), timeout=20)
+    assert process.returncode == 0, err.decode()
+    assert "LOADED []" in err.decode().splitlines()[-1]
+
+
 @pytest.mark.etctl_hooks("its own server with the MPIJob and TrainingJob CRDs")
 async def test_run_runs_mpijobs_beside_trainingjobs(tmp_path: Path) -> None:
     """Two elastic kinds in one operator: each gets its controllers, scalers and pusher."""
