@@ -6,7 +6,9 @@ nodes; ``--nodes`` and the ``--node-*`` flags shape them, ``--no-kubelet`` turns
 pods are scheduled, run, and answer ``kubectl logs`` and ``kubectl exec``.
 
 With ``--auth`` it authenticates tokens and enforces RBAC, as a cluster does (the kubeconfig it
-writes is the administrator's), and serves the TokenRequest API for ServiceAccount tokens.
+writes is the administrator's), and serves the TokenRequest API for ServiceAccount tokens. It then
+serves HTTPS (``--tls``, unless ``--no-tls``), with a certificate made at start that the kubeconfig
+carries: kubectl sends a token only over TLS.
 With ``--request-log FILE`` every request the server receives is appended to FILE as one JSON
 line (its method, path and user agent, as it arrives), so a run of the test suite against it
 (``ETCTL_TEST_KUBECONFIG``) can be checked from the server's side.
@@ -60,7 +62,15 @@ def _parser() -> argparse.ArgumentParser:
         "--auth",
         action="store_true",
         help="authenticate tokens and enforce RBAC (the kubeconfig is the administrator's); "
-        "ServiceAccount tokens come from the TokenRequest API (kubectl create token)",
+        "ServiceAccount tokens come from the TokenRequest API (kubectl create token); "
+        "implies --tls",
+    )
+    parser.add_argument(
+        "--tls",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="serve HTTPS with a certificate made at start, which the kubeconfig carries "
+        "(default: with --auth, as kubectl sends tokens only over TLS)",
     )
     parser.add_argument("--log-level", default="warning", help="log level (default: warning)")
     kubelet = parser.add_argument_group("simulated kubelet")
@@ -115,7 +125,10 @@ async def _serve(args: argparse.Namespace, kubelet: KubeletConfig | None) -> Non
         loop.add_signal_handler(sig, stop.set)
     with ExitStack() as files:
         auth = AuthConfig() if args.auth else None
-        async with ApiServer(port=args.port, crds=args.crds, kubelet=kubelet, auth=auth) as server:
+        tls = args.auth if args.tls is None else args.tls
+        async with ApiServer(
+            port=args.port, crds=args.crds, kubelet=kubelet, auth=auth, tls=tls
+        ) as server:
             if auth is not None:
                 serve_token_requests(server)
             if args.request_log is not None:

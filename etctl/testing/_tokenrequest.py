@@ -9,24 +9,58 @@ embedded server and on a real cluster. ``python -m etctl.testing --auth`` serves
 
 The token does not expire by time: ``spec.expirationSeconds`` is echoed and the expiration stamp
 is that far from the server's clock, but nothing enforces it (the embedded server's tokens are
-opaque strings, not JWTs).
+opaque strings, not JWTs). The request may be JSON, YAML or protobuf (kubectl's typed client sends
+protobuf and does not fall back to JSON); the answer is JSON, which every client accepts.
 """
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
+from typing import Any
 
 from aiohttp import web
 
+from etctl.testing._apiserver import protowire
 from etctl.testing._apiserver import status as st
 from etctl.testing._apiserver.deletion import timestamp
 from etctl.testing._apiserver.http import SubresourceRequest
 from etctl.testing._apiserver.server import ApiServer
+from etctl.testing._apiserver.verbs import read_body, read_raw
 
 __all__ = ["serve_token_requests"]
 
 _DEFAULT_SECONDS = 3600
+
+
+def _protobuf_spec(body: bytes) -> dict[str, Any]:
+    """The ``spec`` of a protobuf TokenRequest (what kubectl's typed client sends).
+
+    TokenRequest: 2 spec. TokenRequestSpec: 1 audiences, 4 expirationSeconds, 3 boundObjectRef
+    (BoundObjectReference: 1 kind, 2 apiVersion, 3 name, 4 uid).
+    """
+    try:
+        _, kind, message = protowire.unwrap(body)
+        spec: dict[str, Any] = {}
+        for number, value in protowire.fields(message):
+            if number != 2 or not isinstance(value, bytes):
+                continue
+            for field, item in protowire.fields(value):
+                if field == 1 and isinstance(item, bytes):
+                    spec.setdefault("audiences", []).append(item.decode())
+                elif field == 4 and isinstance(item, int):
+                    spec["expirationSeconds"] = item
+                elif field == 3 and isinstance(item, bytes):
+                    names = {1: "kind", 2: "apiVersion", 3: "name", 4: "uid"}
+                    spec["boundObjectRef"] = {
+                        names[n]: v.decode()
+                        for n, v in protowire.fields(item)
+                        if n in names and isinstance(v, bytes)
+                    }
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise st.bad_request(f"the TokenRequest does not parse: {exc}") from exc
+    if kind and kind != "TokenRequest":
+        raise st.bad_request(f"expected a TokenRequest, got a {kind}")
+    return spec
 
 
 def serve_token_requests(server: ApiServer) -> None:
@@ -35,11 +69,11 @@ def serve_token_requests(server: ApiServer) -> None:
     async def token(request: web.Request, sub: SubresourceRequest) -> web.StreamResponse:
         if request.method != "POST":
             raise st.method_not_allowed()
-        try:
-            body = json.loads(await request.read() or b"{}")
-        except ValueError as exc:
-            raise st.bad_request(f"the TokenRequest does not parse: {exc}") from exc
-        spec = dict(body.get("spec") or {})
+        if request.content_type == protowire.MEDIA_TYPE:
+            spec = _protobuf_spec(await read_raw(request))
+        else:
+            body = await read_body(request)
+            spec = dict((body or {}).get("spec") or {})
         spec.setdefault("expirationSeconds", _DEFAULT_SECONDS)
         try:
             minted = server.service_account_token(sub.namespace, sub.name)

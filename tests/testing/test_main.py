@@ -6,17 +6,22 @@ It writes a kubeconfig when asked, prints the URL, and shapes its nodes from its
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
+import shutil
 import signal
 import socket
+import ssl
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 import aiohttp
+import pytest
 import yaml
 
+from etctl.runtime import NAMESPACES, Client
 from etctl.testing.__main__ import _kubelet_config, _parser, main
 
 
@@ -102,12 +107,46 @@ async def test_pods_run_on_the_served_cluster() -> None:
                     break
 
 
-async def test_auth_enforces_rbac_and_serves_token_requests(tmp_path: Path) -> None:
+def _message(*fields: tuple[int, bytes | int]) -> bytes:
+    """A protobuf message of length-delimited (bytes) and varint (int) fields."""
+
+    def varint(value: int) -> bytes:
+        out = bytearray()
+        while True:
+            out.append((value & 0x7F) | (0x80 if value > 0x7F else 0))
+            value >>= 7
+            if not value:
+                return bytes(out)
+
+    encoded = b""
+    for number, value in fields:
+        if isinstance(value, int):
+            encoded += varint(number << 3) + varint(value)
+        else:
+            encoded += varint(number << 3 | 2) + varint(len(value)) + value
+    return encoded
+
+
+def _protobuf_token_request(seconds: int, audience: str) -> bytes:
+    """A TokenRequest as kubectl's typed client sends it (``k8s\\0`` + runtime.Unknown)."""
+    type_meta = _message((1, b"authentication.k8s.io/v1"), (2, b"TokenRequest"))
+    spec = _message((1, audience.encode()), (4, seconds))
+    return b"k8s\x00" + _message((1, type_meta), (2, _message((2, spec))))
+
+
+async def test_auth_serves_tls_enforces_rbac_and_serves_token_requests(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "kubeconfig"
     async with _serving("--no-kubelet", "--auth", "--kubeconfig", str(kubeconfig)) as url:
-        admin = yaml.safe_load(kubeconfig.read_text())["users"][0]["user"]["token"]
+        assert url.startswith("https://")  # kubectl sends a token only over TLS
+        document = yaml.safe_load(kubeconfig.read_text())
+        admin = document["users"][0]["user"]["token"]
+        cluster = document["clusters"][0]["cluster"]
+        assert cluster["server"] == url
+        ca = base64.b64decode(cluster["certificate-authority-data"]).decode()
+        verified = ssl.create_default_context(cadata=ca)  # the server is verified, not trusted
         accounts = f"{url}/api/v1/namespaces/default/serviceaccounts"
-        async with aiohttp.ClientSession() as session:
+        connector = aiohttp.TCPConnector(ssl=verified)
+        async with aiohttp.ClientSession(connector=connector) as session:
             async with session.get(f"{url}/api/v1/pods") as anonymous:
                 assert anonymous.status == 401
             headers = {"Authorization": f"Bearer {admin}"}
@@ -126,3 +165,76 @@ async def test_auth_enforces_rbac_and_serves_token_requests(tmp_path: Path) -> N
                 assert "system:serviceaccount:default:robot" in (await refused.json())["message"]
             async with session.post(f"{accounts}/nobody/token", json=request, headers=headers) as r:
                 assert r.status == 404
+            protobuf = {**headers, "Content-Type": "application/vnd.kubernetes.protobuf"}
+            async with session.post(
+                f"{accounts}/robot/token",
+                data=_protobuf_token_request(7200, "etcd"),
+                headers=protobuf,
+            ) as answer:
+                assert answer.status == 201
+                granted = await answer.json()
+            assert granted["spec"] == {"audiences": ["etcd"], "expirationSeconds": 7200}
+            async with session.get(
+                f"{url}/api/v1/pods",
+                headers={"Authorization": f"Bearer {granted['status']['token']}"},
+            ) as again:
+                assert again.status == 403  # the robot's identity, minted from protobuf
+            async with session.post(
+                f"{accounts}/robot/token", data=b"k8s\x00\xff", headers=protobuf
+            ) as garbled:
+                assert garbled.status == 400
+        async with aiohttp.ClientSession() as unverified:
+            try:
+                async with unverified.get(f"{url}/api/v1/pods", headers=headers):
+                    raise AssertionError("the self-signed certificate was trusted without its CA")
+            except aiohttp.ClientConnectorCertificateError:
+                pass
+
+
+async def test_tls_can_be_turned_off_or_on_without_auth(tmp_path: Path) -> None:
+    async with _serving("--no-kubelet", "--auth", "--no-tls") as url:
+        assert url.startswith("http://")
+    kubeconfig = tmp_path / "kubeconfig"
+    async with _serving("--no-kubelet", "--tls", "--kubeconfig", str(kubeconfig)) as url:
+        assert url.startswith("https://")
+        async with Client.connect(kubeconfig) as client:  # verifies with the kubeconfig's CA
+            assert "default" in [
+                ns["metadata"]["name"] for ns in (await client.list(NAMESPACES)).items
+            ]
+
+
+async def test_kubectl_authenticates_and_mints_tokens_with_auth(tmp_path: Path) -> None:
+    """kubectl sends its token only over TLS, and its typed requests are protobuf."""
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl is not installed")
+    kubeconfig = tmp_path / "kubeconfig"
+    async with _serving("--no-kubelet", "--auth", "--kubeconfig", str(kubeconfig)):
+
+        async def run(*args: str, refused: bool = False) -> str:
+            process = await asyncio.create_subprocess_exec(
+                kubectl,
+                "--kubeconfig",
+                str(kubeconfig),
+                *args,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+            )
+            out, err = await asyncio.wait_for(process.communicate(), 60)
+            if refused:
+                assert process.returncode != 0, out.decode()
+                return err.decode()
+            assert process.returncode == 0, err.decode()
+            return out.decode()
+
+        assert "default" in await run("get", "namespaces", "-o", "name")
+        account = tmp_path / "robot.yaml"
+        account.write_text("apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: robot}\n")
+        await run("apply", "-f", str(account))
+        token = (await run("create", "token", "robot", "--duration", "2h")).strip()
+        robot = tmp_path / "robot"
+        document = yaml.safe_load(kubeconfig.read_text())
+        document["users"][0]["user"] = {"token": token}
+        robot.write_text(yaml.safe_dump(document))
+        forbidden = await run("--kubeconfig", str(robot), "get", "pods", refused=True)
+        assert 'User "system:serviceaccount:default:robot" cannot list resource "pods"' in forbidden

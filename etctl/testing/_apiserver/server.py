@@ -47,6 +47,7 @@ from etctl.testing._apiserver.services import ClusterIPAllocator
 from etctl.testing._apiserver.storage import Storage, WriteOptions
 from etctl.testing._apiserver.store import Event, Store
 from etctl.testing._apiserver.streaming import WatchSettings
+from etctl.testing._apiserver.tls import ServingCertificate, serving_certificate
 from etctl.testing._controllers import GarbageCollector, NamespaceController, WorkloadController
 from etctl.testing._kubelet import Kubelet, KubeletConfig
 
@@ -63,13 +64,24 @@ INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease"
 
 
 def kubeconfig_document(
-    url: str, *, name: str = "etctl", namespace: str = "default", token: str = ADMIN_TOKEN
+    url: str,
+    *,
+    name: str = "etctl",
+    namespace: str = "default",
+    token: str = ADMIN_TOKEN,
+    certificate_authority_data: str | None = None,
 ) -> dict[str, Any]:
-    """A kubeconfig for ``url`` (plain HTTP, a bearer token: the administrator's by default)."""
+    """A kubeconfig for ``url`` with a bearer token (the administrator's by default).
+
+    ``certificate_authority_data`` (base64 PEM) is what an ``https://`` server is verified with.
+    """
+    cluster: dict[str, Any] = {"server": url}
+    if certificate_authority_data is not None:
+        cluster["certificate-authority-data"] = certificate_authority_data
     return {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": name, "cluster": {"server": url}}],
+        "clusters": [{"name": name, "cluster": cluster}],
         "users": [{"name": name, "user": {"token": token}}],
         "contexts": [
             {"name": name, "context": {"cluster": name, "user": name, "namespace": namespace}}
@@ -105,6 +117,8 @@ class ApiServer:
             objects (a real cluster's by default; tests may lower them).
         auth: authenticate bearer tokens and enforce RBAC with these settings (None: every
             request is served, whoever sends it); :attr:`guard` once set.
+        tls: serve HTTPS with a certificate made at start (:attr:`certificate`), which the
+            kubeconfigs the server writes carry; kubectl sends tokens only over TLS.
     """
 
     def __init__(
@@ -125,8 +139,11 @@ class ApiServer:
         controllers: bool = True,
         limits: Limits = DEFAULT_LIMITS,
         auth: AuthConfig | None = None,
+        tls: bool = False,
     ) -> None:
         self.host = host
+        self._tls = tls
+        self.certificate: ServingCertificate | None = None
         self.limits = limits
         self.port = port
         self.clock: Clock = clock or RealClock()
@@ -182,8 +199,9 @@ class ApiServer:
 
     @property
     def url(self) -> str:
-        """``http://127.0.0.1:<port>`` (valid once started)."""
-        return f"http://{self.host}:{self.port}"
+        """``http(s)://127.0.0.1:<port>`` (valid once started)."""
+        scheme = "https" if self._tls else "http"
+        return f"{scheme}://{self.host}:{self.port}"
 
     @property
     def running(self) -> bool:
@@ -205,7 +223,15 @@ class ApiServer:
             shutdown_timeout=1.0,
         )
         await runner.setup()
-        site = web.TCPSite(runner, self.host, self.port, reuse_address=True)
+        if self._tls and self.certificate is None:
+            self.certificate = serving_certificate(self.host)
+        site = web.TCPSite(
+            runner,
+            self.host,
+            self.port,
+            reuse_address=True,
+            ssl_context=self.certificate.context if self.certificate is not None else None,
+        )
         try:
             await site.start()
         except OSError:
@@ -301,7 +327,12 @@ class ApiServer:
 
     def kubeconfig(self, *, namespace: str = "default", token: str = ADMIN_TOKEN) -> dict[str, Any]:
         """A kubeconfig document for this server (as the administrator unless ``token``)."""
-        return kubeconfig_document(self.url, namespace=namespace, token=token)
+        return kubeconfig_document(
+            self.url,
+            namespace=namespace,
+            token=token,
+            certificate_authority_data=self.certificate.ca_data if self.certificate else None,
+        )
 
     def write_kubeconfig(
         self, path: str | Path, *, namespace: str = "default", token: str = ADMIN_TOKEN
