@@ -16,6 +16,7 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
@@ -238,3 +239,89 @@ async def test_kubectl_authenticates_and_mints_tokens_with_auth(tmp_path: Path) 
         robot.write_text(yaml.safe_dump(document))
         forbidden = await run("--kubeconfig", str(robot), "get", "pods", refused=True)
         assert 'User "system:serviceaccount:default:robot" cannot list resource "pods"' in forbidden
+
+
+# kubectl create commands whose typed client sends protobuf: (args after ``create``, kind).
+_TYPED_CREATES: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("configmap", "c", "--from-literal", "a=b", "--from-literal", "empty="), "configmap/c"),
+    (("secret", "generic", "s", "--from-literal", "k=v"), "secret/s"),
+    (("deployment", "zero", "--image", "nginx", "--replicas", "0"), "deployment/zero"),
+    (
+        ("deployment", "two", "--image", "nginx", "--replicas", "2", "--port", "80"),
+        "deployment/two",
+    ),
+    (("serviceaccount", "robot"), "serviceaccount/robot"),
+    (("role", "reader", "--verb", "get,list", "--resource", "pods"), "role/reader"),
+    (("rolebinding", "rb", "--role", "reader", "--serviceaccount", "NS:robot"), "rolebinding/rb"),
+)
+# Cluster-scoped ones, created once as NAME (protobuf) and once as json-NAME (JSON).
+_TYPED_CLUSTER_CREATES: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("namespace", "NAME"), "namespace/NAME"),
+    (("clusterrole", "NAME", "--verb", "get", "--resource", "nodes"), "clusterrole/NAME"),
+    (
+        ("clusterrolebinding", "NAME", "--clusterrole", "view", "--user", "u"),
+        "clusterrolebinding/NAME",
+    ),
+    (("priorityclass", "NAME", "--value", "1000"), "priorityclass/NAME"),
+)
+_SERVER_SET = ("uid", "resourceVersion", "creationTimestamp", "managedFields", "generation")
+
+
+def _comparable(text: str) -> dict[str, Any]:
+    obj: dict[str, Any] = json.loads(text)
+    for key in (*_SERVER_SET, "namespace"):
+        obj["metadata"].pop(key, None)
+    obj.pop("status", None)
+    return obj
+
+
+async def test_kubectls_typed_creates_store_what_their_json_would(tmp_path: Path) -> None:
+    """``kubectl create <kind>`` sends protobuf; the stored object equals the one created from
+    the same command's ``--dry-run=client -o json`` output sent as JSON."""
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl is not installed")
+    kubeconfig = tmp_path / "kubeconfig"
+    async with _serving("--no-kubelet", "--kubeconfig", str(kubeconfig)):
+
+        async def run(*args: str, stdin: bytes | None = None) -> str:
+            process = await asyncio.create_subprocess_exec(
+                kubectl,
+                "--kubeconfig",
+                str(kubeconfig),
+                *args,
+                stdin=asyncio.subprocess.PIPE if stdin is not None else None,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+            )
+            out, err = await asyncio.wait_for(process.communicate(stdin), 60)
+            assert process.returncode == 0, f"kubectl {' '.join(args)}: {err.decode()}"
+            return out.decode()
+
+        async def both(args: tuple[str, ...], json_args: tuple[str, ...]) -> None:
+            await run("create", *args)
+            dry_run = await run("create", *json_args, "--dry-run=client", "-o", "json")
+            await run("create", "-f", "-", stdin=dry_run.encode())
+
+        await run("create", "namespace", "pb")  # the namespaces are protobuf creates too
+        await run("create", "namespace", "js")
+        for args, name in _TYPED_CREATES:
+            await both(
+                (*(a.replace("NS", "pb") for a in args), "-n", "pb"),
+                (*(a.replace("NS", "js") for a in args), "-n", "js"),
+            )
+            typed = _comparable(await run("get", name, "-n", "pb", "-o", "json"))
+            plain = _comparable(await run("get", name, "-n", "js", "-o", "json"))
+            assert json.dumps(typed).replace('"pb"', '"js"') == json.dumps(plain), name
+        for args, name in _TYPED_CLUSTER_CREATES:
+            await both(
+                tuple(a.replace("NAME", "typed") for a in args),
+                tuple(a.replace("NAME", "json-typed") for a in args),
+            )
+            typed = _comparable(await run("get", name.replace("NAME", "typed"), "-o", "json"))
+            text = await run("get", name.replace("NAME", "json-typed"), "-o", "json")
+            assert typed == _comparable(text.replace('"json-typed"', '"typed"')), name
+        zero = json.loads(await run("get", "deployment/zero", "-n", "pb", "-o", "json"))
+        assert zero["spec"]["replicas"] == 0  # a *int32 set to 0 survives the protobuf
+        secret = json.loads(await run("get", "secret/s", "-n", "pb", "-o", "json"))
+        assert secret["data"] == {"k": base64.b64encode(b"v").decode()}

@@ -3,9 +3,9 @@
 kubectl's typed requests (``kubectl create token``) send ``application/vnd.kubernetes.protobuf``
 and do not fall back to JSON on a 415. Such a body is the magic ``k8s`` and a NUL byte, then a
 ``runtime.Unknown``: field 1 its ``TypeMeta`` (1 apiVersion, 2 kind), field 2 the object's own
-message. :func:`unwrap` opens the envelope; :func:`fields` walks any message's fields, so a
-decoder for one kind reads the few fields it needs and skips the rest. Answers stay JSON, which
-these clients accept too.
+message. :func:`unwrap` opens the envelope; :func:`fields` walks any message's fields (and
+:func:`varints` a packed run of numbers); ``protobody`` decodes a whole object with them. Answers
+stay JSON, which these clients accept too.
 
 Invariants: truncated or malformed input raises :class:`ValueError`, never reads past the end;
 groups (wire types 3 and 4, unused by Kubernetes) are refused.
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-__all__ = ["MAGIC", "MEDIA_TYPE", "fields", "unwrap"]
+__all__ = ["MAGIC", "MEDIA_TYPE", "fields", "unwrap", "varints"]
 
 MAGIC = b"k8s\x00"
 MEDIA_TYPE = "application/vnd.kubernetes.protobuf"
@@ -70,6 +70,18 @@ def fields(data: bytes) -> Iterator[tuple[int, int | bytes]]:
         else:
             msg = f"unsupported wire type {wire} in field {number}"
             raise ValueError(msg)
+
+
+def varints(data: bytes) -> Iterator[int]:
+    """The varints of a packed repeated number field, in order.
+
+    Raises:
+        ValueError: the run ends inside a varint.
+    """
+    at = 0
+    while at < len(data):
+        value, at = _varint(data, at)
+        yield value
 
 
 def unwrap(body: bytes) -> tuple[str, str, bytes]:

@@ -3,10 +3,14 @@
 Create answers 201, update 200, patch 200 (201 when server-side apply created the object),
 delete 200 with the object or, for kinds that do not return it once removed, a ``Success``
 Status (202 while a deletion with ``orphanDependents=false`` is pending), deletecollection a list
-of what it deleted. Bodies are JSON or YAML; options come from the query (and, for deletes, from a
-``DeleteOptions`` body). As kube-apiserver does, a handler reads at most the server's
-``max_request_body_bytes`` of a body (before it looks at the write's options) and answers a longer
-one with 413 RequestEntityTooLarge.
+of what it deleted. Bodies are JSON, YAML or (built-in kinds) protobuf; options come from the
+query (and, for deletes, from a ``DeleteOptions`` body). As kube-apiserver does, a handler reads
+at most the server's ``max_request_body_bytes`` of a body (before it looks at the write's options)
+and answers a longer one with 413 RequestEntityTooLarge.
+
+Built-in kinds may also come as protobuf (``application/vnd.kubernetes.protobuf``: kubectl's typed
+commands send it and do not fall back to JSON); ``protobody`` decodes them into the dict their JSON
+would be, so every later step is the JSON path's. Answers stay JSON, which those clients accept.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
+from etctl.testing._apiserver import protobody, protowire
 from etctl.testing._apiserver import status as st
 from etctl.testing._apiserver.deletion import DeleteOptions
 from etctl.testing._apiserver.limits import (
@@ -72,17 +77,30 @@ async def read_raw(request: web.Request) -> bytes:
 
 
 async def read_body(request: web.Request) -> Any:
-    """The decoded request body (JSON or YAML), read up to the server's body limit.
+    """The decoded request body (JSON, YAML or protobuf), read up to the server's body limit.
 
     Raises:
-        etctl.errors.BadRequest: the body does not parse.
+        etctl.errors.BadRequest: the body does not parse, or is protobuf of a kind without a
+            descriptor (custom resources, kinds the server does not serve).
         etctl.errors.RequestEntityTooLarge: the body is longer than the limit.
-        etctl.errors.UnsupportedMediaType: neither JSON nor YAML.
+        etctl.errors.UnsupportedMediaType: neither JSON, YAML nor protobuf.
     """
     media = request.content_type or JSON
-    if media not in (JSON, "application/yaml", "application/octet-stream", "text/plain"):
-        raise st.unsupported_media_type([JSON, "application/yaml"])
+    known = (
+        JSON,
+        "application/yaml",
+        protowire.MEDIA_TYPE,
+        "application/octet-stream",
+        "text/plain",
+    )
+    if media not in known:
+        raise st.unsupported_media_type([JSON, "application/yaml", protowire.MEDIA_TYPE])
     raw = await read_raw(request)
+    if media == protowire.MEDIA_TYPE:
+        try:
+            return protobody.decode(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise st.bad_request(f"the protobuf body does not decode: {exc}") from exc
     if media == "application/yaml":
         try:
             return yaml.safe_load(raw.decode() or "null")
