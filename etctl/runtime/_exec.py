@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 
 from etctl.errors import ExecFailed, TransportError, api_error_from_status
-from etctl.runtime._http import Broken
+from etctl.runtime._http_connection import Broken
 from etctl.runtime._websocket import WebSocket
 
 __all__ = ["PROTOCOLS", "ExecResult", "ExecSession"]

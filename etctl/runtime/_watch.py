@@ -26,7 +26,7 @@ from typing import Literal, Protocol, get_args
 import orjson
 
 from etctl.errors import TransportError, api_error_from_status
-from etctl.runtime._http import Broken
+from etctl.runtime._http_connection import Broken
 from etctl.runtime._objects import KubeObject
 
 __all__ = [

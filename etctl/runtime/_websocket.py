@@ -11,7 +11,8 @@ Invariants:
   ones); every frame it receives must be unmasked;
 * :meth:`WebSocket.receive` returns whole messages in arrival order and ``None`` once the server
   closed the stream (or the connection ended cleanly); a protocol violation, a message beyond
-  ``max_message`` bytes or a broken connection raises :class:`~etctl.runtime._http.Broken`;
+  ``max_message`` bytes or a broken connection raises
+  :class:`~etctl.runtime._http_connection.Broken`;
 * while more than ``_HIGH_WATER`` bytes of received messages wait unread, the socket is not read.
 """
 
@@ -25,7 +26,7 @@ import struct
 from collections import deque
 from typing import Final
 
-from etctl.runtime._http import Broken, Response
+from etctl.runtime._http_connection import Broken, Response
 
 __all__ = ["WebSocket", "accept_key", "handshake_headers"]
 
