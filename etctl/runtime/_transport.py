@@ -30,6 +30,7 @@ Invariants:
 from __future__ import annotations
 
 import base64
+import ipaddress
 import netrc
 import os
 import ssl
@@ -170,13 +171,67 @@ def _port(url: SplitResult) -> int:
     return port or _DEFAULT_PORTS.get(url.scheme, 443)
 
 
+def _ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address(text)
+    except ValueError:
+        return None
+
+
+def _split_port(entry: str) -> tuple[str, str]:
+    """``host`` and ``port`` of ``host:port``, ``[v6]:port``, a bare IPv6 address or a name."""
+    if entry.startswith("["):
+        name, _, rest = entry[1:].partition("]")
+        return name, rest.removeprefix(":")
+    if entry.count(":") == 1:
+        name, _, port = entry.partition(":")
+        return name, port
+    return entry, ""
+
+
+def _no_proxy_matches(entry: str, host: str, port: int) -> bool:
+    """Whether one ``no_proxy`` entry covers ``host:port``, as Go's ``httpproxy`` reads it.
+
+    An entry is ``*``, an IP address, a CIDR block, or a domain that also covers its subdomains
+    (``example.com``, ``.example.com`` and ``*.example.com`` alike), each with an optional port.
+    """
+    entry = entry.strip().lower()
+    if entry in ("", "*"):
+        return entry == "*"
+    address = _ip(host)
+    if "/" in entry:
+        try:
+            network = ipaddress.ip_network(entry, strict=False)
+        except ValueError:
+            return False
+        return address is not None and address in network
+    name, wanted_port = _split_port(entry)
+    if wanted_port and wanted_port != str(port):
+        return False
+    if address is not None:
+        return address == _ip(name)
+    name = name.removeprefix("*").lstrip(".")
+    return host == name or host.endswith("." + name)
+
+
 def _proxy_url(server: SplitResult, config: Any) -> str | None:
-    """The configured proxy, else the environment's for the server (read now), else ``None``."""
+    """The configured proxy, else the environment's for the server (read now), else ``None``.
+
+    ``no_proxy`` is read as client-go reads it (CIDR blocks included, which Python's own
+    ``proxy_bypass`` does not understand), so an operator reaching the API server at its service
+    IP bypasses a proxy that ``NO_PROXY=10.96.0.0/12`` says to bypass.
+    """
     if config.proxy:
         return str(config.proxy)
     proxies = urllib.request.getproxies()
     proxy = proxies.get(server.scheme)
-    if not proxy or urllib.request.proxy_bypass(server.hostname or ""):
+    if not proxy:
+        return None
+    host = (server.hostname or "").lower()
+    entries = proxies.get("no", "").split(",")
+    if any(_no_proxy_matches(entry, host, _port(server)) for entry in entries):
+        return None
+    if urllib.request.proxy_bypass(host):
         return None
     return proxy
 

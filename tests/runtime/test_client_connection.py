@@ -22,7 +22,7 @@ from cryptography.x509.oid import NameOID
 
 from etctl.errors import RequestNotSent
 from etctl.runtime import CONFIGMAPS, PODS, Client, ClientOptions
-from etctl.runtime._transport import encode_body
+from etctl.runtime._transport import _no_proxy_matches, encode_body
 from tests.runtime.scripted import (
     InstantClock,
     client_for,
@@ -158,6 +158,66 @@ async def test_no_proxy_hosts_are_reached_directly(
         server.handler = answer
         monkeypatch.setenv("HTTP_PROXY", "http://proxy.invalid:3128")
         monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        async with await client_for(server.url, tmp_path) as client:
+            assert await client.get(PODS, "p", namespace="ns") == POD
+    assert len(server.seen) == 1
+
+
+@pytest.mark.parametrize(
+    ("entry", "host", "port", "bypassed"),
+    [
+        ("*", "anything.example", 443, True),
+        ("10.96.0.0/12", "10.96.0.1", 443, True),
+        ("10.96.0.0/12", "10.112.0.1", 443, False),
+        ("fd00::/8", "fd00::1", 443, True),
+        ("10.96.0.1", "10.96.0.1", 6443, True),
+        ("10.96.0.1:443", "10.96.0.1", 6443, False),
+        ("[fd00::1]:443", "fd00::1", 443, True),
+        ("fd00::1", "fd00::1", 443, True),
+        ("example.com", "api.example.com", 443, True),
+        (".example.com", "api.example.com", 443, True),
+        ("*.example.com", "example.com", 443, True),
+        ("example.com", "notexample.com", 443, False),
+        ("example.com:6443", "example.com", 443, False),
+        ("10.0.0.0/8", "kubernetes.default.svc", 443, False),
+        ("", "example.com", 443, False),
+    ],
+)
+def test_no_proxy_entries_are_read_as_client_go_reads_them(
+    entry: str, host: str, port: int, bypassed: bool
+) -> None:
+    assert _no_proxy_matches(entry, host, port) is bypassed
+
+
+async def test_the_kubeconfig_proxy_url_wins_over_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with scripted_server() as proxy:
+
+        async def answer(_request: web.Request) -> web.StreamResponse:
+            return json_response(POD)
+
+        proxy.handler = answer
+        monkeypatch.setenv("HTTP_PROXY", "http://elsewhere.invalid:3128")
+        monkeypatch.setenv("NO_PROXY", "cluster.invalid")  # the configured proxy is not bypassed
+        client = await connect(tmp_path, "http://cluster.invalid:6443", **{"proxy-url": proxy.url})
+        async with client:
+            assert await client.get(PODS, "p", namespace="ns") == POD
+    assert proxy.seen[0].path == "/api/v1/namespaces/ns/pods/p"
+
+
+async def test_a_no_proxy_cidr_block_is_reached_directly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An in-cluster operator behind a proxy reaches the service IP that NO_PROXY's block holds."""
+    async with scripted_server() as server:
+
+        async def answer(_request: web.Request) -> web.StreamResponse:
+            return json_response(POD)
+
+        server.handler = answer
+        monkeypatch.setenv("HTTP_PROXY", "http://proxy.invalid:3128")
+        monkeypatch.setenv("NO_PROXY", "10.96.0.0/12,127.0.0.0/8")
         async with await client_for(server.url, tmp_path) as client:
             assert await client.get(PODS, "p", namespace="ns") == POD
     assert len(server.seen) == 1
