@@ -169,13 +169,19 @@ class Upgraded:
 
 
 class Pool:
-    """Kept-alive connections to one :class:`Endpoint`, at most ``limit`` in use (0: no limit)."""
+    """Kept-alive connections to one :class:`Endpoint`, at most ``limit`` in use (0: no limit).
 
-    def __init__(self, endpoint: Endpoint, *, limit: int) -> None:
+    A connection idle for ``idle_timeout`` seconds is closed instead of reused (client-go's
+    ``IdleConnTimeout``, 90 s): load balancers and NAT gateways drop idle flows silently (Azure's
+    after 4 minutes), and a request written into such a connection waits for its whole timeout.
+    """
+
+    def __init__(self, endpoint: Endpoint, *, limit: int, idle_timeout: float = 90.0) -> None:
         self.endpoint = endpoint
         self._limit = limit
+        self._idle_timeout = idle_timeout
         self._active = 0
-        self._idle: list[Connection] = []
+        self._idle: list[tuple[float, Connection]] = []  # (released at, connection), oldest first
         self._waiters: deque[asyncio.Future[None]] = deque()
         self._busy: set[Connection] = set()
         self._closed = False
@@ -215,7 +221,7 @@ class Pool:
         """End an exchange: keep the connection if it can carry another, else close it."""
         self._busy.discard(connection)
         if connection.finished() and not self._closed:
-            self._idle.append(connection)
+            self._idle.append((asyncio.get_running_loop().time(), connection))
         else:
             connection.abort()
         self._free_slot()
@@ -223,14 +229,19 @@ class Pool:
     # -- connections
 
     async def _connection(self, timeout: Timeout, deadline: float | None) -> Connection:
-        while self._idle:
-            connection = self._idle.pop()
-            if not connection.closed:
-                return connection
+        loop = asyncio.get_running_loop()
+        idle = self._idle
+        if idle:
+            stale = loop.time() - self._idle_timeout
+            while idle and idle[0][0] < stale:  # the oldest first: close what idled too long
+                idle.pop(0)[1].abort()
+            while idle:
+                connection = idle.pop()[1]  # the most recently used: the likeliest to be alive
+                if not connection.closed:
+                    return connection
         if self._closed:
             msg = "the connection pool is closed"
             raise NotConnected(msg)
-        loop = asyncio.get_running_loop()
         bound = None if timeout.connect is None else loop.time() + timeout.connect
         if deadline is not None and (bound is None or deadline < bound):
             bound = deadline
@@ -355,7 +366,7 @@ class Pool:
         """Close every connection, those in use included (their readers get :class:`Broken`)."""
         self._closed = True
         idle, self._idle = self._idle, []
-        for connection in idle:
+        for _, connection in idle:
             # At once, without TLS's closing handshake: HTTP framing never depends on it, and a
             # handshake still under way when the event loop ends leaves the socket open.
             connection.abort()

@@ -20,6 +20,8 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import socket
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,6 +36,7 @@ _LOW_WATER: Final = 2**19
 _NO_BODY_STATUSES: Final = frozenset({204, 304})
 _MAX_CHUNK_LINE: Final = 1024
 _CRLF: Final = b"\r\n"
+_KEEPALIVE_SECONDS: Final = 30
 
 # What a connection is reading.
 _IDLE, _HEAD, _LENGTH, _CHUNK_SIZE, _CHUNK_DATA, _CHUNK_END, _TRAILER, _TO_EOF, _DONE, _SWITCHED = (
@@ -115,6 +118,22 @@ def _parse_head(head: bytes) -> Response:
     return Response(status, reason, headers)
 
 
+def _keep_alive(transport: asyncio.Transport) -> None:
+    """TCP keep-alive probes after 30 s of silence, every 30 s (Go's dialer does the same).
+
+    A peer that vanished without closing (a node gone, a flow dropped by a middlebox) is then
+    noticed by the kernel even on a connection nobody writes to, such as a quiet watch.
+    """
+    sock = transport.get_extra_info("socket")
+    if sock is None:
+        return
+    with contextlib.suppress(OSError, AttributeError):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        if hasattr(socket, "TCP_KEEPIDLE"):  # Linux; macOS has TCP_KEEPALIVE instead
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, _KEEPALIVE_SECONDS)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, _KEEPALIVE_SECONDS)
+
+
 class Connection(asyncio.Protocol):
     """One connection: writes a request, parses its answer as the bytes arrive.
 
@@ -152,6 +171,7 @@ class Connection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
+        _keep_alive(transport)
 
     def data_received(self, data: bytes) -> None:
         if self._state == _IDLE:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import socket
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -482,3 +483,29 @@ async def test_a_stream_held_back_by_its_reader_is_not_idle() -> None:
         while chunk := await stream.read():
             received += chunk
         assert received == body
+
+
+async def test_a_connection_idle_too_long_is_closed_not_reused() -> None:
+    answer = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+    async with serving(answering(answer, answer, answer)) as (server, _pool):
+        pool = Pool(Endpoint("127.0.0.1", server.port), limit=2, idle_timeout=0.05)
+        assert (await pool.request(request(), LIMITS))[1] == b"ok"
+        assert (await pool.request(request(), LIMITS))[1] == b"ok"  # at once: reused
+        assert server.connections == 1
+        await asyncio.sleep(0.1)  # twice the idle timeout
+        assert (await pool.request(request(), LIMITS))[1] == b"ok"
+        assert server.connections == 2  # a fresh connection, the idle one closed
+        await pool.close()
+
+
+async def test_connections_probe_a_silent_peer_with_tcp_keepalive() -> None:
+    answer = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+    async with serving(answering(answer)) as (_server, pool):
+        stream = await pool.stream(request(), LIMITS)
+        transport = stream._connection.transport if stream._connection else None
+        assert transport is not None
+        sock = transport.get_extra_info("socket")
+        assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 1
+        if hasattr(socket, "TCP_KEEPIDLE"):
+            assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE) == 30
+        assert await stream.read_all(100) == b"ok"
