@@ -72,6 +72,8 @@ Query = Sequence[tuple[str, str]]
 _BEARER = "BearerToken"
 _NO_ANSWER = (Broken, TimeoutError, OSError)
 """Failures to get an HTTP answer once the request may have been sent."""
+_UNANSWERED = (NotConnected, *_NO_ANSWER)
+"""Every failure to get an HTTP answer, the request sent or not."""
 _ERROR_BODY_LIMIT = 64 * 1024
 _JSON_OPTIONS = orjson.OPT_NON_STR_KEYS  # json.dumps turns int keys into strings too
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -231,8 +233,6 @@ def _proxy_url(server: SplitResult, config: Any) -> str | None:
     entries = proxies.get("no", "").split(",")
     if any(_no_proxy_matches(entry, host, _port(server)) for entry in entries):
         return None
-    if urllib.request.proxy_bypass(host):
-        return None
     return proxy
 
 
@@ -345,9 +345,9 @@ class Transport:
         method: str,
         path: str,
         query: Query,
-        extra: Mapping[str, str] | None = None,
-    ) -> str:
-        """The request line and headers, up to (not including) the blank line."""
+        extra: Mapping[str, str],
+    ) -> bytes:
+        """The request line and headers, the blank line that ends them included."""
         target = self._target_prefix + path
         if query:
             target = f"{target}?{urlencode(query)}"
@@ -355,9 +355,18 @@ class Transport:
         authorization = await self._authorization()
         if authorization:
             head += f"Authorization: {authorization}\r\n"
-        if extra:
-            head += "".join(f"{name}: {value}\r\n" for name, value in extra.items())
-        return head
+        head += "".join(f"{name}: {value}\r\n" for name, value in extra.items())
+        return (head + "\r\n").encode()
+
+    async def _refusal(self, answer: Stream) -> ApiError:
+        """Count a refusal (a status other than the one asked for); its error, body read."""
+        status = answer.response.status
+        self.count(status, "GET")
+        try:
+            body = await answer.read_all(_ERROR_BODY_LIMIT)
+        except _NO_ANSWER:
+            body = b""
+        return error_from_response(status, answer.response.headers, body)
 
     def _unanswered(self, exc: BaseException, what: str, method: str) -> TransportError:
         """Count an attempt that got no HTTP answer; the error saying whether it was sent."""
@@ -396,9 +405,9 @@ class Transport:
         try:
             head = await self._head(method, path, query, extra)
             response, data = await self._api.request(
-                (head + "\r\n").encode() + payload, timeout, head_only=method == "HEAD"
+                head + payload, timeout, head_only=method == "HEAD"
             )
-        except (NotConnected, *_NO_ANSWER) as exc:
+        except _UNANSWERED as exc:
             raise self._unanswered(exc, f"{method} {path}", method) from exc
         self.count(response.status, method)
         return RawResponse(response.status, response.headers, data)
@@ -413,18 +422,13 @@ class Transport:
         """
         try:
             head = await self._head("GET", path, query, {"Accept": "application/json"})
-            stream = await self._watch_api.stream((head + "\r\n").encode(), timeout)
-        except (NotConnected, *_NO_ANSWER) as exc:
+            stream = await self._watch_api.stream(head, timeout)
+        except _UNANSWERED as exc:
             raise self._unanswered(exc, f"WATCH {path}", "GET") from exc
-        status = stream.response.status
-        self.count(status, "GET")
-        if status == 200:
-            return stream
-        try:
-            body = await stream.read_all(_ERROR_BODY_LIMIT)
-        except _NO_ANSWER:
-            body = b""
-        raise error_from_response(status, stream.response.headers, body)
+        if stream.response.status != 200:
+            raise await self._refusal(stream)
+        self.count(200, "GET")
+        return stream
 
     async def ws_connect(
         self, path: str, *, query: Query, protocols: Sequence[str], timeout: float
@@ -443,20 +447,16 @@ class Transport:
         what = f"exec {path}"
         try:
             head = await self._head("GET", path, query, headers)
-            answer = await self._ws_api.upgrade((head + "\r\n").encode(), limits)
-        except (NotConnected, *_NO_ANSWER) as exc:
+            answer = await self._ws_api.upgrade(head, limits)
+        except _UNANSWERED as exc:
             raise self._unanswered(exc, what, "GET") from exc
         if isinstance(answer, Stream):
-            status = answer.response.status
-            self.count(status, "GET")
-            try:
-                body = await answer.read_all(_ERROR_BODY_LIMIT)
-            except _NO_ANSWER:
-                body = b""
-            if 200 <= status < 300:
+            refused = await self._refusal(answer)
+            if 200 <= answer.response.status < 300:
+                status = answer.response.status
                 msg = f"{what}: the server answered {status} instead of switching protocols"
                 raise TransportError(msg)
-            raise error_from_response(status, answer.response.headers, body)
+            raise refused
         self.count(101, "GET")
         ws = WebSocket(answer.response, answer.transport, answer.rest)
         if answer.response.headers.get("sec-websocket-accept") != accept_key(key):
