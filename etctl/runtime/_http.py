@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from collections import deque
 from dataclasses import dataclass, field
 
 from etctl.runtime._http_connection import (
@@ -178,44 +177,29 @@ class Pool:
 
     def __init__(self, endpoint: Endpoint, *, limit: int, idle_timeout: float = 90.0) -> None:
         self.endpoint = endpoint
-        self._limit = limit
         self._idle_timeout = idle_timeout
-        self._active = 0
+        # Slots for exchanges in flight; asyncio's semaphore hands them out first come first served.
+        self._slots = asyncio.Semaphore(limit) if limit else None
         self._idle: list[tuple[float, Connection]] = []  # (released at, connection), oldest first
-        self._waiters: deque[asyncio.Future[None]] = deque()
         self._busy: set[Connection] = set()
         self._closed = False
 
     # -- slots
 
     async def _slot(self, deadline: float | None) -> None:
-        if not self._limit or (self._active < self._limit and not self._waiters):
-            self._active += 1
+        slots = self._slots
+        if slots is None:
             return
-        loop = asyncio.get_running_loop()
-        waiter: asyncio.Future[None] = loop.create_future()
-        self._waiters.append(waiter)
         try:
             async with asyncio.timeout_at(deadline):
-                await waiter
-        except BaseException as exc:
-            if waiter.done() and not waiter.cancelled():
-                self._free_slot()  # handed over just as the wait ended: pass it on
-            else:
-                waiter.cancel()
-            if isinstance(exc, TimeoutError):
-                msg = f"no free connection to {self.endpoint.authority} in time"
-                raise NotConnected(msg) from exc
-            raise
-        # The slot was handed over by _free_slot: _active already counts it.
+                await slots.acquire()
+        except TimeoutError as exc:
+            msg = f"no free connection to {self.endpoint.authority} in time"
+            raise NotConnected(msg) from exc
 
     def _free_slot(self) -> None:
-        while self._waiters:
-            waiter = self._waiters.popleft()
-            if not waiter.done():
-                waiter.set_result(None)
-                return
-        self._active -= 1
+        if self._slots is not None:
+            self._slots.release()
 
     def release(self, connection: Connection) -> None:
         """End an exchange: keep the connection if it can carry another, else close it."""
@@ -371,4 +355,4 @@ class Pool:
             # handshake still under way when the event loop ends leaves the socket open.
             connection.abort()
         for connection in list(self._busy):
-            connection.abort_exchange(Broken("the client was closed"))
+            connection.fail(Broken("the client was closed"))

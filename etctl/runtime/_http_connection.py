@@ -134,6 +134,23 @@ def _keep_alive(transport: asyncio.Transport) -> None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, _KEEPALIVE_SECONDS)
 
 
+def _take_head(buffer: bytearray) -> Response | None:
+    """The status line and headers at the front of ``buffer``, consumed; ``None`` until complete.
+
+    Raises:
+        Broken: they exceed ``_MAX_HEAD`` bytes, or are not HTTP.
+    """
+    end = buffer.find(b"\r\n\r\n")
+    if end < 0:
+        if len(buffer) > _MAX_HEAD:
+            msg = f"answer headers exceed {_MAX_HEAD} bytes"
+            raise Broken(msg)
+        return None
+    response = _parse_head(bytes(buffer[:end]))
+    del buffer[: end + 4]
+    return response
+
+
 class Connection(asyncio.Protocol):
     """One connection: writes a request, parses its answer as the bytes arrive.
 
@@ -176,7 +193,7 @@ class Connection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self._state == _IDLE:
             # Bytes nobody asked for: the connection's framing can no longer be trusted.
-            self._fail(Broken(f"unexpected {len(data)} bytes between answers"))
+            self.fail(Broken(f"unexpected {len(data)} bytes between answers"))
             return
         if self._state == _DONE:
             self._keep_alive = False  # more than the answer held: never reuse the connection
@@ -187,7 +204,7 @@ class Connection(asyncio.Protocol):
         try:
             self._parse()
         except Broken as exc:
-            self._fail(exc)
+            self.fail(exc)
             return
         if (
             self._buffered > _HIGH_WATER
@@ -221,15 +238,9 @@ class Connection(asyncio.Protocol):
                 return
 
     def _step_head(self) -> bool:
-        buffer = self._buffer
-        end = buffer.find(b"\r\n\r\n")
-        if end < 0:
-            if len(buffer) > _MAX_HEAD:
-                msg = f"answer headers exceed {_MAX_HEAD} bytes"
-                raise Broken(msg)
+        response = _take_head(self._buffer)
+        if response is None:
             return False
-        response = _parse_head(bytes(buffer[:end]))
-        del buffer[: end + 4]
         if response.status == 101:
             self._response = response
             self._state = _SWITCHED  # what follows belongs to the protocol switched to
@@ -280,13 +291,12 @@ class Connection(asyncio.Protocol):
         return True
 
     def _step_chunk_end(self) -> bool:
-        buffer = self._buffer
-        if len(buffer) < len(_CRLF):
+        line = self._line(len(_CRLF), "the end of a chunk")
+        if line is None:
             return False
-        if buffer[:2] != _CRLF:
+        if line:
             msg = "chunk not followed by CRLF"
             raise Broken(msg)
-        del buffer[:2]
         self._state = _CHUNK_SIZE
         return True
 
@@ -344,15 +354,12 @@ class Connection(asyncio.Protocol):
             if not waiter.done():
                 waiter.set_result(None)
 
-    def _fail(self, exc: BaseException) -> None:
+    def fail(self, exc: BaseException) -> None:
+        """End the exchange in progress with ``exc`` (raised to its reader) and close."""
         if self._error is None:
             self._error = exc
         self.abort()
         self._wake()
-
-    def abort_exchange(self, exc: BaseException) -> None:
-        """End the exchange in progress with ``exc`` (raised to its reader) and close."""
-        self._fail(exc)
 
     def abort(self) -> None:
         """Close the connection at once (unread bytes and all)."""
@@ -372,7 +379,7 @@ class Connection(asyncio.Protocol):
 
     def _expire(self) -> None:
         self._deadline = None
-        self._fail(TimeoutError())
+        self.fail(TimeoutError())
 
     def _check_idle(self) -> None:
         self._idle_timer = None
@@ -383,7 +390,7 @@ class Connection(asyncio.Protocol):
             self._last_read = self._loop.time()  # silent because unread, not because idle
         due = self._last_read + timeout
         if self._loop.time() >= due:
-            self._fail(TimeoutError())
+            self.fail(TimeoutError())
         else:
             self._idle_timer = self._loop.call_at(due, self._check_idle)
 
@@ -472,8 +479,7 @@ class Connection(asyncio.Protocol):
         return transport, rest
 
 
-Connection._STEPS = {
-    _IDLE: Connection._step_beyond,
+Connection._STEPS = {  # data_received never parses while _IDLE, nor past _SWITCHED
     _HEAD: Connection._step_head,
     _LENGTH: Connection._step_data,
     _CHUNK_SIZE: Connection._step_chunk_size,
@@ -493,17 +499,16 @@ class Tunnel(asyncio.Protocol):
         self._buffer = bytearray()
 
     def data_received(self, data: bytes) -> None:
-        self._buffer += data
-        end = self._buffer.find(b"\r\n\r\n")
         if self.answer.done():
             return
-        if end >= 0:
-            try:
-                self.answer.set_result(_parse_head(bytes(self._buffer[:end])))
-            except Broken as exc:
-                self.answer.set_exception(exc)
-        elif len(self._buffer) > _MAX_HEAD:
-            self.answer.set_exception(Broken("the proxy's answer to CONNECT is too long"))
+        self._buffer += data
+        try:
+            response = _take_head(self._buffer)
+        except Broken as exc:
+            self.answer.set_exception(exc)
+            return
+        if response is not None:
+            self.answer.set_result(response)
 
     def connection_lost(self, exc: Exception | None) -> None:
         if not self.answer.done():
