@@ -166,8 +166,9 @@ class Listener:
             writer.close()
             async with asyncio.timeout(self._timeout):
                 await writer.wait_closed()
-        except (OSError, TimeoutError):
-            pass  # the client went away, or would not take the rest of an answer
+        except (OSError, TimeoutError) as exc:
+            # The client went away, or would not take the rest of an answer: its loss alone.
+            log.debug("a metrics or probe client left early", error=repr(exc))
         except asyncio.CancelledError:
             # close() dropped the connection. The task ends normally: asyncio's stream server
             # (Python 3.11) reports a cancelled connection task as an unhandled error.
