@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import base64
 import datetime
-import ipaddress
-import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -15,14 +13,11 @@ import orjson
 import pytest
 import yaml
 from aiohttp import web
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from etctl.errors import RequestNotSent
 from etctl.runtime import CONFIGMAPS, PODS, Client, ClientOptions
 from etctl.runtime._transport import _no_proxy_matches, encode_body
+from etctl.testing._apiserver.tls import ServingCertificate, serving_certificate
 from tests.runtime.scripted import (
     InstantClock,
     client_for,
@@ -43,53 +38,24 @@ def no_proxy_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Non
     monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
 
 
-def self_signed(tmp_path: Path) -> tuple[Path, Path]:
-    """A certificate for 127.0.0.1 signed by its own key: (certificate, key) files."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "etctl-test")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(hours=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    cert_path = tmp_path / "server.crt"
-    key_path = tmp_path / "server.key"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return cert_path, key_path
+async def answer_pod(_request: web.Request) -> web.StreamResponse:
+    """Every request's answer: :data:`POD`."""
+    return json_response(POD)
+
+
+def self_signed() -> ServingCertificate:
+    """A certificate for 127.0.0.1 signed by its own key (the embedded server's kind)."""
+    return serving_certificate("127.0.0.1")
 
 
 @asynccontextmanager
-async def tls_server(cert: Path, key: Path) -> AsyncIterator[str]:
+async def tls_server(certificate: ServingCertificate) -> AsyncIterator[str]:
     """An HTTPS server on 127.0.0.1 that answers every request with :data:`POD`."""
-
-    async def handler(_request: web.Request) -> web.StreamResponse:
-        return json_response(POD)
-
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(cert, key)
     app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", handler)
+    app.router.add_route("*", "/{tail:.*}", answer_pod)
     runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.5)
     await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=context)
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=certificate.context)
     await site.start()
     try:
         yield f"https://127.0.0.1:{runner.addresses[0][1]}"
@@ -107,16 +73,15 @@ async def connect(tmp_path: Path, url: str, **cluster: Any) -> Client:
 
 
 async def test_tls_with_the_kubeconfig_ca(tmp_path: Path) -> None:
-    cert, key = self_signed(tmp_path)
-    ca = base64.b64encode(cert.read_bytes()).decode()
-    async with tls_server(cert, key) as url:
-        async with await connect(tmp_path, url, **{"certificate-authority-data": ca}) as client:
+    certificate = self_signed()
+    async with tls_server(certificate) as url:
+        ca = {"certificate-authority-data": certificate.ca_data}
+        async with await connect(tmp_path, url, **ca) as client:
             assert await client.get(PODS, "p", namespace="ns") == POD
 
 
 async def test_tls_with_an_unknown_ca_is_refused_before_anything_is_sent(tmp_path: Path) -> None:
-    cert, key = self_signed(tmp_path)
-    async with tls_server(cert, key) as url:
+    async with tls_server(self_signed()) as url:
         async with await connect(tmp_path, url) as client:
             with pytest.raises(RequestNotSent):
                 await client.get(PODS, "p", namespace="ns")
@@ -129,11 +94,7 @@ async def test_the_environment_proxy_is_read_when_the_client_is_built(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async with scripted_server() as proxy:
-
-        async def answer(_request: web.Request) -> web.StreamResponse:
-            return json_response(POD)
-
-        proxy.handler = answer
+        proxy.handler = answer_pod
         monkeypatch.setenv("HTTP_PROXY", proxy.url.replace("http://", "http://me:pw@"))
         # The cluster's name does not resolve: only the proxy can carry the request.
         async with await client_for("http://cluster.invalid:6443", tmp_path) as client:
@@ -151,11 +112,7 @@ async def test_no_proxy_hosts_are_reached_directly(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async with scripted_server() as server:
-
-        async def answer(_request: web.Request) -> web.StreamResponse:
-            return json_response(POD)
-
-        server.handler = answer
+        server.handler = answer_pod
         monkeypatch.setenv("HTTP_PROXY", "http://proxy.invalid:3128")
         monkeypatch.setenv("NO_PROXY", "127.0.0.1")
         async with await client_for(server.url, tmp_path) as client:
@@ -193,11 +150,7 @@ async def test_the_kubeconfig_proxy_url_wins_over_the_environment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async with scripted_server() as proxy:
-
-        async def answer(_request: web.Request) -> web.StreamResponse:
-            return json_response(POD)
-
-        proxy.handler = answer
+        proxy.handler = answer_pod
         monkeypatch.setenv("HTTP_PROXY", "http://elsewhere.invalid:3128")
         monkeypatch.setenv("NO_PROXY", "cluster.invalid")  # the configured proxy is not bypassed
         client = await connect(tmp_path, "http://cluster.invalid:6443", **{"proxy-url": proxy.url})
@@ -211,11 +164,7 @@ async def test_a_no_proxy_cidr_block_is_reached_directly(
 ) -> None:
     """An in-cluster operator behind a proxy reaches the service IP that NO_PROXY's block holds."""
     async with scripted_server() as server:
-
-        async def answer(_request: web.Request) -> web.StreamResponse:
-            return json_response(POD)
-
-        server.handler = answer
+        server.handler = answer_pod
         monkeypatch.setenv("HTTP_PROXY", "http://proxy.invalid:3128")
         monkeypatch.setenv("NO_PROXY", "10.96.0.0/12,127.0.0.0/8")
         async with await client_for(server.url, tmp_path) as client:
@@ -231,11 +180,7 @@ async def test_netrc_credentials_are_used_only_without_a_token(
     netrc.chmod(0o600)
     monkeypatch.setenv("NETRC", str(netrc))
     async with scripted_server() as server:
-
-        async def answer(_request: web.Request) -> web.StreamResponse:
-            return json_response(POD)
-
-        server.handler = answer
+        server.handler = answer_pod
         kubeconfig = write_kubeconfig(tmp_path / "anonymous", server.url, token="")
         async with await Client.from_kubeconfig(kubeconfig) as client:
             await client.get(PODS, "p", namespace="ns")

@@ -338,16 +338,8 @@ async def test_a_slow_stream_reader_holds_the_server_back_and_loses_nothing() ->
 
 
 async def test_closing_the_pool_ends_an_open_stream() -> None:
-    def make(server: RawServer) -> Handler:
-        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            await server.read_request(reader)
-            writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
-            await writer.drain()
-            await reader.read()
-
-        return handle
-
-    async with serving(make) as (_server, pool):
+    head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+    async with serving(answering(head)) as (_server, pool):
         stream = await pool.stream(request(), Timeout(connect=5, read=30))
         reading = asyncio.create_task(stream.read())
         await asyncio.sleep(0.05)
@@ -367,16 +359,8 @@ async def test_connection_refused_is_not_connected() -> None:
 
 
 async def test_a_switch_of_protocols_hands_over_the_transport_with_early_bytes() -> None:
-    def make(server: RawServer) -> Handler:
-        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            await server.read_request(reader)
-            writer.write(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\nearly")
-            await writer.drain()
-            await reader.read()
-
-        return handle
-
-    async with serving(make) as (_server, pool):
+    switch = b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\nearly"
+    async with serving(answering(switch)) as (_server, pool):
         switched = await pool.upgrade(request(), LIMITS)
         assert isinstance(switched, Upgraded)
         assert (switched.response.status, switched.rest) == (101, b"early")
@@ -393,9 +377,7 @@ async def test_a_refused_switch_is_a_stream_of_the_refusal() -> None:
 
 
 async def test_tls_through_a_connect_tunnel(tmp_path: Path) -> None:
-    cert, key = self_signed(tmp_path)
-    server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    server_tls.load_cert_chain(cert, key)
+    certificate = self_signed()
     answer = b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nsecret"
     tunnels: list[bytes] = []
     proxied = asyncio.Event()
@@ -420,12 +402,11 @@ async def test_tls_through_a_connect_tunnel(tmp_path: Path) -> None:
         proxied.set()
 
     async with (
-        serving(answering(answer)) as (_plain, _unused),
-        raw_server(lambda r, w: asyncio.sleep(0), tls=server_tls) as secure,
+        raw_server(nothing, tls=certificate.context) as secure,
         raw_server(proxy) as proxy_server,
     ):
         secure.handler = answering(answer)(secure)
-        client_tls = ssl.create_default_context(cafile=str(cert))
+        client_tls = ssl.create_default_context(cadata=certificate.ca_pem.decode())
         credentials = "Basic " + base64.b64encode(b"me:pw").decode()
         endpoint = Endpoint(
             "127.0.0.1",
@@ -465,17 +446,8 @@ async def test_a_refused_tunnel_means_nothing_was_sent() -> None:
 
 async def test_a_stream_held_back_by_its_reader_is_not_idle() -> None:
     body = b"y" * (6 * 2**20)
-
-    def make(server: RawServer) -> Handler:
-        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            await server.read_request(reader)
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
-            await writer.drain()
-            await reader.read()
-
-        return handle
-
-    async with serving(make) as (_server, pool):
+    answer = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body
+    async with serving(answering(answer)) as (_server, pool):
         stream = await pool.stream(request(), Timeout(connect=5, read=0.1))
         first = await stream.read()
         await asyncio.sleep(0.3)  # three read timeouts with the socket paused: not silence
