@@ -178,6 +178,13 @@ class Cache:
         self.options = options or CacheOptions()
         namespaces = self.options.namespaces
         self._namespaces = tuple(dict.fromkeys(namespaces)) if namespaces is not None else None
+        # The resources whose ByObject scope names its own namespaces: every namespaced read checks
+        # its namespace against them, so they are looked up here, once.
+        self._scoped_namespaces = {
+            res: tuple(scope.namespaces)
+            for res, scope in self.options.by_object.items()
+            if scope.namespaces is not None
+        }
         self._rng = rng or random.Random()  # noqa: S311 - jitter, not cryptography
         self._sources: dict[_Key, EventSource] = {}
         self._informers: list[Informer] = []
@@ -194,9 +201,8 @@ class Cache:
         """The namespaces ``res`` is cached in (``None``: all, or cluster-scoped)."""
         if not res.namespaced:
             return None
-        scope = self.options.by_object.get(res)
-        if scope is not None and scope.namespaces is not None:
-            return tuple(scope.namespaces)
+        if self._scoped_namespaces:
+            return self._scoped_namespaces.get(res, self._namespaces)
         return self._namespaces
 
     # -- informers
@@ -330,8 +336,8 @@ class Cache:
                 "controller is set up; reads never start one"
             )
             raise NotCachedError(msg)
-        cached = self.namespaces_of(res)
-        if namespace and cached is not None:
+        cached = self.namespaces_of(res) if namespace else None
+        if cached is not None:
             if namespace not in cached:
                 msg = (
                     f"namespace {namespace!r} is not cached for {res} "

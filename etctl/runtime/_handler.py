@@ -209,7 +209,7 @@ class EnqueueingHandler:
             omitted); events that bring none are added at low priority whatever it says.
     """
 
-    __slots__ = ("_create_priority", "_handler", "_predicates", "_priority", "_queue")
+    __slots__ = ("_handler", "_new_objects_low", "_predicates", "_priority", "_queue")
 
     def __init__(
         self,
@@ -223,21 +223,21 @@ class EnqueueingHandler:
         self._handler = handler
         self._queue = queue
         self._predicates = tuple(predicates)
-        self._create_priority = LOW_PRIORITY if new_objects_low else None
+        self._new_objects_low = new_objects_low
         self._priority = priority
 
     def on_add(self, obj: ObjectView, *, is_in_initial_list: bool) -> None:
         """Enqueue what the create maps to, if every predicate passes it."""
         event = CreateEvent(obj, is_in_initial_list)
         if all(p.create(event) for p in self._predicates):
-            low = LOW_PRIORITY if is_in_initial_list else self._create_priority
-            self._enqueue(self._handler.create(event), low)
+            low = is_in_initial_list or self._new_objects_low
+            self._enqueue(self._handler.create(event), low=low)
 
     def on_update(self, old: ObjectView, new: ObjectView) -> None:
         """Enqueue what the update (or resync) maps to, if every predicate passes it."""
         event = UpdateEvent(old, new)
         if all(p.update(event) for p in self._predicates):
-            self._enqueue(self._handler.update(event), LOW_PRIORITY if event.is_resync else None)
+            self._enqueue(self._handler.update(event), low=event.is_resync)
 
     def on_delete(self, obj: ObjectView | Tombstone) -> None:
         """Enqueue what the delete maps to, if every predicate passes it; tombstones unwrap."""
@@ -248,11 +248,14 @@ class EnqueueingHandler:
         if all(p.delete(event) for p in self._predicates):
             self._enqueue(self._handler.delete(event))
 
-    def _enqueue(self, requests: Iterable[Request], low: int | None = None) -> None:
+    def _enqueue(self, requests: Iterable[Request], *, low: bool = False) -> None:
+        """Add ``requests`` at low priority, or at the priority function's (0 without one)."""
         add = self._queue.add
         priority = self._priority
-        for request in requests:
-            if low is not None:
-                add(request, priority=low)
-            else:
-                add(request, priority=priority(request) if priority is not None else 0)
+        if low or priority is None:
+            level = LOW_PRIORITY if low else 0
+            for request in requests:
+                add(request, priority=level)
+        else:
+            for request in requests:
+                add(request, priority=priority(request))

@@ -201,7 +201,9 @@ class WorkQueue(Generic[T]):
         if self._shutting_down:
             return
         if self._ready_at:
-            priority = max(priority, self._cancel_delay(item))
+            delayed = self._cancel_delay(item)
+            if delayed is not None and delayed > priority:
+                priority = delayed
         queued = self._dirty.get(item)
         if queued is not None:
             if priority > queued:
@@ -441,13 +443,14 @@ class WorkQueue(Generic[T]):
                 getter.set_result(None)
                 return
 
-    def _cancel_delay(self, item: T) -> int:
-        """Drop ``item``'s delay; the priority it was delayed with (LOW_PRIORITY - 1 if none)."""
-        priority = self._delayed_priority.pop(item, LOW_PRIORITY - 1)
+    def _cancel_delay(self, item: T) -> int | None:
+        """Drop ``item``'s delay; the priority it was delayed with (None: it was not delayed)."""
         ready_at = self._ready_at.pop(item, None)
-        if ready_at is not None and ready_at == self._timer_deadline:
+        if ready_at is None:
+            return None
+        if ready_at == self._timer_deadline:
             self._timer_wake.set()  # run() slept for this item: let it pick the next deadline
-        return priority
+        return self._delayed_priority.pop(item)
 
     def _requeue_priority(self, item: T) -> int:
         handed = self._processing.get(item)
@@ -523,7 +526,7 @@ class WorkQueue(Generic[T]):
                 return ready_at
             heapq.heappop(heap)
             del self._ready_at[item]
-            self.add(item, priority=self._delayed_priority.pop(item, 0))
+            self.add(item, priority=self._delayed_priority.pop(item))
         return None
 
     def _compact(self) -> None:

@@ -264,6 +264,13 @@ async def test_an_add_of_a_delayed_item_keeps_the_higher_priority() -> None:
         assert await take(queue, 2) == ["a", "b"]
 
 
+async def test_another_items_delay_leaves_the_priority_of_an_add_alone() -> None:
+    queue: WorkQueue[str] = WorkQueue(clock=FakeClock())
+    queue.add_after("delayed", 10)
+    queue.add("very-low", priority=LOW_PRIORITY - 400)
+    assert queue.priority_of("very-low") == LOW_PRIORITY - 400
+
+
 async def test_aging_hands_out_an_item_that_waited_too_long_behind_higher_ones() -> None:
     clock = FakeClock()
     queue: WorkQueue[str] = WorkQueue(clock=clock, aging=30)
