@@ -18,6 +18,7 @@ from etctl.testing import ApiServer
 from etctl.testing._apiserver import protobody, protowire
 from etctl.testing._apiserver.builtin import builtin_resources
 from etctl.testing._apiserver.services import ClusterIPAllocator
+from etctl.testing._goduration import go_duration
 from tests.testing.apiserver import proto_descriptors
 from tests.testing.apiserver._client import Api
 
@@ -205,7 +206,7 @@ def test_raw_extensions_durations_doubles_and_packed_numbers() -> None:
     ],
 )
 def test_durations_print_as_go_does(nanos: int, text: str) -> None:
-    assert protobody.go_duration(nanos) == text
+    assert go_duration(nanos) == text
 
 
 @pytest.mark.parametrize(
