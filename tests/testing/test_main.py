@@ -24,6 +24,7 @@ import yaml
 
 from etctl.runtime import NAMESPACES, Client
 from etctl.testing.__main__ import _kubelet_config, _parser, main
+from tests.testing.apiserver._protoencode import envelope, f, m
 
 
 @asynccontextmanager
@@ -108,31 +109,13 @@ async def test_pods_run_on_the_served_cluster() -> None:
                     break
 
 
-def _message(*fields: tuple[int, bytes | int]) -> bytes:
-    """A protobuf message of length-delimited (bytes) and varint (int) fields."""
-
-    def varint(value: int) -> bytes:
-        out = bytearray()
-        while True:
-            out.append((value & 0x7F) | (0x80 if value > 0x7F else 0))
-            value >>= 7
-            if not value:
-                return bytes(out)
-
-    encoded = b""
-    for number, value in fields:
-        if isinstance(value, int):
-            encoded += varint(number << 3) + varint(value)
-        else:
-            encoded += varint(number << 3 | 2) + varint(len(value)) + value
-    return encoded
-
-
 def _protobuf_token_request(seconds: int, audience: str) -> bytes:
-    """A TokenRequest as kubectl's typed client sends it (``k8s\\0`` + runtime.Unknown)."""
-    type_meta = _message((1, b"authentication.k8s.io/v1"), (2, b"TokenRequest"))
-    spec = _message((1, audience.encode()), (4, seconds))
-    return b"k8s\x00" + _message((1, type_meta), (2, _message((2, spec))))
+    """A TokenRequest as kubectl's typed client sends it (``k8s\\0`` + runtime.Unknown).
+
+    TokenRequest: 2 spec. TokenRequestSpec: 1 audiences, 4 expirationSeconds.
+    """
+    spec = m(f(1, audience), f(4, seconds))
+    return envelope("authentication.k8s.io/v1", "TokenRequest", f(2, spec))
 
 
 async def test_auth_serves_tls_enforces_rbac_and_serves_token_requests(tmp_path: Path) -> None:
