@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import shutil
 import signal
 import socket
 import ssl
@@ -187,29 +186,36 @@ async def test_tls_can_be_turned_off_or_on_without_auth(tmp_path: Path) -> None:
             ]
 
 
+async def _kubectl(
+    kubeconfig: Path, *args: str, stdin: bytes | None = None
+) -> tuple[int | None, str, str]:
+    """``kubectl --kubeconfig KUBECONFIG ARGS...``: its exit code, stdout and stderr."""
+    process = await asyncio.create_subprocess_exec(
+        "kubectl",
+        "--kubeconfig",
+        str(kubeconfig),
+        *args,
+        stdin=asyncio.subprocess.PIPE if stdin is not None else None,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(stdin), 60)
+    return process.returncode, out.decode(), err.decode()
+
+
+@pytest.mark.etctl_kubectl
 async def test_kubectl_authenticates_and_mints_tokens_with_auth(tmp_path: Path) -> None:
     """kubectl sends its token only over TLS, and its typed requests are protobuf."""
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        pytest.skip("kubectl is not installed")
     kubeconfig = tmp_path / "kubeconfig"
     async with _serving("--no-kubelet", "--auth", "--kubeconfig", str(kubeconfig)):
 
         async def run(*args: str, refused: bool = False) -> str:
-            process = await asyncio.create_subprocess_exec(
-                kubectl,
-                "--kubeconfig",
-                str(kubeconfig),
-                *args,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-            )
-            out, err = await asyncio.wait_for(process.communicate(), 60)
+            code, out, err = await _kubectl(kubeconfig, *args)
             if refused:
-                assert process.returncode != 0, out.decode()
-                return err.decode()
-            assert process.returncode == 0, err.decode()
-            return out.decode()
+                assert code != 0, out
+                return err
+            assert code == 0, err
+            return out
 
         assert "default" in await run("get", "namespaces", "-o", "name")
         account = tmp_path / "robot.yaml"
@@ -258,28 +264,17 @@ def _comparable(text: str) -> dict[str, Any]:
     return obj
 
 
+@pytest.mark.etctl_kubectl
 async def test_kubectls_typed_creates_store_what_their_json_would(tmp_path: Path) -> None:
     """``kubectl create <kind>`` sends protobuf; the stored object equals the one created from
     the same command's ``--dry-run=client -o json`` output sent as JSON."""
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        pytest.skip("kubectl is not installed")
     kubeconfig = tmp_path / "kubeconfig"
     async with _serving("--no-kubelet", "--kubeconfig", str(kubeconfig)):
 
         async def run(*args: str, stdin: bytes | None = None) -> str:
-            process = await asyncio.create_subprocess_exec(
-                kubectl,
-                "--kubeconfig",
-                str(kubeconfig),
-                *args,
-                stdin=asyncio.subprocess.PIPE if stdin is not None else None,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-            )
-            out, err = await asyncio.wait_for(process.communicate(stdin), 60)
-            assert process.returncode == 0, f"kubectl {' '.join(args)}: {err.decode()}"
-            return out.decode()
+            code, out, err = await _kubectl(kubeconfig, *args, stdin=stdin)
+            assert code == 0, f"kubectl {' '.join(args)}: {err}"
+            return out
 
         async def both(args: tuple[str, ...], json_args: tuple[str, ...]) -> None:
             await run("create", *args)
