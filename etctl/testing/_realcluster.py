@@ -376,11 +376,7 @@ class RealCluster:
         name = str(manifest["metadata"]["name"])
 
         async def ready(client: Client) -> bool:
-            crd = await client.get(CRDS, name)
-            conditions = (crd.get("status") or {}).get("conditions") or []
-            if not any(
-                c.get("type") == "Established" and c.get("status") == "True" for c in conditions
-            ):
+            if not _condition_true(await client.get(CRDS, name), "Established"):
                 return False
             try:
                 for res in resources:
@@ -431,8 +427,11 @@ async def _presets(client: Client) -> tuple[tuple[Resource, str], ...]:
     return tuple(found)
 
 
+def _condition_true(obj: KubeObject, kind: str) -> bool:
+    """Whether ``obj``'s ``status.conditions`` hold ``kind`` with status ``True``."""
+    conditions = (obj.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == kind and c.get("status") == "True" for c in conditions)
+
+
 def _ready(node: KubeObject) -> bool:
-    conditions = (node.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions) and (
-        not objects.meta(node).get("deletionTimestamp")
-    )
+    return _condition_true(node, "Ready") and not objects.is_terminating(node)
