@@ -30,9 +30,9 @@ import concurrent.futures
 import contextlib
 import hashlib
 import json
-import threading
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -51,6 +51,7 @@ from etctl.runtime import (
     Resource,
     objects,
 )
+from etctl.testing._loopthread import LoopThread
 
 __all__ = ["TEST_LABEL", "RealCluster", "RemoteStorage"]
 
@@ -182,12 +183,7 @@ class RealCluster:
         self.storage = RemoteStorage(self)
         self._request_timeout = request_timeout
         self._ready_timeout = ready_timeout
-        self._ready = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop: asyncio.Event | None = None
-        self._client: Client | None = None
-        self._error: BaseException | None = None
+        self._helper = LoopThread("etctl-real-cluster", "the real cluster's client", self._connect)
         self._crds: dict[str, str] = {}
         self._nodes: bool | None = None
         self._namespaces: dict[str, None] = {}
@@ -204,29 +200,19 @@ class RealCluster:
         Raises:
             RuntimeError: the client could not be built (the cause is chained).
         """
-        if self._thread is not None:
-            return self
-        self._thread = threading.Thread(target=self._run, name="etctl-real-cluster", daemon=True)
-        self._thread.start()
-        if not self._ready.wait(timeout) or self._client is None:
-            msg = f"cannot connect to the cluster of {self.kubeconfig}"
-            raise RuntimeError(msg) from self._error
+        if not self._helper.started:
+            self._helper.start(timeout, f"cannot connect to the cluster of {self.kubeconfig}")
         return self
 
     def close(self, timeout: float = 60.0) -> None:
         """Delete the namespaces still held, then stop the helper thread."""
-        if self._loop is None:
+        if not self._helper.running:
             return
         for name in list(self._namespaces):
             # Best effort at the end of a run: the label names whatever is left.
             with contextlib.suppress(ApiError, TimeoutError, concurrent.futures.TimeoutError):
                 self.delete_namespace(name)
-        loop, stop = self._loop, self._stop
-        if stop is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(stop.set)
-        if self._thread is not None:
-            self._thread.join(timeout)
-        self._loop = None
+        self._helper.stop(timeout)
 
     def __enter__(self) -> RealCluster:
         return self.start()
@@ -234,26 +220,13 @@ class RealCluster:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _run(self) -> None:
-        try:
-            asyncio.run(self._main())
-        except Exception as exc:  # noqa: BLE001 - chained by start(), which is waiting for it
-            self._error = exc
-        finally:
-            self._ready.set()
-
-    async def _main(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._stop = asyncio.Event()
+    def _connect(self) -> AbstractAsyncContextManager[Client]:
         options = ClientOptions(
             request_timeout=self._request_timeout,
             user_agent="etctl-tests",
             field_manager=FIELD_MANAGER,
         )
-        async with await Client.from_kubeconfig(self.kubeconfig, options=options) as client:
-            self._client = client
-            self._ready.set()
-            await self._stop.wait()
+        return _connected(self.kubeconfig, options)
 
     # -- requests
 
@@ -272,18 +245,7 @@ class RealCluster:
 
     def _submit(self, fn: Callable[[Client], Awaitable[T]]) -> concurrent.futures.Future[T]:
         self.start()
-        loop, client = self._loop, self._client
-        if loop is None or client is None:
-            msg = "the real cluster's client is not running"
-            raise RuntimeError(msg)
-        if threading.current_thread() is self._thread:
-            msg = "RealCluster.call from its own thread would wait for itself"
-            raise RuntimeError(msg)
-
-        async def invoke() -> T:
-            return await fn(client)
-
-        return asyncio.run_coroutine_threadsafe(invoke(), loop)
+        return self._helper.submit(fn)
 
     # -- namespaces
 
@@ -376,11 +338,7 @@ class RealCluster:
         name = str(manifest["metadata"]["name"])
 
         async def ready(client: Client) -> bool:
-            crd = await client.get(CRDS, name)
-            conditions = (crd.get("status") or {}).get("conditions") or []
-            if not any(
-                c.get("type") == "Established" and c.get("status") == "True" for c in conditions
-            ):
+            if not _condition_true(await client.get(CRDS, name), "Established"):
                 return False
             try:
                 for res in resources:
@@ -408,6 +366,12 @@ class RealCluster:
         return list(self._namespaces)
 
 
+@contextlib.asynccontextmanager
+async def _connected(kubeconfig: Path, options: ClientOptions) -> AsyncIterator[Client]:
+    async with await Client.from_kubeconfig(kubeconfig, options=options) as client:
+        yield client
+
+
 def _applier(name: str, manifest: Mapping[str, Any]) -> Callable[[Client], Awaitable[KubeObject]]:
     body = {**manifest, "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition"}
 
@@ -431,8 +395,11 @@ async def _presets(client: Client) -> tuple[tuple[Resource, str], ...]:
     return tuple(found)
 
 
+def _condition_true(obj: KubeObject, kind: str) -> bool:
+    """Whether ``obj``'s ``status.conditions`` hold ``kind`` with status ``True``."""
+    conditions = (obj.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == kind and c.get("status") == "True" for c in conditions)
+
+
 def _ready(node: KubeObject) -> bool:
-    conditions = (node.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions) and (
-        not objects.meta(node).get("deletionTimestamp")
-    )
+    return _condition_true(node, "Ready") and not objects.is_terminating(node)

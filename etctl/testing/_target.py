@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from etctl.runtime import NAMESPACES, KubeObject, Resource
-from etctl.testing._apiserver.server import ApiServer, CRDSource, _documents
+from etctl.testing._apiserver.server import ApiServer, CRDSource, crd_documents
 from etctl.testing._realcluster import RealCluster
 
 __all__ = [
@@ -241,7 +241,7 @@ async def cluster_target(
             server.write_kubeconfig(path, namespace=namespace)
             yield ClusterTarget(path, namespace, server=server)
         return
-    await cluster.install_crds(_documents(sources))
+    await cluster.install_crds(crd_documents(sources))
     name = await cluster.acreate_namespace(namespace)
     try:
         yield ClusterTarget(cluster.kubeconfig, name, cluster=cluster)

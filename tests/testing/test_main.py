@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import shutil
 import signal
 import socket
 import ssl
@@ -24,6 +23,7 @@ import yaml
 
 from etctl.runtime import NAMESPACES, Client
 from etctl.testing.__main__ import _kubelet_config, _parser, main
+from tests.testing.apiserver._protoencode import envelope, f, m
 
 
 @asynccontextmanager
@@ -108,31 +108,13 @@ async def test_pods_run_on_the_served_cluster() -> None:
                     break
 
 
-def _message(*fields: tuple[int, bytes | int]) -> bytes:
-    """A protobuf message of length-delimited (bytes) and varint (int) fields."""
-
-    def varint(value: int) -> bytes:
-        out = bytearray()
-        while True:
-            out.append((value & 0x7F) | (0x80 if value > 0x7F else 0))
-            value >>= 7
-            if not value:
-                return bytes(out)
-
-    encoded = b""
-    for number, value in fields:
-        if isinstance(value, int):
-            encoded += varint(number << 3) + varint(value)
-        else:
-            encoded += varint(number << 3 | 2) + varint(len(value)) + value
-    return encoded
-
-
 def _protobuf_token_request(seconds: int, audience: str) -> bytes:
-    """A TokenRequest as kubectl's typed client sends it (``k8s\\0`` + runtime.Unknown)."""
-    type_meta = _message((1, b"authentication.k8s.io/v1"), (2, b"TokenRequest"))
-    spec = _message((1, audience.encode()), (4, seconds))
-    return b"k8s\x00" + _message((1, type_meta), (2, _message((2, spec))))
+    """A TokenRequest as kubectl's typed client sends it (``k8s\\0`` + runtime.Unknown).
+
+    TokenRequest: 2 spec. TokenRequestSpec: 1 audiences, 4 expirationSeconds.
+    """
+    spec = m(f(1, audience), f(4, seconds))
+    return envelope("authentication.k8s.io/v1", "TokenRequest", f(2, spec))
 
 
 async def test_auth_serves_tls_enforces_rbac_and_serves_token_requests(tmp_path: Path) -> None:
@@ -204,29 +186,36 @@ async def test_tls_can_be_turned_off_or_on_without_auth(tmp_path: Path) -> None:
             ]
 
 
+async def _kubectl(
+    kubeconfig: Path, *args: str, stdin: bytes | None = None
+) -> tuple[int | None, str, str]:
+    """``kubectl --kubeconfig KUBECONFIG ARGS...``: its exit code, stdout and stderr."""
+    process = await asyncio.create_subprocess_exec(
+        "kubectl",
+        "--kubeconfig",
+        str(kubeconfig),
+        *args,
+        stdin=asyncio.subprocess.PIPE if stdin is not None else None,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(stdin), 60)
+    return process.returncode, out.decode(), err.decode()
+
+
+@pytest.mark.etctl_kubectl
 async def test_kubectl_authenticates_and_mints_tokens_with_auth(tmp_path: Path) -> None:
     """kubectl sends its token only over TLS, and its typed requests are protobuf."""
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        pytest.skip("kubectl is not installed")
     kubeconfig = tmp_path / "kubeconfig"
     async with _serving("--no-kubelet", "--auth", "--kubeconfig", str(kubeconfig)):
 
         async def run(*args: str, refused: bool = False) -> str:
-            process = await asyncio.create_subprocess_exec(
-                kubectl,
-                "--kubeconfig",
-                str(kubeconfig),
-                *args,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-            )
-            out, err = await asyncio.wait_for(process.communicate(), 60)
+            code, out, err = await _kubectl(kubeconfig, *args)
             if refused:
-                assert process.returncode != 0, out.decode()
-                return err.decode()
-            assert process.returncode == 0, err.decode()
-            return out.decode()
+                assert code != 0, out
+                return err
+            assert code == 0, err
+            return out
 
         assert "default" in await run("get", "namespaces", "-o", "name")
         account = tmp_path / "robot.yaml"
@@ -275,28 +264,17 @@ def _comparable(text: str) -> dict[str, Any]:
     return obj
 
 
+@pytest.mark.etctl_kubectl
 async def test_kubectls_typed_creates_store_what_their_json_would(tmp_path: Path) -> None:
     """``kubectl create <kind>`` sends protobuf; the stored object equals the one created from
     the same command's ``--dry-run=client -o json`` output sent as JSON."""
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        pytest.skip("kubectl is not installed")
     kubeconfig = tmp_path / "kubeconfig"
     async with _serving("--no-kubelet", "--kubeconfig", str(kubeconfig)):
 
         async def run(*args: str, stdin: bytes | None = None) -> str:
-            process = await asyncio.create_subprocess_exec(
-                kubectl,
-                "--kubeconfig",
-                str(kubeconfig),
-                *args,
-                stdin=asyncio.subprocess.PIPE if stdin is not None else None,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-            )
-            out, err = await asyncio.wait_for(process.communicate(stdin), 60)
-            assert process.returncode == 0, f"kubectl {' '.join(args)}: {err.decode()}"
-            return out.decode()
+            code, out, err = await _kubectl(kubeconfig, *args, stdin=stdin)
+            assert code == 0, f"kubectl {' '.join(args)}: {err}"
+            return out
 
         async def both(args: tuple[str, ...], json_args: tuple[str, ...]) -> None:
             await run("create", *args)

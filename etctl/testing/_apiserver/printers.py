@@ -336,12 +336,17 @@ def _count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
+def _desired(obj: ObjectView) -> int:
+    """``spec.replicas``, 1 when unset (the default the server would have filled in)."""
+    desired = _m(obj.get("spec")).get("replicas")
+    return _count(desired) if desired is not None else 1
+
+
 def _deployment(obj: ObjectView, now: datetime) -> list[Any]:
-    spec, status = _m(obj.get("spec")), _m(obj.get("status"))
-    desired = spec.get("replicas")
+    status = _m(obj.get("status"))
     return [
         _name(obj),
-        f"{_count(status.get('readyReplicas'))}/{_count(desired) if desired is not None else 1}",
+        f"{_count(status.get('readyReplicas'))}/{_desired(obj)}",
         _count(status.get("updatedReplicas")),
         _count(status.get("availableReplicas")),
         _age(obj, now),
@@ -350,11 +355,10 @@ def _deployment(obj: ObjectView, now: datetime) -> list[Any]:
 
 
 def _replicaset(obj: ObjectView, now: datetime) -> list[Any]:
-    spec, status = _m(obj.get("spec")), _m(obj.get("status"))
-    desired = spec.get("replicas")
+    status = _m(obj.get("status"))
     return [
         _name(obj),
-        _count(desired) if desired is not None else 1,
+        _desired(obj),
         _count(status.get("replicas")),
         _count(status.get("readyReplicas")),
         _age(obj, now),

@@ -30,6 +30,7 @@ from importlib import resources
 from typing import Any
 
 from etctl.testing._apiserver import protowire
+from etctl.testing._goduration import go_duration
 
 __all__ = ["Descriptors", "decode", "decode_message", "descriptors"]
 
@@ -199,32 +200,6 @@ def _micro_time(data: bytes) -> str | None:
 
 def _duration(data: bytes) -> str:
     return go_duration(_int(_numbers(data), 1))
-
-
-def go_duration(nanos: int) -> str:
-    """Go's ``time.Duration.String``: ``1h2m3.5s``, ``1.5ms``, ``0s``."""
-    sign = "-" if nanos < 0 else ""
-    nanos = abs(nanos)
-    if nanos < 1_000_000_000:
-        for unit, size in (("ms", 1_000_000), ("µs", 1_000), ("ns", 1)):
-            if nanos >= size or unit == "ns":
-                return sign + _fraction(nanos, size) + unit if nanos else "0s"
-    hours, rest = divmod(nanos, 3_600_000_000_000)
-    minutes, rest = divmod(rest, 60_000_000_000)
-    text = _fraction(rest, 1_000_000_000) + "s"
-    if hours or minutes:
-        text = f"{minutes}m{text}"
-    if hours:
-        text = f"{hours}h{text}"
-    return sign + text
-
-
-def _fraction(value: int, size: int) -> str:
-    whole, part = divmod(value, size)
-    if not part:
-        return str(whole)
-    digits = f"{part:0{len(str(size)) - 1}d}".rstrip("0")
-    return f"{whole}.{digits}"
 
 
 def _quantity(data: bytes) -> str:

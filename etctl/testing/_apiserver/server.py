@@ -51,7 +51,7 @@ from etctl.testing._apiserver.tls import ServingCertificate, serving_certificate
 from etctl.testing._controllers import GarbageCollector, NamespaceController, WorkloadController
 from etctl.testing._kubelet import Kubelet, KubeletConfig
 
-__all__ = ["ApiServer", "CRDSource", "kubeconfig_document"]
+__all__ = ["ApiServer", "CRDSource", "crd_documents", "kubeconfig_document"]
 
 log = get_logger(__name__)
 
@@ -402,7 +402,7 @@ class ApiServer:
             etctl.errors.ConfigError: a file holds something other than CRDs, or does not parse.
             etctl.errors.Invalid: a CRD is invalid (a non-structural schema, say).
         """
-        return [self.apply_object(CRDS, doc) for doc in _documents(sources)]
+        return [self.apply_object(CRDS, doc) for doc in crd_documents(sources)]
 
     def apply_object(self, resource: Resource, obj: Mapping[str, Any]) -> KubeObject:
         """Create ``obj``, or replace the existing object of that name (keeping its status)."""
@@ -435,7 +435,12 @@ _RBAC_KINDS = {
 }
 
 
-def _documents(sources: Iterable[CRDSource]) -> list[Mapping[str, Any]]:
+def crd_documents(sources: Iterable[CRDSource]) -> list[Mapping[str, Any]]:
+    """The CRD manifests of files, directories (their YAML and JSON files) and mappings.
+
+    Raises:
+        ConfigError: a file cannot be read, or holds something other than a CRD.
+    """
     docs: list[Mapping[str, Any]] = []
     for source in sources:
         if isinstance(source, Mapping):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from etctl.testing._goduration import go_duration as _go_duration
 from etctl.testing._kubelet.behaviour import Behaviour
 from etctl.testing._kubelet.containerenv import ConfigError
 from etctl.testing._kubelet.containers import ContainerRuntime
@@ -42,15 +43,8 @@ _PULL_SETTLE = 1.0
 
 
 def go_duration(seconds: float) -> str:
-    """A duration as Go prints a ``time.Duration`` (``10s``, ``1m20s``, ``5m0s``)."""
-    whole = int(seconds)
-    minutes, rest = divmod(whole, 60)
-    if minutes == 0:
-        return f"{rest}s"
-    hours, minutes = divmod(minutes, 60)
-    if hours == 0:
-        return f"{minutes}m{rest}s"
-    return f"{hours}h{minutes}m{rest}s"
+    """Whole seconds as Go prints a ``time.Duration`` (``10s``, ``1m20s``, ``5m0s``)."""
+    return _go_duration(int(seconds) * 1_000_000_000)
 
 
 def exit_reason(code: int) -> str:

@@ -1,7 +1,7 @@
 """Protobuf request bodies of built-in kinds decode into the dicts their JSON would be.
 
-The bodies are built here with a tiny encoder (not with the decoder), field numbers from
-Kubernetes' ``generated.proto`` files.
+The bodies are built with a tiny encoder (``_protoencode``, not with the decoder), field numbers
+from Kubernetes' ``generated.proto`` files.
 """
 
 from __future__ import annotations
@@ -18,40 +18,10 @@ from etctl.testing import ApiServer
 from etctl.testing._apiserver import protobody, protowire
 from etctl.testing._apiserver.builtin import builtin_resources
 from etctl.testing._apiserver.services import ClusterIPAllocator
+from etctl.testing._goduration import go_duration
 from tests.testing.apiserver import proto_descriptors
 from tests.testing.apiserver._client import Api
-
-
-def varint(value: int) -> bytes:
-    value &= (1 << 64) - 1  # negative numbers as 64-bit two's complement, as Go writes them
-    out = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
-
-
-def f(number: int, value: int | bool | str | bytes) -> bytes:
-    """One field: a varint for numbers, length-delimited for text and messages."""
-    if isinstance(value, int):
-        return varint(number << 3) + varint(int(value))
-    data = value.encode() if isinstance(value, str) else value
-    return varint(number << 3 | 2) + varint(len(data)) + data
-
-
-def m(*fields: bytes) -> bytes:
-    return b"".join(fields)
-
-
-def entry(number: int, key: str, value: str | bytes) -> bytes:
-    """One ``map<string, X>`` entry: key 1, value 2."""
-    return f(number, m(f(1, key), f(2, value)))
-
-
-def envelope(api_version: str, kind: str, raw: bytes) -> bytes:
-    """``k8s\\0`` and a runtime.Unknown: 1 TypeMeta (1 apiVersion, 2 kind), 2 raw."""
-    return protowire.MAGIC + f(1, m(f(1, api_version), f(2, kind))) + f(2, raw)
+from tests.testing.apiserver._protoencode import entry, envelope, f, m, varint
 
 
 # ObjectMeta: 1 name, 3 namespace, 8 creationTimestamp (non-pointer: written empty when zero),
@@ -205,7 +175,7 @@ def test_raw_extensions_durations_doubles_and_packed_numbers() -> None:
     ],
 )
 def test_durations_print_as_go_does(nanos: int, text: str) -> None:
-    assert protobody.go_duration(nanos) == text
+    assert go_duration(nanos) == text
 
 
 @pytest.mark.parametrize(
