@@ -34,7 +34,7 @@ from etctl.cli._demo_steps import NAMESPACE, PAD, DemoJob, DemoSteps, run_steps
 from etctl.cli._embedded import Sandbox
 from etctl.cli._jobkinds import JobKind
 from etctl.cli._jobview import Snapshot
-from etctl.cli._observer import StepFailed, hosts_of
+from etctl.cli._observer import StepFailed
 from etctl.cli._sandbox_options import DemoOptions
 from etctl.cli._timeline import Timeline
 from etctl.common import SCALEINS, SCALEOUTS
@@ -62,7 +62,6 @@ SCALE_IN = f"{JOB}-scale-in"
 DISCOVER_HOSTS = "/etc/mpi/discover_hosts.sh"
 HOSTS_COMMAND = ("sh", DISCOVER_HOSTS)
 _IMAGE = "horovod/horovod:0.28.1"
-_EXEC_TIMEOUT = 10.0
 _DEMO_JOB = DemoJob(
     kind=JobKind.of(MPIJobPlugin()),
     name=JOB,
@@ -176,28 +175,11 @@ class _Demo(DemoSteps):
         return f"kubectl exec {LAUNCHER} -- sh {DISCOVER_HOSTS}"
 
     async def read_members(self, members: Sequence[str]) -> str:
-        """Run discover_hosts.sh in the launcher until it lists exactly ``members``.
-
-        The membership pusher rewrites it after the membership changed, so a run may briefly
-        print the previous hosts; runs are repeated until they match or the step times out.
-        """
-        wanted = sorted(members)
-
-        async def attempt() -> tuple[str | None, str]:
-            command = list(HOSTS_COMMAND)
-            result = await self.client.exec(NAMESPACE, LAUNCHER, command, timeout=_EXEC_TIMEOUT)
-            if result.exit_code != 0:
-                detail = result.stderr.decode(errors="replace").strip()
-                msg = f"{' '.join(command)} in {LAUNCHER} exited {result.exit_code}: {detail}"
-                raise StepFailed(msg)
-            content = result.stdout.decode(errors="replace")
-            listed = hosts_of(content)
-            if sorted(listed) == wanted:
-                return content, ""
-            return None, f"it lists {', '.join(listed) or 'nothing'}"
-
-        what = f"discover_hosts.sh to list {len(wanted)} workers"
-        return await self.observer.poll(what, attempt, timeout=self.timeout)
+        """Run discover_hosts.sh in the launcher until it lists exactly ``members``."""
+        what = f"discover_hosts.sh to list {len(members)} workers"
+        return await self.observer.listing(
+            what, LAUNCHER, HOSTS_COMMAND, members, timeout=self.timeout
+        )
 
     async def after_delete(self) -> None:
         await self.observer.poll(
