@@ -30,6 +30,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from etctl.cli._demo_manifests import (
+    MAX_WORKERS,
+    MIN_WORKERS,
+    WORKERS,
+    launcher_template,
+    scalein_manifest,
+    worker_template,
+)
 from etctl.cli._demo_steps import NAMESPACE, PAD, DemoJob, DemoSteps, run_steps
 from etctl.cli._embedded import Sandbox
 from etctl.cli._jobkinds import JobKind
@@ -50,18 +58,15 @@ __all__ = [
     "WORKERS",
     "mpijob_manifest",
     "run_mpijob_demo",
-    "scalein_manifest",
 ]
 
 DEMO_STEPS = 7
 JOB = "elastic-horovod"
 LAUNCHER = f"{JOB}-launcher"
-WORKERS, MIN_WORKERS, MAX_WORKERS = 3, 2, 6
 SCALED_TO, SCALE_IN_BY = 5, 1
 SCALE_IN = f"{JOB}-scale-in"
 DISCOVER_HOSTS = "/etc/mpi/discover_hosts.sh"
 HOSTS_COMMAND = ("sh", DISCOVER_HOSTS)
-_IMAGE = "horovod/horovod:0.28.1"
 _DEMO_JOB = DemoJob(
     kind=JobKind.of(MPIJobPlugin()),
     name=JOB,
@@ -85,11 +90,6 @@ _DEMO_JOB = DemoJob(
 
 def mpijob_manifest() -> dict[str, Any]:
     """The demo's MPIJob, as mpi-operator's users write one, plus etctl's elastic bounds."""
-    command = (
-        f"horovodrun -np {WORKERS} --min-np {MIN_WORKERS} --max-np {MAX_WORKERS} "
-        f"--host-discovery-script {DISCOVER_HOSTS} "
-        "python /horovod/examples/elastic/pytorch/pytorch_mnist_elastic.py"
-    )
     return {
         "apiVersion": API_VERSION,
         "kind": "MPIJob",
@@ -99,48 +99,15 @@ def mpijob_manifest() -> dict[str, Any]:
             "elasticPolicy": {"minReplicas": MIN_WORKERS, "maxReplicas": MAX_WORKERS},
             "runPolicy": {"cleanPodPolicy": "Running"},
             "mpiReplicaSpecs": {
-                "Launcher": {
-                    "replicas": 1,
-                    "template": {
-                        "spec": {
-                            "containers": [
-                                {
-                                    "name": "launcher",
-                                    "image": _IMAGE,
-                                    "command": ["sh", "-c", command],
-                                }
-                            ]
-                        }
-                    },
-                },
+                "Launcher": {"replicas": 1, "template": launcher_template(DISCOVER_HOSTS)},
                 "Worker": {
                     "replicas": WORKERS,
                     # Evicted or failed workers are replaced under a new name.
                     "restartPolicy": "OnFailure",
-                    "template": {
-                        "spec": {
-                            "containers": [
-                                {
-                                    "name": "worker",
-                                    "image": _IMAGE,
-                                    "resources": {"limits": {"nvidia.com/gpu": "1"}},
-                                }
-                            ]
-                        }
-                    },
+                    "template": worker_template(),
                 },
             },
         },
-    }
-
-
-def scalein_manifest(count: int) -> dict[str, Any]:
-    """et-operator's ScaleIn, naming the demo's MPIJob (``selector.kind``)."""
-    return {
-        "apiVersion": SCALEINS.api_version,
-        "kind": "ScaleIn",
-        "metadata": {"name": SCALE_IN, "namespace": NAMESPACE},
-        "spec": {"selector": {"name": JOB, "kind": "MPIJob"}, "toDelete": {"count": count}},
     }
 
 
@@ -227,7 +194,8 @@ class _Demo(DemoSteps):
         self.t.step(f"Scale in by {SCALE_IN_BY} with et-operator's ScaleIn, naming the MPIJob")
         self.t.hint(f"kubectl apply -f scale-in.yaml   # selector: {{name: {JOB}, kind: MPIJob}}")
         size = len(self.job(self.observer.last).targets) - SCALE_IN_BY
-        await self.client.create(SCALEINS, scalein_manifest(SCALE_IN_BY), namespace=NAMESPACE)
+        manifest = scalein_manifest(SCALE_IN_BY, job=JOB, kind="MPIJob")
+        await self.client.create(SCALEINS, manifest, namespace=NAMESPACE)
         seen = await self._scaled(SCALEINS, size, name=SCALE_IN)
         await self.show_members(self.job(seen).members)
         removed = seen.scalers[f"scalein/{SCALE_IN}"].chosen
