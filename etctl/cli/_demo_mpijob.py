@@ -33,12 +33,13 @@ from typing import Any
 from etctl.cli._demo_manifests import (
     MAX_WORKERS,
     MIN_WORKERS,
+    NAMESPACE,
     WORKERS,
     launcher_template,
     scalein_manifest,
     worker_template,
 )
-from etctl.cli._demo_steps import NAMESPACE, PAD, DemoJob, DemoSteps, run_steps
+from etctl.cli._demo_steps import PAD, DemoJob, DemoSteps, run_steps
 from etctl.cli._embedded import Sandbox
 from etctl.cli._jobkinds import JobKind
 from etctl.cli._jobview import Snapshot

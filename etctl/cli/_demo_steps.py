@@ -30,7 +30,7 @@ from etctl.cli._timeline import Mark, Timeline, Tone
 from etctl.errors import EtctlError
 from etctl.runtime import EVENTS, Client, ClientOptions, KubeObject, Resource
 
-__all__ = ["NAMESPACE", "PAD", "DemoJob", "DemoSteps", "event_groups", "run_steps"]
+__all__ = ["PAD", "DemoJob", "DemoSteps", "event_groups", "run_steps"]
 
 PAD = " " * 8
 
