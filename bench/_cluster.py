@@ -27,6 +27,8 @@ import aiohttp
 
 ROOT = Path(__file__).resolve().parent.parent
 CRDS = ROOT / "manifests" / "base" / "crds"
+SERVER_SET = ("uid", "resourceVersion", "creationTimestamp", "managedFields", "ownerReferences")
+"""Metadata the server sets (or that names objects elsewhere), removed before writing one again."""
 _TICKS = os.sysconf("SC_CLK_TCK")
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 

@@ -27,19 +27,12 @@ from dataclasses import dataclass
 import aiohttp
 
 import _report
+from _cluster import cpu_seconds
 from etctl.log import configure
 from etctl.testing import ApiServer
 
 _NS = "bench"
 _CM = f"/api/v1/namespaces/{_NS}/configmaps"
-_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def _cpu_seconds(pid: int) -> float:
-    """User plus system CPU seconds of a process (Linux ``/proc``)."""
-    with open(f"/proc/{pid}/stat") as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / _TICKS
 
 
 def _machine_ticks() -> tuple[int, int]:
@@ -84,7 +77,7 @@ class Measure:
     async def run(self, phase: asyncio.Future[None] | asyncio.Task[None]) -> Phase:
         wall, server, client = (
             time.perf_counter(),
-            _cpu_seconds(self.server_pid),
+            cpu_seconds(self.server_pid),
             time.process_time(),
         )
         busy, total = _machine_ticks()
@@ -92,7 +85,7 @@ class Measure:
         busy_after, total_after = _machine_ticks()
         return Phase(
             time.perf_counter() - wall,
-            _cpu_seconds(self.server_pid) - server,
+            cpu_seconds(self.server_pid) - server,
             time.process_time() - client,
             (busy_after - busy) / max(total_after - total, 1),
         )

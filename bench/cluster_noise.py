@@ -35,7 +35,16 @@ from typing import Any
 import aiohttp
 
 import _report
-from _cluster import Operator, api_server, create_all, metric_sums, operator, post, rss_bytes
+from _cluster import (
+    SERVER_SET,
+    Operator,
+    api_server,
+    create_all,
+    metric_sums,
+    operator,
+    post,
+    rss_bytes,
+)
 from cache_memory import sample_pod
 from jobs_at_scale import tfjob, trainingjob
 
@@ -55,13 +64,7 @@ def foreign_pods(count: int) -> list[tuple[str, dict[str, Any]]]:
         pod = sample_pod(index)
         meta = pod["metadata"]
         # Their owners (a Job of theirs) do not exist here: the garbage collector would take them.
-        for generated in (
-            "uid",
-            "resourceVersion",
-            "creationTimestamp",
-            "managedFields",
-            "ownerReferences",
-        ):
+        for generated in SERVER_SET:
             meta.pop(generated, None)
         pod.pop("status", None)
         pod["spec"].pop("nodeName", None)

@@ -41,6 +41,7 @@ import aiohttp
 
 import _report
 from _cluster import (
+    SERVER_SET,
     Server,
     api_server,
     cpu_seconds,
@@ -66,7 +67,6 @@ _CHILDREN = (
     ("api/v1", "services"),
     ("api/v1", "pods"),
 )
-_SERVER_SET = ("uid", "resourceVersion", "creationTimestamp", "managedFields", "ownerReferences")
 _DEFAULTS = {("serviceaccounts", "default"), ("configmaps", "kube-root-ca.crt")}
 
 
@@ -311,7 +311,7 @@ async def _children(session: aiohttp.ClientSession, url: str) -> list[tuple[str,
             if (plural, meta["name"]) in _DEFAULTS:
                 continue
             order = int(meta["resourceVersion"])
-            for key in _SERVER_SET:
+            for key in SERVER_SET:
                 meta.pop(key, None)
             item.pop("status", None)
             spec = item.get("spec") or {}

@@ -30,7 +30,6 @@ import compileall
 import json
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -41,9 +40,9 @@ from importlib import metadata
 from pathlib import Path
 
 import etctl
+from _cluster import CRDS, cpu_seconds, free_port, rss_bytes
 from _report import figure, header
 
-CRDS = Path(__file__).resolve().parents[1] / "manifests" / "base" / "crds"
 HELP_TARGET = 0.3
 SYNC_TARGET = 1.0
 RSS_TARGET = 50.0
@@ -54,35 +53,15 @@ def _etctl() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "etctl.cli"]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def _rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    msg = f"no VmRSS for process {pid}"
-    raise RuntimeError(msg)
-
-
 def help_seconds() -> float:
     began = time.perf_counter()
     subprocess.run([*_etctl(), "--help"], check=True, stdout=subprocess.DEVNULL)
     return time.perf_counter() - began
 
 
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def run_once(kubeconfig: Path, idle: float) -> tuple[float, float, float, float]:
     """Seconds to ``caches synced``, CPU seconds by then, idle RSS, RSS after a scrape (MB)."""
-    metrics, probes = _free_port(), _free_port()
+    metrics, probes = free_port(), free_port()
     command = [
         *_etctl(),
         "run",
@@ -102,18 +81,18 @@ def run_once(kubeconfig: Path, idle: float) -> tuple[float, float, float, float]
         for line in process.stderr:
             if json.loads(line).get("msg") == "caches synced":
                 synced = time.perf_counter() - began
-                cpu = _cpu_seconds(process.pid)
+                cpu = cpu_seconds(process.pid)
                 break
         else:
             msg = f"etctl run exited with {process.wait()} before its caches synced"
             raise RuntimeError(msg)
         time.sleep(idle)
-        idle_rss = _rss_mb(process.pid)
+        idle_rss = rss_bytes(process.pid) / 2**20
         for url in (f"http://127.0.0.1:{metrics}/metrics", f"http://127.0.0.1:{probes}/readyz"):
             with urllib.request.urlopen(url, timeout=10) as answer:
                 answer.read()
         time.sleep(0.5)
-        return synced, cpu, idle_rss, _rss_mb(process.pid)
+        return synced, cpu, idle_rss, rss_bytes(process.pid) / 2**20
     finally:
         process.send_signal(signal.SIGTERM)
         process.communicate(timeout=60)

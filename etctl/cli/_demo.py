@@ -80,7 +80,7 @@ async def run_demo(
     Returns:
         0 when every step happened; 1 when one did not (the timeline says which and why).
     """
-    return await run_steps(sandbox, timeline, _DEMO_JOB, _Demo, options=options)
+    return await run_steps(sandbox, timeline, _Demo, options=options)
 
 
 class _Demo(DemoSteps):

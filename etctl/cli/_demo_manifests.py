@@ -3,7 +3,8 @@
 A TrainingJob of elastic Horovod (a launcher and :data:`WORKERS` workers, one GPU each, elastic
 between :data:`MIN_WORKERS` and :data:`MAX_WORKERS`, failed or evicted workers replaced), a
 ScaleOut and a ScaleIn naming it. Each is a plain manifest that validates against the CRDs and
-applies with kubectl as it is.
+applies with kubectl as it is. The MPIJob demo's job is built of the same pod templates, and its
+ScaleIn is this one naming it.
 """
 
 from __future__ import annotations
@@ -23,9 +24,11 @@ __all__ = [
     "SCALE_OUT",
     "SCALE_OUT_BY",
     "WORKERS",
+    "launcher_template",
     "scalein_manifest",
     "scaleout_manifest",
     "trainingjob_manifest",
+    "worker_template",
 ]
 
 NAMESPACE = "default"
@@ -38,13 +41,29 @@ SCALE_OUT, SCALE_IN = f"{JOB}-scale-out", f"{JOB}-scale-in"
 _IMAGE = "horovod/horovod:0.28.1"
 
 
-def trainingjob_manifest() -> dict[str, Any]:
-    """The demo's TrainingJob, as an et-operator user writes one (elastic Horovod on PyTorch)."""
+def launcher_template(discovery_script: str) -> dict[str, Any]:
+    """The launcher's pod template: elastic Horovod on PyTorch, finding hosts with the script."""
     command = (
         f"horovodrun -np {WORKERS} --min-np {MIN_WORKERS} --max-np {MAX_WORKERS} "
-        "--host-discovery-script /etc/edl/discover_hosts.sh "
+        f"--host-discovery-script {discovery_script} "
         "python /horovod/examples/elastic/pytorch/pytorch_mnist_elastic.py"
     )
+    container = {"name": "launcher", "image": _IMAGE, "command": ["sh", "-c", command]}
+    return {"spec": {"containers": [container]}}
+
+
+def worker_template() -> dict[str, Any]:
+    """A worker's pod template: the Horovod image and one GPU."""
+    container = {
+        "name": "worker",
+        "image": _IMAGE,
+        "resources": {"limits": {"nvidia.com/gpu": "1"}},
+    }
+    return {"spec": {"containers": [container]}}
+
+
+def trainingjob_manifest() -> dict[str, Any]:
+    """The demo's TrainingJob, as an et-operator user writes one (elastic Horovod on PyTorch)."""
     return {
         "apiVersion": API_VERSION,
         "kind": "TrainingJob",
@@ -54,17 +73,7 @@ def trainingjob_manifest() -> dict[str, Any]:
             "etReplicaSpecs": {
                 "launcher": {
                     "replicas": 1,
-                    "template": {
-                        "spec": {
-                            "containers": [
-                                {
-                                    "name": "launcher",
-                                    "image": _IMAGE,
-                                    "command": ["sh", "-c", command],
-                                }
-                            ]
-                        }
-                    },
+                    "template": launcher_template("/etc/edl/discover_hosts.sh"),
                 },
                 "worker": {
                     "replicas": WORKERS,
@@ -72,17 +81,7 @@ def trainingjob_manifest() -> dict[str, Any]:
                     "maxReplicas": MAX_WORKERS,
                     # Evicted or failed workers are replaced under a new name.
                     "restartPolicy": "OnFailure",
-                    "template": {
-                        "spec": {
-                            "containers": [
-                                {
-                                    "name": "worker",
-                                    "image": _IMAGE,
-                                    "resources": {"limits": {"nvidia.com/gpu": "1"}},
-                                }
-                            ]
-                        }
-                    },
+                    "template": worker_template(),
                 },
             },
         },
@@ -99,11 +98,15 @@ def scaleout_manifest(count: int) -> dict[str, Any]:
     }
 
 
-def scalein_manifest(count: int) -> dict[str, Any]:
-    """A ScaleIn removing ``count`` workers of the demo's job (the operator chooses which)."""
+def scalein_manifest(count: int, *, job: str = JOB, kind: str | None = None) -> dict[str, Any]:
+    """A ScaleIn removing ``count`` workers of ``job`` (the operator chooses which).
+
+    ``kind`` names the job's kind in the selector (``MPIJob``); without it, a TrainingJob.
+    """
+    selector = {"name": job} if kind is None else {"name": job, "kind": kind}
     return {
         "apiVersion": API_VERSION,
         "kind": "ScaleIn",
-        "metadata": {"name": SCALE_IN, "namespace": NAMESPACE},
-        "spec": {"selector": {"name": JOB}, "toDelete": {"count": count}},
+        "metadata": {"name": f"{job}-scale-in", "namespace": NAMESPACE},
+        "spec": {"selector": selector, "toDelete": {"count": count}},
     }

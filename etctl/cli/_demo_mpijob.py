@@ -30,11 +30,20 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from etctl.cli._demo_steps import NAMESPACE, PAD, DemoJob, DemoSteps, run_steps
+from etctl.cli._demo_manifests import (
+    MAX_WORKERS,
+    MIN_WORKERS,
+    NAMESPACE,
+    WORKERS,
+    launcher_template,
+    scalein_manifest,
+    worker_template,
+)
+from etctl.cli._demo_steps import PAD, DemoJob, DemoSteps, run_steps
 from etctl.cli._embedded import Sandbox
 from etctl.cli._jobkinds import JobKind
 from etctl.cli._jobview import Snapshot
-from etctl.cli._observer import StepFailed, hosts_of
+from etctl.cli._observer import StepFailed
 from etctl.cli._sandbox_options import DemoOptions
 from etctl.cli._timeline import Timeline
 from etctl.common import SCALEINS, SCALEOUTS
@@ -50,19 +59,15 @@ __all__ = [
     "WORKERS",
     "mpijob_manifest",
     "run_mpijob_demo",
-    "scalein_manifest",
 ]
 
 DEMO_STEPS = 7
 JOB = "elastic-horovod"
 LAUNCHER = f"{JOB}-launcher"
-WORKERS, MIN_WORKERS, MAX_WORKERS = 3, 2, 6
 SCALED_TO, SCALE_IN_BY = 5, 1
 SCALE_IN = f"{JOB}-scale-in"
 DISCOVER_HOSTS = "/etc/mpi/discover_hosts.sh"
 HOSTS_COMMAND = ("sh", DISCOVER_HOSTS)
-_IMAGE = "horovod/horovod:0.28.1"
-_EXEC_TIMEOUT = 10.0
 _DEMO_JOB = DemoJob(
     kind=JobKind.of(MPIJobPlugin()),
     name=JOB,
@@ -86,11 +91,6 @@ _DEMO_JOB = DemoJob(
 
 def mpijob_manifest() -> dict[str, Any]:
     """The demo's MPIJob, as mpi-operator's users write one, plus etctl's elastic bounds."""
-    command = (
-        f"horovodrun -np {WORKERS} --min-np {MIN_WORKERS} --max-np {MAX_WORKERS} "
-        f"--host-discovery-script {DISCOVER_HOSTS} "
-        "python /horovod/examples/elastic/pytorch/pytorch_mnist_elastic.py"
-    )
     return {
         "apiVersion": API_VERSION,
         "kind": "MPIJob",
@@ -100,48 +100,15 @@ def mpijob_manifest() -> dict[str, Any]:
             "elasticPolicy": {"minReplicas": MIN_WORKERS, "maxReplicas": MAX_WORKERS},
             "runPolicy": {"cleanPodPolicy": "Running"},
             "mpiReplicaSpecs": {
-                "Launcher": {
-                    "replicas": 1,
-                    "template": {
-                        "spec": {
-                            "containers": [
-                                {
-                                    "name": "launcher",
-                                    "image": _IMAGE,
-                                    "command": ["sh", "-c", command],
-                                }
-                            ]
-                        }
-                    },
-                },
+                "Launcher": {"replicas": 1, "template": launcher_template(DISCOVER_HOSTS)},
                 "Worker": {
                     "replicas": WORKERS,
                     # Evicted or failed workers are replaced under a new name.
                     "restartPolicy": "OnFailure",
-                    "template": {
-                        "spec": {
-                            "containers": [
-                                {
-                                    "name": "worker",
-                                    "image": _IMAGE,
-                                    "resources": {"limits": {"nvidia.com/gpu": "1"}},
-                                }
-                            ]
-                        }
-                    },
+                    "template": worker_template(),
                 },
             },
         },
-    }
-
-
-def scalein_manifest(count: int) -> dict[str, Any]:
-    """et-operator's ScaleIn, naming the demo's MPIJob (``selector.kind``)."""
-    return {
-        "apiVersion": SCALEINS.api_version,
-        "kind": "ScaleIn",
-        "metadata": {"name": SCALE_IN, "namespace": NAMESPACE},
-        "spec": {"selector": {"name": JOB, "kind": "MPIJob"}, "toDelete": {"count": count}},
     }
 
 
@@ -153,7 +120,7 @@ async def run_mpijob_demo(
     Returns:
         0 when every step happened; 1 when one did not (the timeline says which and why).
     """
-    return await run_steps(sandbox, timeline, _DEMO_JOB, _Demo, options=options)
+    return await run_steps(sandbox, timeline, _Demo, options=options)
 
 
 class _Demo(DemoSteps):
@@ -176,28 +143,11 @@ class _Demo(DemoSteps):
         return f"kubectl exec {LAUNCHER} -- sh {DISCOVER_HOSTS}"
 
     async def read_members(self, members: Sequence[str]) -> str:
-        """Run discover_hosts.sh in the launcher until it lists exactly ``members``.
-
-        The membership pusher rewrites it after the membership changed, so a run may briefly
-        print the previous hosts; runs are repeated until they match or the step times out.
-        """
-        wanted = sorted(members)
-
-        async def attempt() -> tuple[str | None, str]:
-            command = list(HOSTS_COMMAND)
-            result = await self.client.exec(NAMESPACE, LAUNCHER, command, timeout=_EXEC_TIMEOUT)
-            if result.exit_code != 0:
-                detail = result.stderr.decode(errors="replace").strip()
-                msg = f"{' '.join(command)} in {LAUNCHER} exited {result.exit_code}: {detail}"
-                raise StepFailed(msg)
-            content = result.stdout.decode(errors="replace")
-            listed = hosts_of(content)
-            if sorted(listed) == wanted:
-                return content, ""
-            return None, f"it lists {', '.join(listed) or 'nothing'}"
-
-        what = f"discover_hosts.sh to list {len(wanted)} workers"
-        return await self.observer.poll(what, attempt, timeout=self.timeout)
+        """Run discover_hosts.sh in the launcher until it lists exactly ``members``."""
+        what = f"discover_hosts.sh to list {len(members)} workers"
+        return await self.observer.listing(
+            what, LAUNCHER, HOSTS_COMMAND, members, timeout=self.timeout
+        )
 
     async def after_delete(self) -> None:
         await self.observer.poll(
@@ -245,7 +195,8 @@ class _Demo(DemoSteps):
         self.t.step(f"Scale in by {SCALE_IN_BY} with et-operator's ScaleIn, naming the MPIJob")
         self.t.hint(f"kubectl apply -f scale-in.yaml   # selector: {{name: {JOB}, kind: MPIJob}}")
         size = len(self.job(self.observer.last).targets) - SCALE_IN_BY
-        await self.client.create(SCALEINS, scalein_manifest(SCALE_IN_BY), namespace=NAMESPACE)
+        manifest = scalein_manifest(SCALE_IN_BY, job=JOB, kind="MPIJob")
+        await self.client.create(SCALEINS, manifest, namespace=NAMESPACE)
         seen = await self._scaled(SCALEINS, size, name=SCALE_IN)
         await self.show_members(self.job(seen).members)
         removed = seen.scalers[f"scalein/{SCALE_IN}"].chosen

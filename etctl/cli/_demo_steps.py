@@ -30,7 +30,7 @@ from etctl.cli._timeline import Mark, Timeline, Tone
 from etctl.errors import EtctlError
 from etctl.runtime import EVENTS, Client, ClientOptions, KubeObject, Resource
 
-__all__ = ["NAMESPACE", "PAD", "DemoJob", "DemoSteps", "event_groups", "run_steps"]
+__all__ = ["PAD", "DemoJob", "DemoSteps", "event_groups", "run_steps"]
 
 PAD = " " * 8
 
@@ -64,12 +64,11 @@ class DemoJob:
 async def run_steps(
     sandbox: Sandbox,
     timeline: Timeline,
-    job: DemoJob,
-    steps: Callable[[Sandbox, Client, Observer, DemoOptions], DemoSteps],
+    steps: type[DemoSteps],
     *,
     options: DemoOptions | None = None,
 ) -> int:
-    """Run a demo's steps on a ready sandbox while a feed follows ``job``.
+    """Run a demo's ``steps`` on a ready sandbox while a feed follows their job (``job_spec``).
 
     Returns:
         0 when every step happened; 1 when one did not (the timeline says which and why).
@@ -77,6 +76,7 @@ async def run_steps(
     options = options or DemoOptions()
     client_options = ClientOptions(request_timeout=10.0, user_agent=f"etctl-demo/{__version__}")
     async with Client.connect(sandbox.kubeconfig, options=client_options) as client:
+        job = steps.job_spec
         feed = Feed(client, job.kind, namespace=NAMESPACE, job=job.name, files=job.files)
         observer = Observer(feed, timeline, poll_interval=options.poll_interval)
         demo = steps(sandbox, client, observer, options)

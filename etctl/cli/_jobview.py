@@ -471,6 +471,3 @@ def snapshot(
         files=files,
         events={view.name: view for view in event_views},
     )
-
-
-# --- changes -------------------------------------------------------------------------------------

@@ -3,9 +3,10 @@
 An :class:`Observer` reads the states a :class:`~etctl.cli._feed.Feed` queues, writes every change
 between consecutive states on a :class:`~etctl.cli._timeline.Timeline` as it arrives, and waits
 for conditions with a timeout each: :meth:`Observer.until` for the job, its pods and its scalers,
-:meth:`Observer.hostfile` for a hostfile as the pod that reads it sees it (``cat`` through
-``pods/exec``, the path ``kubectl exec`` takes), and :meth:`Observer.poll` for anything else that
-must be asked for again and again. Changes keep being narrated during every wait.
+:meth:`Observer.listing` for the hosts a command in a pod prints until they are the members
+(:meth:`Observer.hostfile`: ``cat`` of a hostfile through ``pods/exec``, the path ``kubectl exec``
+takes), and :meth:`Observer.poll` for anything else that must be asked for again and again.
+Changes keep being narrated during every wait.
 
 A wait that runs out raises :class:`StepFailed` with a message that says what was awaited, for how
 long, and the state it was stuck in (the job's phase and every pod that is not Running), so a
@@ -187,42 +188,62 @@ class Observer:
                 return result
             await self._wait_more(what, deadline, timeout, problem, self._poll)
 
-    async def read_file(self, pod: str, path: str) -> str:
-        """A file in ``pod``, read with ``cat`` through ``pods/exec``.
+    async def output(self, pod: str, command: Sequence[str]) -> str:
+        """What ``command`` prints in ``pod``, run through ``pods/exec``.
 
         Raises:
             StepFailed: the command failed.
             EtctlError: the exec was refused or could not run.
         """
         result = await self.client.exec(
-            self.feed.namespace, pod, ["cat", path], timeout=_EXEC_TIMEOUT
+            self.feed.namespace, pod, list(command), timeout=_EXEC_TIMEOUT
         )
         if result.exit_code != 0:
             detail = result.stderr.decode(errors="replace").strip()
-            msg = f"cat {path} in {pod} exited {result.exit_code}: {detail}"
+            msg = f"{' '.join(command)} in {pod} exited {result.exit_code}: {detail}"
             raise StepFailed(msg)
         return result.stdout.decode(errors="replace")
+
+    async def read_file(self, pod: str, path: str) -> str:
+        """A file in ``pod``, read with ``cat`` through ``pods/exec`` (see :meth:`output`)."""
+        return await self.output(pod, ["cat", path])
 
     async def hostfile(
         self, reader: str, path: str, members: Sequence[str], *, timeout: float
     ) -> str:
         """Read the hostfile at ``path`` in ``reader`` until it lists exactly ``members``.
 
-        Whatever delivers the hostfile (a pusher, the kubelet's ConfigMap sync) rewrites it after
-        the membership changed, so a read may briefly see the previous content; reads are
-        repeated until it matches or ``timeout`` passes. Returns the content.
+        Returns the content (see :meth:`listing`).
+        """
+        what = f"the hostfile in {reader} to list {len(members)} workers"
+        return await self.listing(what, reader, ["cat", path], members, timeout=timeout)
+
+    async def listing(
+        self,
+        what: str,
+        pod: str,
+        command: Sequence[str],
+        members: Sequence[str],
+        *,
+        timeout: float,
+    ) -> str:
+        """Run ``command`` in ``pod`` until the hosts it prints are exactly ``members``.
+
+        Whatever delivers the hosts (a pusher, the kubelet's ConfigMap sync) rewrites them after
+        the membership changed, so a run may briefly see the previous ones; runs are repeated
+        until they match or ``timeout`` passes. Returns what the matching run printed.
 
         Raises:
-            StepFailed: it never matched (what it listed last is in the message).
+            StepFailed: it never matched (what it listed last is in the message), or the command
+                failed.
         """
         wanted = sorted(members)
 
         async def attempt() -> tuple[str | None, str]:
-            content = await self.read_file(reader, path)
+            content = await self.output(pod, command)
             listed = hosts_of(content)
             if sorted(listed) == wanted:
                 return content, ""
             return None, f"it lists {', '.join(listed) or 'nothing'}"
 
-        what = f"the hostfile in {reader} to list {len(wanted)} workers"
         return await self.poll(what, attempt, timeout=timeout)

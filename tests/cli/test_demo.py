@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import io
 import re
 import shlex
 import shutil
@@ -12,18 +11,14 @@ import sys
 
 import pytest
 
-from etctl.cli import Sandbox, run_sandbox
 from etctl.cli._demo import run_demo
-from etctl.cli._sandbox_options import DemoOptions, SandboxOptions
-from etctl.cli._timeline import Timeline
 from etctl.testing import Behaviour, PodPolicy
+from tests.cli._demo import failed_demo
 from tests.cli._process import sandbox_process
 
 pytestmark = pytest.mark.etctl_hooks(
     "the sandbox runs its own embedded server and simulated kubelet"
 )
-
-QUICK = SandboxOptions(pod_start_delay=0)
 
 
 def worker(index: int) -> str:
@@ -72,15 +67,8 @@ async def test_the_demo_shows_every_step_and_exits_0() -> None:
 
 
 async def test_a_step_that_does_not_happen_fails_the_demo_with_the_state_it_was_in() -> None:
-    out = io.StringIO()
-
-    async def demo(sandbox: Sandbox) -> int:
-        sandbox.kubelet.add_policy(PodPolicy(name="*-worker-*", does=Behaviour(stay_pending=True)))
-        timeline = Timeline(out, steps=6, environ={})
-        return await run_demo(sandbox, timeline, options=DemoOptions(step_timeout=0.5))
-
-    assert await run_sandbox(QUICK, demo) == 1
-    text = out.getvalue()
+    pending = PodPolicy(name="*-worker-*", does=Behaviour(stay_pending=True))
+    text = await failed_demo(run_demo, 6, pending, step_timeout=0.5)
     assert "[2/6]" not in text
     failure = text.strip().splitlines()[-1]
     assert failure.startswith("  FAILED: the launcher and 3 workers to run: not done after 0.5s (")
@@ -89,18 +77,10 @@ async def test_a_step_that_does_not_happen_fails_the_demo_with_the_state_it_was_
 
 
 async def test_a_failed_scaler_fails_the_demo_at_once_with_its_reason() -> None:
-    out = io.StringIO()
-
-    async def demo(sandbox: Sandbox) -> int:
-        crash = Behaviour(run_seconds=0, exit_code=1)
-        sandbox.kubelet.add_policy(PodPolicy(name=worker(3), does=crash))
-        timeline = Timeline(out, steps=6, environ={})
-        # The step timeout is only a backstop: the demo must fail on the scaler's reason, well
-        # before it, even on a machine loaded enough to slow the sandbox tenfold.
-        return await run_demo(sandbox, timeline, options=DemoOptions(step_timeout=60))
-
-    assert await run_sandbox(QUICK, demo) == 1
-    text = out.getvalue()
+    crash = PodPolicy(name=worker(3), does=Behaviour(run_seconds=0, exit_code=1))
+    # The step timeout is only a backstop: the demo must fail on the scaler's reason, well
+    # before it, even on a machine loaded enough to slow the sandbox tenfold.
+    text = await failed_demo(run_demo, 6, crash, step_timeout=60)
     assert "[3/6]" in text
     assert "[4/6]" not in text
     failure = text.strip().splitlines()[-1]

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import io
 import re
 
 import pytest
 
-from etctl.cli import Sandbox, run_sandbox
 from etctl.cli._demo_mpijob import run_mpijob_demo
-from etctl.cli._sandbox_options import DemoOptions, SandboxOptions
-from etctl.cli._timeline import Timeline
 from etctl.testing import Behaviour, PodPolicy
+from tests.cli._demo import failed_demo
 from tests.cli._process import sandbox_process
 
 pytestmark = pytest.mark.etctl_hooks(
@@ -19,7 +16,6 @@ pytestmark = pytest.mark.etctl_hooks(
 )
 
 JOB = "elastic-horovod"
-QUICK = SandboxOptions(pod_start_delay=0)
 
 
 def worker(index: int) -> str:
@@ -88,15 +84,8 @@ async def test_the_mpijob_demo_shows_every_step_and_exits_0() -> None:
 
 
 async def test_a_step_that_does_not_happen_fails_the_demo_with_the_state_it_was_in() -> None:
-    out = io.StringIO()
-
-    async def demo(sandbox: Sandbox) -> int:
-        sandbox.kubelet.add_policy(PodPolicy(name="*-worker-*", does=Behaviour(stay_pending=True)))
-        timeline = Timeline(out, steps=7, environ={})
-        return await run_mpijob_demo(sandbox, timeline, options=DemoOptions(step_timeout=3))
-
-    assert await run_sandbox(QUICK, demo) == 1
-    text = out.getvalue()
+    pending = PodPolicy(name="*-worker-*", does=Behaviour(stay_pending=True))
+    text = await failed_demo(run_mpijob_demo, 7, pending, step_timeout=3)
     assert "[2/7]" not in text
     failure = text.strip().splitlines()[-1]
     assert failure.startswith("  FAILED: the launcher and 3 workers to run: not done after 3s (")

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -387,13 +387,7 @@ async def test_the_launcher_may_exec_into_its_current_workers_only(tmp_path: Pat
             tmp_path / "launcher.kubeconfig", namespace=NS, name=LAUNCHER
         )
         async with await Client.from_kubeconfig(path) as launcher:
-
-            async def can_exec(pod: str) -> bool:
-                try:
-                    result = await launcher.exec(NS, pod, ["true"], timeout=10)
-                except Forbidden:
-                    return False
-                return result.exit_code == 0
+            can_exec = _exec_check(launcher)
 
             assert [await can_exec(p) for p in (w(0), w(1), LAUNCHER, "bystander")] == [
                 True,
@@ -420,6 +414,19 @@ async def test_the_launcher_may_exec_into_its_current_workers_only(tmp_path: Pat
             assert not await can_exec(w(2))
             assert [await can_exec(p) for p in (w(0), w(1))] == [True, True]
         assert refused(env.server, OPERATOR) == []
+
+
+def _exec_check(launcher: Client) -> Callable[[str], Awaitable[bool]]:
+    """Whether ``launcher``'s account may run a command in a pod of :data:`NS` (and it ran)."""
+
+    async def can_exec(pod: str) -> bool:
+        try:
+            result = await launcher.exec(NS, pod, ["true"], timeout=10)
+        except Forbidden:
+            return False
+        return result.exit_code == 0
+
+    return can_exec
 
 
 def _pod(name: str) -> dict[str, Any]:
@@ -511,13 +518,7 @@ async def test_the_manifests_grant_everything_mpijobs_need(tmp_path: Path) -> No
             tmp_path / "mpi-launcher.kubeconfig", namespace=NS, name=launcher_name
         )
         async with await Client.from_kubeconfig(path) as launcher:
-
-            async def can_exec(pod: str) -> bool:
-                try:
-                    result = await launcher.exec(NS, pod, ["true"], timeout=10)
-                except Forbidden:
-                    return False
-                return result.exit_code == 0
+            can_exec = _exec_check(launcher)
 
             await eventually_async(lambda: can_exec(mpi_worker(2)))
             assert not await can_exec("pi-worker-0")  # another job's worker

@@ -29,6 +29,7 @@ from etctl.runtime import CONFIGMAPS, LEASES, NAMESPACES, PODS, FakeClock
 from etctl.testing import ApiServer, Fault, cluster_target
 from etctl.testing._apiserver.server import kubeconfig_document
 from tests.cli._process import etctl_process
+from tests.jobs.tfjob._cluster import replica, tfjob
 from tests.runtime._realtime import client_of, eventually
 from tests.schema_support import EXAMPLES, load_yaml
 
@@ -157,21 +158,7 @@ async def test_the_operator_process_never_loads_aiohttp(tmp_path: Path) -> None:
             "--jobs=tfjob",
             prelude=_LOADED,
         ) as process:
-            job = {
-                "apiVersion": "kubeflow.org/v1",
-                "kind": "TFJob",
-                "metadata": {"name": "plain", "namespace": target.namespace},
-                "spec": {
-                    "tfReplicaSpecs": {
-                        "Worker": {
-                            "replicas": 1,
-                            "template": {
-                                "spec": {"containers": [{"name": "tensorflow", "image": "t"}]}
-                            },
-                        }
-                    }
-                },
-            }
+            job = tfjob("plain", namespace=target.namespace, Worker=replica(1))
             await client.create(TFJOBS, job)
             await eventually(
                 lambda: bool(target.storage.list(PODS, namespace=target.namespace).items),
