@@ -37,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from etctl.common._labels import JOB_NAME, OPERATOR_NAME
+from etctl.common._labels import JOB_NAME, OPERATOR_NAME, matches
 from etctl.errors import AlreadyExists, Conflict, EtctlError, NotFound
 from etctl.log import get_logger
 from etctl.runtime import (
@@ -199,8 +199,7 @@ class ChildControl:
         if objects.controller_ref(live) == job_uid:
             wanted = objects.labels(obj)
             selector = {k: wanted[k] for k in (OPERATOR_NAME, JOB_NAME) if k in wanted}
-            have = objects.labels(live)
-            if all(have.get(k) == v for k, v in selector.items()):
+            if matches(live, selector):
                 return  # our own create, seen late: its event is on the way
             if not await release(self._client, res, live, job_uid):
                 msg = f"{_noun(res)} {name} changed while {owner} released it; tries again"
