@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any
 
 from etctl.common import SizeLimits, json_size
@@ -56,6 +57,16 @@ class Names:
     def of(cls, names: Sequence[str]) -> Names:
         """The given names."""
         return cls(len(names), sum(len(n.encode()) for n in names))
+
+    @classmethod
+    def firsts(cls, names: Sequence[str]) -> Callable[[int], Names]:
+        """The first ``n`` of ``names``, for any ``n`` up to ``len(names)``.
+
+        The ``grow`` of :func:`membership_problem` for a listed membership: the byte sums are
+        computed once, so each count the search tries costs nothing.
+        """
+        sums = [0, *accumulate(len(n.encode()) for n in names)]
+        return lambda n: cls(n, sums[n])
 
     @classmethod
     def sequential(cls, prefix: str, count: int) -> Names:

@@ -24,7 +24,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from itertools import accumulate
 from typing import Any
 
 from etctl.common import (
@@ -100,13 +99,13 @@ def size_problem(
             limits=limits,
             grow=lambda n: Names.sequential(prefix, n),
         )
-    sums = [0, *accumulate(len(n.encode()) for n in names)]
+    grow = Names.firsts(names)
     return membership_problem(
-        Names(len(names), sums[-1]),
+        grow(len(names)),
         cost=member_cost(job, cluster_domain),
         config_map=config_name(name),
         limits=limits,
-        grow=lambda n: Names(n, sums[n]),
+        grow=grow,
     )
 
 

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from itertools import accumulate
 from typing import Any
 
 from etctl.common import (
@@ -333,14 +332,14 @@ class TrainingJobPlugin:
         container = _first_container(job.spec.et_replica_specs.worker)
 
         def check(names: Sequence[str]) -> str | None:
-            sums = [0, *accumulate(len(n.encode()) for n in names)]
+            grow = Names.firsts(names)
             return membership_problem(
                 job,
-                Names(len(names), sums[-1]),
+                grow(len(names)),
                 slots=slots,
                 container=container,
                 limits=self.size_limits,
-                grow=lambda n: Names(n, sums[n]),
+                grow=grow,
             )
 
         return check
