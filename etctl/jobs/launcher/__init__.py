@@ -92,7 +92,7 @@ from etctl.jobs.launcher._ssh import (
     mount_ssh,
     ssh_secret,
 )
-from etctl.jobs.launcher._workers import worker_plan, workers_to_replace
+from etctl.jobs.launcher._workers import plan_workers, worker_plan, workers_to_replace
 
 __all__ = [
     "CONFIG_MOUNT",
@@ -143,6 +143,7 @@ __all__ = [
     "mount_config",
     "mount_ssh",
     "operator_rules",
+    "plan_workers",
     "read_launcher",
     "register_membership_pusher",
     "setup_membership_pusher",

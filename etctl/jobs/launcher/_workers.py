@@ -30,11 +30,12 @@ its name. The failed pod is deleted once its replacement took its place in the t
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from typing import Any
 
-from etctl.common import ReplicaRef, RestartPolicy, member_index, planned
+from etctl.common import JobState, ReplicaRef, RestartPolicy, member_index, planned
 from etctl.runtime import ObjectView, objects, pod_exit_code, pod_phase
 
-__all__ = ["worker_plan", "workers_to_replace"]
+__all__ = ["plan_workers", "worker_plan", "workers_to_replace"]
 
 
 def worker_plan(
@@ -62,6 +63,30 @@ def worker_plan(
         index = member_index(prefix, name)
         refs.append(ReplicaRef(replica_type, index if index is not None else 0, name))
     return refs
+
+
+def plan_workers(
+    prefix: str,
+    targets: Sequence[str],
+    current: Collection[str],
+    state: JobState[Any],
+    *,
+    worker_type: str,
+    launcher_type: str,
+) -> list[ReplicaRef]:
+    """:func:`worker_plan` for a kind's ``plan`` hook, with what exists read from ``state``.
+
+    The workers present are the job's pods of ``worker_type``; the launcher runs when one of its
+    pods of ``launcher_type`` is in phase Running.
+    """
+    return worker_plan(
+        prefix,
+        targets,
+        current,
+        {objects.name(pod) for pod in state.pods_of(worker_type)},
+        launcher_running=any(pod_phase(p) == "Running" for p in state.pods_of(launcher_type)),
+        replica_type=worker_type,
+    )
 
 
 def _replaced(policy: RestartPolicy, pod: ObjectView) -> bool:

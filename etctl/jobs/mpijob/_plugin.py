@@ -66,9 +66,9 @@ from etctl.jobs.launcher import (
     LAUNCHER_RESOURCES,
     KeyAlgorithm,
     launcher_objects,
+    plan_workers,
     setup_membership_pusher,
     ssh_secret,
-    worker_plan,
 )
 from etctl.jobs.mpijob import _lifecycle as lifecycle
 from etctl.jobs.mpijob._api import (
@@ -91,7 +91,7 @@ from etctl.jobs.mpijob._names import (
 from etctl.jobs.mpijob._pods import decorate_launcher, decorate_worker
 from etctl.jobs.mpijob._scaling import read_elasticity, size_problem
 from etctl.jobs.mpijob._validation import validate_mpijob
-from etctl.runtime import SECRETS, SERVICES, KubeObject, Manager, Resource, objects, pod_phase
+from etctl.runtime import SECRETS, SERVICES, KubeObject, Manager, Resource
 
 __all__ = ["MPIJobPlugin", "operator_rules"]
 
@@ -244,13 +244,13 @@ class MPIJobPlugin:
         if replica_type == LAUNCHER:
             return [ReplicaRef(LAUNCHER, 0, launcher_name(name))]
         status = job.status
-        return worker_plan(
+        return plan_workers(
             worker_prefix(name),
             status.target_workers,
             status.current_workers,
-            {objects.name(pod) for pod in state.pods_of(WORKER)},
-            launcher_running=any(pod_phase(p) == "Running" for p in state.pods_of(LAUNCHER)),
-            replica_type=WORKER,
+            state,
+            worker_type=WORKER,
+            launcher_type=LAUNCHER,
         )
 
     def extend_status(self, job: MPIJob, state: JobState[Any]) -> dict[str, Any]:

@@ -66,8 +66,8 @@ from etctl.jobs.launcher import (
     HOSTFILE_KEY,
     LAUNCHER_RESOURCES,
     launcher_objects,
+    plan_workers,
     ssh_secret,
-    worker_plan,
 )
 from etctl.jobs.trainingjob import _lifecycle as lifecycle
 from etctl.jobs.trainingjob._api import (
@@ -91,14 +91,7 @@ from etctl.jobs.trainingjob._scaling import job_slots, read_elasticity
 from etctl.jobs.trainingjob._setup import setup_hostfile_pusher
 from etctl.jobs.trainingjob._sizes import Names, membership_problem
 from etctl.jobs.trainingjob._workers import decorate_worker, worker_service
-from etctl.runtime import (
-    SECRETS,
-    KubeObject,
-    Manager,
-    Resource,
-    objects,
-    pod_phase,
-)
+from etctl.runtime import SECRETS, KubeObject, Manager, Resource
 
 __all__ = ["TrainingJobPlugin", "operator_rules"]
 
@@ -272,14 +265,13 @@ class TrainingJobPlugin:
         name = job.metadata.name
         if replica_type == LAUNCHER:
             return [ReplicaRef(LAUNCHER, 0, launcher_name(name))]
-        present = {objects.name(pod) for pod in state.pods_of(WORKER)}
-        return worker_plan(
+        return plan_workers(
             worker_prefix(name),
             job.status.target_workers,
             job.status.current_workers,
-            present,
-            launcher_running=any(pod_phase(p) == "Running" for p in state.pods_of(LAUNCHER)),
-            replica_type=WORKER,
+            state,
+            worker_type=WORKER,
+            launcher_type=LAUNCHER,
         )
 
     def extend_status(self, job: TrainingJob, state: JobState[Any]) -> dict[str, Any]:

@@ -70,13 +70,13 @@ from etctl.jobs.launcher import (
     live_hosts,
     mount_config,
     operator_rules,
+    plan_workers,
     read_launcher,
     setup_membership_pusher,
     slots_hostfile,
-    worker_plan,
     workers_to_replace,
 )
-from etctl.runtime import KubeObject, Manager, Resource, objects, pod_phase
+from etctl.runtime import KubeObject, Manager, Resource, objects
 
 LAUNCHER = "Launcher"
 WORKER = "Worker"
@@ -263,12 +263,13 @@ class ElasticJobPlugin:
         name = job.metadata.name
         if replica_type == LAUNCHER:
             return [ReplicaRef(LAUNCHER, 0, NAMES.launcher_of(name))]
-        return worker_plan(
+        return plan_workers(
             NAMES.worker_prefix(name),
             job.status.member_pods,
             job.status.active_members,
-            {objects.name(pod) for pod in state.pods_of(WORKER)},
-            launcher_running=any(pod_phase(p) == "Running" for p in state.pods_of(LAUNCHER)),
+            state,
+            worker_type=WORKER,
+            launcher_type=LAUNCHER,
         )
 
     def rbac_rules(self) -> Sequence[PolicyRule]:
