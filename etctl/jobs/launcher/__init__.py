@@ -50,6 +50,7 @@ from etctl.jobs.launcher._launcher import (
     LiveFile,
     decorate_launcher,
     mount_config,
+    set_env,
 )
 from etctl.jobs.launcher._lifecycle import (
     DEFAULT_WORKERS_READY_TIMEOUT,
@@ -146,6 +147,7 @@ __all__ = [
     "plan_workers",
     "read_launcher",
     "register_membership_pusher",
+    "set_env",
     "setup_membership_pusher",
     "slots_hostfile",
     "slots_per_worker",

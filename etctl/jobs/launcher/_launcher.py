@@ -47,6 +47,7 @@ __all__ = [
     "LiveFile",
     "decorate_launcher",
     "mount_config",
+    "set_env",
 ]
 
 
@@ -261,8 +262,17 @@ def decorate_launcher(
         mounts.append(_mount(layout.kubectl_volume, KUBECTL_MOUNT))
     main["volumeMounts"] = [*_without(main.get("volumeMounts") or [], layout.volumes), *mounts]
     if env:
-        kept = [e for e in main.get("env") or [] if e.get("name") not in env]
-        main["env"] = [*kept, *({"name": k, "value": v} for k, v in env.items())]
+        set_env(main, env)
+
+
+def set_env(container: dict[str, Any], env: Mapping[str, str]) -> None:
+    """Set ``env`` in ``container`` (mutated): the operator's values replace the template's own."""
+    kept = [e for e in container.get("env") or [] if _entry_name(e) not in env]
+    container["env"] = [*kept, *({"name": k, "value": v} for k, v in env.items())]
+
+
+def _entry_name(entry: object) -> object:
+    return entry.get("name") if isinstance(entry, Mapping) else None
 
 
 def mount_config(

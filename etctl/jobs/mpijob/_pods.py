@@ -41,7 +41,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from etctl.common import JOB_ROLE
-from etctl.jobs.launcher import KUBEXEC_KEY, ConfigFile, SshMount, mount_config, mount_ssh
+from etctl.jobs.launcher import (
+    KUBEXEC_KEY,
+    ConfigFile,
+    SshMount,
+    mount_config,
+    mount_ssh,
+    set_env,
+)
 from etctl.jobs.launcher import decorate_launcher as decorate
 from etctl.jobs.mpijob._api import LauncherAttachMode, MPIImplementation, MPIJob, MPIJobSpec
 from etctl.jobs.mpijob._config import (
@@ -110,15 +117,6 @@ def ssh_mount(spec: MPIJobSpec) -> SshMount:
     )
 
 
-def _set_env(container: dict[str, Any], env: Mapping[str, str]) -> None:
-    kept = [e for e in container.get("env") or [] if _name(e) not in env]
-    container["env"] = [*kept, *({"name": k, "value": v} for k, v in env.items())]
-
-
-def _name(entry: object) -> object:
-    return entry.get("name") if isinstance(entry, Mapping) else None
-
-
 def _role(pod: KubeObject, role: str) -> dict[str, Any]:
     metadata = pod.setdefault("metadata", {})
     metadata["labels"] = {**(metadata.get("labels") or {}), JOB_ROLE: role}
@@ -157,7 +155,7 @@ def decorate_worker(pod: KubeObject, *, job: MPIJob, cluster_domain: str) -> Non
     ssh = job.spec.launcher_attach_mode is LauncherAttachMode.SSH
     if not main.get("command") and not main.get("args"):
         main["command"] = list(_SSH_COMMAND if ssh else _IDLE_COMMAND)
-    _set_env(main, {ROLE_ENV: "worker"})
+    set_env(main, {ROLE_ENV: "worker"})
     if ssh:
         _ssh(pod, pod_spec, job, cluster_domain)
         return
