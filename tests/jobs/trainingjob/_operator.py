@@ -9,6 +9,7 @@ exec, as a user would.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -23,12 +24,29 @@ from etctl.testing import Limits
 from tests.common._operator import condition_of
 from tests.jobs._kubelet_cluster import NS, KubeletCluster, kubelet_server, run_operator
 from tests.runtime._realtime import eventually
+from tests.schema_support import EXAMPLES, load_yaml
 
 JOB = "elastic-training"
 """The name of the example TrainingJob (``examples/trainingjob/training-job.yaml``)."""
 LAUNCHER = f"{JOB}-launcher"
 
-__all__ = ["JOB", "LAUNCHER", "NS", "Cluster", "cluster", "eventually", "hosts", "operator", "w"]
+__all__ = [
+    "JOB",
+    "LAUNCHER",
+    "NS",
+    "Cluster",
+    "cluster",
+    "eventually",
+    "example",
+    "hosts",
+    "operator",
+    "w",
+]
+
+
+def example(name: str = "training-job.yaml") -> dict[str, Any]:
+    """A copy of ``examples/trainingjob/<name>`` that a test may change."""
+    return copy.deepcopy(load_yaml(EXAMPLES / "trainingjob" / name))
 
 
 def w(index: int) -> str:

@@ -11,7 +11,6 @@ does not own must not have been written to; and deleting the job must leave no p
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,8 +21,16 @@ from etctl.common import SCALEINS, SCALEOUTS
 from etctl.jobs.trainingjob._api import TRAININGJOBS
 from etctl.runtime import CONFIGMAPS, PODS, Manager, Resource
 from tests.common._chaos import Chaos, Ledger, Target, crashes
-from tests.jobs.trainingjob._operator import JOB, LAUNCHER, NS, Cluster, cluster, operator, w
-from tests.schema_support import EXAMPLES, load_yaml
+from tests.jobs.trainingjob._operator import (
+    JOB,
+    LAUNCHER,
+    NS,
+    Cluster,
+    cluster,
+    example,
+    operator,
+    w,
+)
 
 pytestmark = pytest.mark.etctl_hooks(
     "the simulated kubelet runs the launcher's init container and execs, in virtual time"
@@ -61,10 +68,6 @@ LABELS = {
     "training.kubeflow.org/operator-name": "etctl",
     "training.kubeflow.org/replica-type": "worker",
 }
-
-
-def example(name: str) -> dict[str, Any]:
-    return copy.deepcopy(load_yaml(EXAMPLES / "trainingjob" / name))
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,7 @@ instead of being silently created again (which would start the training over).
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -25,17 +23,13 @@ from tests.jobs.trainingjob._operator import (
     Cluster,
     cluster,
     eventually,
+    example,
     operator,
 )
-from tests.schema_support import EXAMPLES, load_yaml
 
 pytestmark = pytest.mark.etctl_hooks(
     "the simulated kubelet runs the launcher's init container and execs, in virtual time"
 )
-
-
-def example() -> dict[str, Any]:
-    return copy.deepcopy(load_yaml(EXAMPLES / "trainingjob" / "training-job.yaml"))
 
 
 WAITING = {

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import copy
 import shutil
 from pathlib import Path
 from typing import Any
@@ -23,23 +22,20 @@ from tests.jobs.trainingjob._operator import (
     Cluster,
     cluster,
     eventually,
+    example,
     hosts,
     operator,
     w,
 )
-from tests.schema_support import EXAMPLES, load_yaml
+from tests.schema_support import EXAMPLES
 
 pytestmark = pytest.mark.etctl_hooks(
     "the simulated kubelet runs the launcher's init container and execs, in virtual time"
 )
 
 
-def example(name: str) -> dict[str, Any]:
-    return load_yaml(EXAMPLES / "trainingjob" / name)
-
-
 def kubexec_job(**worker: Any) -> dict[str, Any]:
-    document = copy.deepcopy(example("training-job.yaml"))
+    document = example()
     document["spec"]["launcherAttachMode"] = "kubexec"
     document["spec"]["etReplicaSpecs"]["worker"].update(worker)
     return document

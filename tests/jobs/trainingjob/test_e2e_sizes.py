@@ -8,7 +8,6 @@ writes it.
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +33,7 @@ from tests.jobs.trainingjob._operator import (
     operator,
     w,
 )
-from tests.schema_support import EXAMPLES, load_yaml
+from tests.jobs.trainingjob._operator import example as shared_example
 
 pytestmark = pytest.mark.etctl_hooks(
     "the simulated kubelet runs the launcher's init container and execs, in virtual time"
@@ -48,7 +47,7 @@ OPERATOR = SizeLimits(max_data_bytes=DATA)
 
 
 def example(name: str, **worker: Any) -> dict[str, Any]:
-    document = copy.deepcopy(load_yaml(EXAMPLES / "trainingjob" / name))
+    document = shared_example(name)
     if document["kind"] == "TrainingJob":
         # kubexec: no generated ssh Secret, whose key alone exceeds the lowered data limit.
         document["spec"]["launcherAttachMode"] = "kubexec"

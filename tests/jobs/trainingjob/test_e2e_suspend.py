@@ -8,7 +8,6 @@ did not vanish: the job must not fail for it.
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 from typing import Any
 
@@ -23,19 +22,15 @@ from tests.jobs.trainingjob._operator import (
     Cluster,
     cluster,
     eventually,
+    example,
     operator,
 )
-from tests.schema_support import EXAMPLES, load_yaml
 
 pytestmark = pytest.mark.etctl_hooks(
     "the simulated kubelet runs the launcher's init container and execs, in virtual time"
 )
 
 NODE = "node-1"
-
-
-def example() -> dict[str, Any]:
-    return copy.deepcopy(load_yaml(EXAMPLES / "trainingjob" / "training-job.yaml"))
 
 
 def node_of(env: Cluster, name: str) -> str:
