@@ -23,7 +23,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from etctl.common import (
@@ -132,7 +132,6 @@ def read_elasticity(job: MPIJob, state: JobState[Any], *, limits: SizeLimits) ->
     def check(names: Sequence[str]) -> str | None:
         return size_problem(job, names, cluster_domain=domain, limits=limits)
 
-    check_names: Callable[[Sequence[str]], str | None] = check
     return Elasticity(
         replica_type=WORKER,
         replicas=worker.replicas if worker is not None else 1,
@@ -147,5 +146,5 @@ def read_elasticity(job: MPIJob, state: JobState[Any], *, limits: SizeLimits) ->
         executor=launcher.executor,
         membership_delivered=launcher.delivered,
         membership_in_use=running,
-        membership_problem=check_names,
+        membership_problem=check,
     )
