@@ -59,6 +59,7 @@ def setup_scaling(
         ConfigError: the plugin is not elastic.
         ValueError: the manager has controllers of these names already.
     """
+    settings = settings or JobSettings()
     jobs = plugin.resource.resource()
     kind = plugin.resource.kind.lower()
     # The job controller's recorder: one event source per kind. Two recorders would name events
@@ -98,7 +99,7 @@ def setup_scaling(
         .watches(
             PODS,
             EnqueueRequestForOwner(jobs.group, jobs.kind, only_controller=True),
-            label_selector=(settings or JobSettings()).child_selector,
+            label_selector=settings.child_selector,
         )
     )
     for res in (SCALEINS, SCALEOUTS):
