@@ -24,6 +24,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from etctl.testing._kubelet.behaviour import Behaviour
+from etctl.testing._kubelet.imageref import InvalidReference, parse
 from etctl.testing._kubelet.logs import ContainerLog
 
 __all__ = ["ContainerRuntime", "Termination", "image_id", "normalize_image"]
@@ -32,7 +33,14 @@ State = Literal["waiting", "running", "terminated"]
 
 
 def normalize_image(image: str) -> str:
-    """The fully qualified reference a runtime reports (``docker.io/library/busybox:1.36``)."""
+    """The fully qualified reference a runtime reports (``docker.io/library/busybox:1.36``).
+
+    An image that is not a reference is never pulled: its status reports it as written.
+    """
+    try:
+        parse(image)
+    except InvalidReference:
+        return image
     reference = image.strip()
     first, _, rest = reference.partition("/")
     if not rest:

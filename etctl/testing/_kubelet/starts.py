@@ -7,9 +7,16 @@ the real kubelet records on the way (``Pulling``, ``Pulled``, ``Created``, ``Sta
 
 * an image is pulled (``Pulling``/``Pulled``) unless the node already has it and the pull policy
   is not ``Always`` (``already present on machine``);
+* an image that is not a reference (:mod:`~etctl.testing._kubelet.imageref`: a space in it, upper
+  case, an empty one) is never pulled: the container waits with ``InvalidImageName`` and the
+  kubelet's message, with a Warning ``InspectFailed`` Event, as the ``fail-start`` knob of that
+  name does;
+* with ``imagePullPolicy: Never`` an image the node does not hold is not pulled either: the
+  container waits with ``ErrImageNeverPull`` and tries again every 10 s (another pod may pull it);
+  a policy the API server would refuse is pulled as ``Always`` is, as the kubelet does;
 * a failed pull shows ``ErrImagePull``, then ``ImagePullBackOff`` a moment later, and is retried
-  after 10 s doubling to 300 s; ``InvalidImageName``, ``CreateContainerError`` and
-  ``CreateContainerConfigError`` keep the container waiting;
+  after 10 s doubling to 300 s; ``CreateContainerError`` and ``CreateContainerConfigError`` keep
+  the container waiting;
 * a crashed container restarts at once the first time, then after 10 s, 20 s... up to 300 s
   (``CrashLoopBackOff``); the back-off starts over when the last restart is more than ten
   minutes old.
@@ -23,6 +30,7 @@ from etctl.testing._goduration import go_duration as _go_duration
 from etctl.testing._kubelet.behaviour import Behaviour
 from etctl.testing._kubelet.containerenv import ConfigError
 from etctl.testing._kubelet.containers import ContainerRuntime
+from etctl.testing._kubelet.imageref import default_tag_problem
 
 if TYPE_CHECKING:
     from etctl.testing._kubelet.podworker import PodWorker
@@ -52,15 +60,33 @@ def exit_reason(code: int) -> str:
     return "Completed" if code == 0 else "Error"
 
 
-def _pull(worker: PodWorker, container: ContainerRuntime, behaviour: Behaviour) -> None:
+def _invalid_name(worker: PodWorker, container: ContainerRuntime, detail: str) -> None:
+    """The kubelet's refusal of an image it cannot parse: no pull, waiting for good."""
+    worker.event("Warning", "InspectFailed", detail, container)
+    worker.event("Warning", "Failed", "Error: InvalidImageName", container)
+    container.wait("InvalidImageName", detail)
+
+
+def _pull(
+    worker: PodWorker, container: ContainerRuntime, behaviour: Behaviour, mono: float
+) -> bool:
+    """Pull the image as the pull policy says; False when the container cannot get it."""
     image = container.image
     policy = container.spec.get("imagePullPolicy") or "IfNotPresent"
     reference = container.reference
-    if policy != "Always" and reference in worker.node.images:
+    present = reference in worker.node.images
+    if policy in ("IfNotPresent", "Never") and present:
         worker.event(
             "Normal", "Pulled", f'Container image "{image}" already present on machine', container
         )
-        return
+        return True
+    if policy == "Never":
+        detail = f'Container image "{image}" is not present with pull policy of Never'
+        worker.event("Warning", "ErrImageNeverPull", detail, container)
+        worker.event("Warning", "Failed", "Error: ErrImageNeverPull", container)
+        container.wait("ErrImageNeverPull", detail)
+        container.start_at = mono + FIRST_BACKOFF  # the pod worker's retry after an error
+        return False
     took = go_duration(behaviour.start_delay)
     size = 1_000_000 + int.from_bytes(reference.encode()[:3], "big") % 50_000_000
     worker.event("Normal", "Pulling", f'Pulling image "{image}"', container)
@@ -72,19 +98,32 @@ def _pull(worker: PodWorker, container: ContainerRuntime, behaviour: Behaviour) 
         container,
     )
     worker.node.images.add(reference)
+    return True
+
+
+def _image_ready(
+    worker: PodWorker, container: ContainerRuntime, behaviour: Behaviour, mono: float
+) -> bool:
+    """Get the container's image, or leave it waiting for why it cannot be had; True if got."""
+    if behaviour.stay_pending:
+        container.wait("ContainerCreating")
+        return False
+    invalid = default_tag_problem(container.image)
+    if invalid is not None:
+        _invalid_name(worker, container, invalid)
+        return False
+    if behaviour.fail_start is not None:
+        _fail_start(worker, container, behaviour, mono)
+        return False
+    return _pull(worker, container, behaviour, mono)
 
 
 def try_start(worker: PodWorker, container: ContainerRuntime, mono: float) -> None:
     """Start the container's next run now, or leave it waiting for why it cannot start."""
     behaviour = container.behaviour
     container.start_at = None
-    if behaviour.stay_pending:
-        container.wait("ContainerCreating")
+    if not _image_ready(worker, container, behaviour, mono):
         return
-    if behaviour.fail_start is not None:
-        _fail_start(worker, container, behaviour, mono)
-        return
-    _pull(worker, container, behaviour)
     build_env = worker.env.container_env
     try:
         # Built once: an init container's command runs with this environment below.
@@ -151,11 +190,10 @@ def _fail_start(
             f'Failed to apply default image tag "{image}": couldn\'t parse image name '
             f'"{image}": invalid reference format'
         )
-        worker.event("Warning", "InspectFailed", detail, container)
-        worker.event("Warning", "Failed", "Error: InvalidImageName", container)
-        container.wait("InvalidImageName", detail)
+        _invalid_name(worker, container, detail)
         return
-    _pull(worker, container, behaviour)
+    if not _pull(worker, container, behaviour, mono):
+        return
     if reason == "CreateContainerConfigError":
         detail = behaviour.fail_message or 'configmap "missing" not found'
     else:

@@ -234,6 +234,40 @@ async def test_deleting_a_job_leaves_nothing(tmp_path: Path) -> None:
         await eventually(nothing_left)
 
 
+async def test_workers_whose_image_is_not_a_reference_leave_the_job_created(
+    tmp_path: Path,
+) -> None:
+    # A real kubelet never pulls "open mpi" (InvalidImageName): as under mpi-operator, the job is
+    # Created and never Running, its workers are kept as they are (no churn), and both the
+    # kubelet's Events and the pods' status say why.
+    document = example("pi.yaml")
+    worker = document["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    worker["image"] = "example.org/open mpi:cpu"
+    workers = ["pi-worker-0", "pi-worker-1"]
+    async with cluster(tmp_path, nodes=3) as env, operator(env) as manager:
+        env.apply(document)
+
+        def stuck() -> bool:
+            for name in workers:
+                found = env.get(PODS, name)
+                statuses = (found or {}).get("status", {}).get("containerStatuses") or [{}]
+                waiting = statuses[0].get("state", {}).get("waiting", {})
+                if waiting.get("reason") != "InvalidImageName":
+                    return False
+            return True
+
+        await eventually(stuck)
+        uids = {name: env.pod(name)["metadata"]["uid"] for name in workers}
+        await advance_idle(env, 600, manager)
+        assert env.state("pi") == "Created"
+        assert env.condition("pi", "Running") is None
+        assert env.condition("pi", "Failed") is None
+        assert {name: env.pod(name)["metadata"]["uid"] for name in workers} == uids
+        assert {name: env.pods()[name] for name in workers} == dict.fromkeys(workers, "Pending")
+        inspected = {e["involvedObject"]["name"] for e in env.events("InspectFailed")}
+        assert inspected == set(workers)
+
+
 async def test_an_invalid_job_fails_with_a_message_and_an_event(tmp_path: Path) -> None:
     document = example("pi.yaml")
     specs = document["spec"]["mpiReplicaSpecs"]

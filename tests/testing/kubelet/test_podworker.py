@@ -190,6 +190,54 @@ async def test_an_image_that_cannot_be_pulled_backs_off(
     assert ("Failed", "Error: ImagePullBackOff") in events
 
 
+async def test_an_image_that_is_not_a_reference_is_never_pulled(
+    api: Api, kubelet: Kubelet, clock: FakeClock
+) -> None:
+    image = "example.org/open mpi:cpu"
+    await api.create(PODS, pod("bad", containers=[{"name": "main", "image": image}]))
+    stuck = await wait_for(
+        api, PODS, "bad", lambda o: _state(o).get("waiting", {}).get("reason") == "InvalidImageName"
+    )
+    detail = (
+        f'Failed to apply default image tag "{image}": couldn\'t parse image name "{image}": '
+        "invalid reference format"
+    )
+    assert _state(stuck)["waiting"]["message"] == detail
+    assert container_state(stuck)["image"] == image
+    assert container_state(stuck)["imageID"] == ""
+    await clock.advance(600)
+    later = (await api.get(f"{PODS}/bad")).body
+    assert later["status"]["phase"] == "Pending"
+    assert _state(later)["waiting"]["reason"] == "InvalidImageName"
+    events = await pod_events(api, "bad")
+    assert ("InspectFailed", detail) in events
+    assert ("Failed", "Error: InvalidImageName") in events
+    assert not [e for e in events if e[0] in ("Pulling", "Pulled", "Started")]
+
+
+async def test_pull_policy_never_runs_only_an_image_the_node_holds(
+    api: Api, kubelet: Kubelet, clock: FakeClock
+) -> None:
+    never = {"name": "main", "image": "busybox:1.36", "imagePullPolicy": "Never"}
+    await api.create(PODS, pod("never", containers=[never], nodeName="node-0"))
+    stuck = await wait_for(
+        api,
+        PODS,
+        "never",
+        lambda o: _state(o).get("waiting", {}).get("reason") == "ErrImageNeverPull",
+    )
+    detail = 'Container image "busybox:1.36" is not present with pull policy of Never'
+    assert _state(stuck)["waiting"]["message"] == detail
+    assert ("ErrImageNeverPull", detail) in await pod_events(api, "never")
+    # Another pod pulls the image onto the node; the next try finds it there.
+    await api.create(PODS, pod("puller", nodeName="node-0"))
+    await wait_for(api, PODS, "puller", phase_is("Running"))
+    await clock.advance(10)
+    await wait_for(api, PODS, "never", phase_is("Running"))
+    events = await pod_events(api, "never")
+    assert ("Pulled", 'Container image "busybox:1.36" already present on machine') in events
+
+
 async def test_a_container_that_cannot_be_created_waits_with_the_reason(
     api: Api, kubelet: Kubelet
 ) -> None:
