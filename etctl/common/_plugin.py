@@ -322,6 +322,9 @@ class Elasticity:
         membership_problem: why the job's objects could not hold a membership of these names
             (a ConfigMap or status past the cluster's size limits), or None when they can; a
             scale-out that would cross it fails at its start. None: no such limit.
+        name_rule: why a member's name is at most 63 characters, as messages say it (the kind's
+            own reason: a Service named after each worker, a worker's hostname). The job grows
+            only as far as names fit: ``/scale`` is clamped there, a scale-out past it fails.
     """
 
     replica_type: str
@@ -338,6 +341,7 @@ class Elasticity:
     membership_delivered: bool = True
     membership_in_use: bool = True
     membership_problem: Callable[[Sequence[str]], str | None] | None = None
+    name_rule: str = "a worker's name is a DNS label"
 
 
 # --- the required core --------------------------------------------------------------------------

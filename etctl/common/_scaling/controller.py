@@ -43,6 +43,7 @@ from etctl.common._scaling.adoption import SELECTOR_INDEX, selector_index
 from etctl.common._scaling.api import SCALEINS, SCALEOUTS, scaler_targets
 from etctl.common._scaling.desired import DesiredCount
 from etctl.common._scaling.machine import advance
+from etctl.common._scaling.membership import NAME_MAX_LENGTH
 from etctl.common._scaling.observe import (
     Observation,
     ObservedScaler,
@@ -53,7 +54,6 @@ from etctl.common._scaling.roster import settle
 from etctl.common._scaling.scaler import Transition
 from etctl.common._scaling.steps import ScalerSteps
 from etctl.common._scaling.writes import GuardedWriter
-from etctl.common._validation import DNS1035_LABEL_MAX_LENGTH
 from etctl.errors import ConfigError, Conflict
 from etctl.log import get_logger
 from etctl.runtime import PODS, CacheReader, Client, Clock, ObjectView, Request, Result, objects
@@ -228,8 +228,8 @@ class ScalingController:
             message = (
                 f"{rtype.lower()} {', '.join(settled.unreplaced)} of {self.kind} {seen.name} "
                 f"cannot be replaced now: every {rtype.lower()} name of at most "
-                f"{DNS1035_LABEL_MAX_LENGTH} characters is taken (a shorter job name leaves room "
-                "for more)"
+                f"{NAME_MAX_LENGTH} characters is taken ({seen.elasticity.name_rule}; a shorter "
+                "job name leaves room for more)"
             )
             self._recorder.event(seen.raw, "Warning", f"{self.kind}{rtype}NotReplaced", message)
         if not fields:
@@ -244,7 +244,7 @@ class ScalingController:
             if swap.reused:
                 message += (
                     f", a name used before (every unused name would exceed "
-                    f"{DNS1035_LABEL_MAX_LENGTH} characters)"
+                    f"{NAME_MAX_LENGTH} characters: {seen.elasticity.name_rule})"
                 )
             self._recorder.event(seen.raw, "Warning", f"{self.kind}{rtype}Failed", message)
             metrics.WORKER_REPLACEMENTS.labels(kind=self.kind).inc()

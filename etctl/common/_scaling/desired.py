@@ -2,8 +2,10 @@
 
 :class:`DesiredCount` writes the count a finished scaler leaves (so a user's scaler and ``/scale``
 never fight), and, with no scaler in flight, follows what a user or an autoscaler wrote: a count
-outside ``[minReplicas, maxReplicas]`` is written back clamped (Warning ``ReplicasClamped``), and a
-count that differs from the job's size creates ``<job>-replicas-<generation>``, a ScaleOut or
+outside ``[minReplicas, maxReplicas]``, or above the most workers whose names fit 63 characters
+(the kind's ``name_rule``: the job grows as far as names fit, never all or nothing), is written
+back clamped (Warning ``ReplicasClamped``, saying which limit), and a count that differs from the
+job's size creates ``<job>-replicas-<generation>``, a ScaleOut or
 ScaleIn owned by the job (for a kind other than the scalers' default, its selector names the kind
 and so does its name, ``<job>-<kind>-replicas-<generation>``), which then runs like any other. A
 failed one is not created again: set the replicas again to retry.
@@ -14,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from etctl.common._control import Recorder
+from etctl.common._scaling import membership
 from etctl.common._scaling.api import SCALEINS, SCALEOUTS, ScalerSelector
 from etctl.common._scaling.observe import Observation
 from etctl.common._scaling.selection import clamp
@@ -65,13 +68,9 @@ class DesiredCount:
         elastic = seen.elasticity
         if not elastic.ready or any(not o.scaler.status.finished() for o in seen.scalers):
             return
-        desired = clamp(elastic.replicas, elastic.min_replicas, elastic.max_replicas)
+        size = len(seen.view.targets)
+        desired, bound = _clamped(seen, size)
         if desired != elastic.replicas:
-            bound = (
-                f"above maxReplicas {elastic.max_replicas}"
-                if desired < elastic.replicas
-                else f"below minReplicas {elastic.min_replicas}"
-            )
             message = (
                 f"replicas {elastic.replicas} of {self.kind} {seen.name} is {bound}; "
                 f"set to {desired}"
@@ -79,7 +78,6 @@ class DesiredCount:
             await self.write(seen, desired)
             self._recorder.event(seen.raw, "Warning", "ReplicasClamped", message)
             return
-        size = len(seen.view.targets)
         if desired == size:
             return
         name = _replicas_scaler_name(seen, self.jobs)
@@ -97,6 +95,36 @@ class DesiredCount:
             f"created {res.kind} {name}"
         )
         self._recorder.event(seen.raw, "Normal", "ScalerCreated", message)
+
+
+def _clamped(seen: Observation, size: int) -> tuple[int, str]:
+    """The desired count within the job's bounds and its names' room, and which limit it met.
+
+    Growth past ``size`` takes new names after the highest index used; only those of at most
+    63 characters can be had, so the job grows as far as they go.
+    """
+    elastic = seen.elasticity
+    wanted = elastic.replicas
+    desired = clamp(wanted, elastic.min_replicas, elastic.max_replicas)
+    if desired < wanted:
+        bound = f"above maxReplicas {elastic.max_replicas}"
+    else:
+        bound = f"below minReplicas {elastic.min_replicas}"
+    if desired > size:
+        prefix = elastic.member_prefix
+        view = seen.view
+        highest = membership.highest_fitting(prefix)
+        room = size + max(highest - membership.high_water(prefix, view.last_index, view.targets), 0)
+        if desired > room:
+            member = elastic.replica_type.lower()
+            longest = membership.member_name(prefix, highest) if highest >= 0 else prefix
+            desired = room
+            bound = (
+                f"more than its {member} names allow: {member}s past {longest} would have names "
+                f"over {membership.NAME_MAX_LENGTH} characters ({elastic.name_rule}; a shorter "
+                "job name leaves room for more)"
+            )
+    return desired, bound
 
 
 def _replicas_scaler_name(seen: Observation, jobs: Resource) -> str:

@@ -14,14 +14,16 @@ only the scaling controller writes them:
   next ones, so a name is not used twice: Horovod blacklists a host whose worker failed, and a new
   pod under that name would never be used.
 
-Members are named ``<prefix><index>`` (``<job>-worker-<i>``), and a name has a length limit (a
-worker's service is named like it, and a service name is a DNS label of 63 characters). A
-replacement takes the next index while its name fits; when it would not, it takes the lowest index
-that left the job (not a target, no pod of it left, not chosen by a scaler), so that a running job
-is never failed by a name it chose: a reused name may be one Horovod blacklisted (the new worker
-may then get no work), which costs less than the job. When every name that fits is taken, the
-member is not replaced until one frees up. A scale-out, which can be refused, never reuses a name:
-it fails with ``NameTooLong``. Everything here is pure.
+Members are named ``<prefix><index>`` (``<job>-worker-<i>``), and a name has a length limit of 63
+characters, for a reason each kind gives (``Elasticity.name_rule``: a TrainingJob worker's Service
+is named like it, an MPIJob worker's hostname is its name; both are DNS labels). A replacement
+takes the next index while its name fits; when it would not, it takes the lowest index that left
+the job (not a target, no pod of it left, not chosen by a scaler), so that a running job is never
+failed by a name it chose: a reused name may be one Horovod blacklisted (the new worker may then
+get no work), which costs less than the job. When every name that fits is taken, the member is not
+replaced until one frees up. A scale-out, which can be refused, never reuses a name: it fails with
+``NameTooLong``, and ``/scale`` asks only for the names that fit (:func:`highest_fitting`).
+Everything here is pure.
 
 Replacement rule: a member whose pod failed (under the kind's restart policy), or vanished or is
 being deleted by someone else, is replaced by a worker under a new name. A target that never
@@ -38,8 +40,10 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 __all__ = [
+    "NAME_MAX_LENGTH",
     "Replacement",
     "high_water",
+    "highest_fitting",
     "initial_targets",
     "member_index",
     "member_name",
@@ -51,6 +55,9 @@ __all__ = [
 ]
 
 _INDEX = re.compile(r"(0|[1-9][0-9]*)")
+
+NAME_MAX_LENGTH = 63
+"""The longest member name: a DNS label (see the module docstring)."""
 
 
 def member_index(prefix: str, name: str) -> int | None:
@@ -87,6 +94,16 @@ def high_water(prefix: str, last_index: int | None, *groups: Iterable[str]) -> i
             if index is not None and index > highest:
                 highest = index
     return highest
+
+
+def highest_fitting(prefix: str, max_length: int = NAME_MAX_LENGTH) -> int:
+    """The highest index whose name ``<prefix><index>`` has at most ``max_length`` characters.
+
+    -1 when not even index 0 fits. New names after ``last_index`` fit as long as their index
+    stays at or below it, so ``highest_fitting(prefix) - last_index`` more of them fit.
+    """
+    digits = max_length - len(prefix)
+    return 10**digits - 1 if digits > 0 else -1
 
 
 def new_names(prefix: str, last_index: int, count: int) -> list[str]:

@@ -7,8 +7,8 @@ reconcile, before and after each step of the active scaler:
   ``0..replicas-1``, the desired count clamped into its bounds;
 * members the plugin asks to replace get new names (:func:`~etctl.common._scaling.membership.
   replace`), except the workers the active scaler chose (a scale-out's failing worker fails the
-  scale-out; a scale-in's victim goes anyway); a name never exceeds 63 characters (a member's
-  service is named like it): past that, a replacement reuses a name that left the job;
+  scale-out; a scale-in's victim goes anyway); a name never exceeds 63 characters (the kind's
+  ``name_rule``): past that, a replacement reuses a name that left the job;
 * the hostfile is every running target but those the active scaler keeps out: a scale-in's
   victims from the Draining step on, a scale-out's new workers until it admits them (Joining).
   While nothing uses the membership (``membership_in_use`` False), members that stopped running
@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from etctl.common._scaling import membership, selection
 from etctl.common._scaling.api import ScaleStep
 from etctl.common._scaling.scaler import Direction, JobView, Scaler
-from etctl.common._validation import DNS1035_LABEL_MAX_LENGTH
 
 __all__ = ["Settlement", "settle"]
 
@@ -78,7 +77,7 @@ def settle(job: JobView, active: Scaler | None) -> Settlement:
         targets,
         last,
         doomed,
-        max_length=DNS1035_LABEL_MAX_LENGTH,
+        max_length=membership.NAME_MAX_LENGTH,
         taken=job.present | protected,
     )
     left = {swap.old for swap in swaps}

@@ -33,7 +33,6 @@ from etctl.common._scaling.api import (
 )
 from etctl.common._scaling.scaler import JobView, Note, Scaler, Transition
 from etctl.common._scaling.transitions import failed, listed, updated
-from etctl.common._validation import DNS1035_LABEL_MAX_LENGTH
 
 __all__ = ["start"]
 
@@ -53,15 +52,15 @@ def _bounds_problem(job: JobView, change: int) -> str | None:
 
 def _too_long(job: JobView, added: Sequence[str]) -> str | None:
     """Why the new workers' names cannot be used, or None."""
-    # Workers and their services are named alike, and a service name is a DNS-1035 label.
-    too_long = [name for name in added if len(name) > DNS1035_LABEL_MAX_LENGTH]
+    elastic = job.elasticity
+    too_long = [name for name in added if len(name) > membership.NAME_MAX_LENGTH]
     if not too_long:
         return None
+    member = elastic.replica_type.lower()
     return (
-        f"{job.title} cannot get worker {too_long[0]}: the name would exceed "
-        f"{DNS1035_LABEL_MAX_LENGTH} "
-        "characters (workers and their services are named alike, and a service name is a DNS "
-        "label); a shorter job name leaves room for more workers"
+        f"{job.title} cannot get {member} {too_long[0]}: the name would exceed "
+        f"{membership.NAME_MAX_LENGTH} characters ({elastic.name_rule}); a shorter job name "
+        f"leaves room for more {member}s"
     )
 
 

@@ -147,4 +147,5 @@ def read_elasticity(job: MPIJob, state: JobState[Any], *, limits: SizeLimits) ->
         membership_delivered=launcher.delivered,
         membership_in_use=running,
         membership_problem=check,
+        name_rule="a worker's hostname is its name, and a hostname is a DNS label",
     )

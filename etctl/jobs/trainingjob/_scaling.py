@@ -81,4 +81,5 @@ def read_elasticity(job: TrainingJob, state: JobState[Any]) -> Elasticity:
         executor=launcher.executor,
         membership_delivered=launcher.delivered,
         membership_in_use=running,
+        name_rule="each worker has a Service of its name, and a Service name is a DNS label",
     )

@@ -3,6 +3,7 @@ import pytest
 from etctl.common._scaling.membership import (
     Replacement,
     high_water,
+    highest_fitting,
     initial_targets,
     member_index,
     member_name,
@@ -107,3 +108,17 @@ def test_without_a_free_name_that_fits_nothing_is_replaced() -> None:
     long = "j" * 54 + "-worker-"
     targets = [f"{long}{i}" for i in range(10)]
     assert replace(long, targets, 9, {f"{long}4"}, max_length=63) == (targets, 9, [])
+
+
+@pytest.mark.parametrize(
+    ("prefix", "highest"),
+    [("a" * 54 + "-worker-", 9), ("a" * 53 + "-worker-", 99), ("job-worker-", 10**52 - 1)],
+)
+def test_the_highest_index_whose_name_fits_63_characters(prefix: str, highest: int) -> None:
+    assert highest_fitting(prefix) == highest
+    assert len(member_name(prefix, highest)) == 63
+    assert len(member_name(prefix, highest + 1)) == 64
+
+
+def test_no_index_fits_a_prefix_of_63_characters() -> None:
+    assert highest_fitting("a" * 63) == -1

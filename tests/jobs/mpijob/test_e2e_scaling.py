@@ -269,3 +269,56 @@ async def test_an_operator_restarted_mid_scale_in_finishes_it_without_repeating_
         assert outcome(scaler) == ("ScaleSucceeded", "ScalingInSucceeded")
         assert env.status(JOB)["targetWorkers"] == [w(0), w(1)]
         assert len(env.events("ScalerCreated")) == 1
+
+
+async def test_a_long_named_job_grows_as_far_as_its_worker_names_fit(tmp_path: Path) -> None:
+    # 54 characters, the longest accepted: <job>-worker-9 is 63 long, <job>-worker-10 would be 64.
+    # /scale to 11 grows the job to the ten workers whose names fit and says so; an explicit
+    # scale-out past them fails (NameTooLong), in the MPIJob's own terms (it has no per-worker
+    # Services).
+    name = "a" * 54
+    document = example("pi.yaml")
+    document["metadata"]["name"] = name
+    for spec in document["spec"]["mpiReplicaSpecs"].values():
+        del spec["template"]["spec"]["containers"][0]["resources"]
+    workers = [f"{name}-worker-{i}" for i in range(10)]
+    async with cluster(tmp_path, nodes=3) as env, operator(env):
+        env.apply(document)
+        await eventually(lambda: env.state(name) == "Running")
+        await env.scale(name, 11)
+        await eventually(lambda: env.events("ReplicasClamped"))
+        (event,) = env.events("ReplicasClamped")
+        assert event["type"] == "Warning"
+        assert event["message"] == (
+            f"replicas 11 of MPIJob {name} is more than its worker names allow: workers past "
+            f"{name}-worker-9 would have names over 63 characters (a worker's hostname is its "
+            "name, and a hostname is a DNS label; a shorter job name leaves room for more); set "
+            "to 10"
+        )
+        await eventually(lambda: len(done(env, SCALEOUTS)) == 1)
+        (grown,) = done(env, SCALEOUTS)
+        assert outcome(grown) == ("ScaleSucceeded", "ScalingOutSucceeded")
+        assert grown["status"]["addPods"] == workers[2:]
+        assert env.job(name)["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] == 10
+        await eventually(lambda: env.running(*workers))
+        assert env.status(name)["targetWorkers"] == workers
+        env.apply(
+            {
+                "apiVersion": "kai.alibabacloud.com/v1alpha1",
+                "kind": "ScaleOut",
+                "metadata": {"name": "one-more"},
+                "spec": {"selector": {"name": name, "kind": "MPIJob"}, "toAdd": {"count": 1}},
+            }
+        )
+        await eventually(lambda: len(done(env, SCALEOUTS)) == 2)
+        refused = env.scalers(SCALEOUTS)["one-more"]
+        assert outcome(refused) == ("ScaleFailed", "NameTooLong")
+        message = refused["status"]["conditions"][-1]["message"]
+        assert message == (
+            f"MPIJob {name} cannot get worker {name}-worker-10: the name would exceed 63 "
+            "characters (a worker's hostname is its name, and a hostname is a DNS label); a "
+            "shorter job name leaves room for more workers"
+        )
+        assert "Service" not in message
+        assert env.status(name)["targetWorkers"] == workers
+        assert len(env.events("ReplicasClamped")) == 1

@@ -258,27 +258,54 @@ async def test_kubectl_scale_during_a_scale_out_is_applied_after_it(tmp_path: Pa
         assert env.job()["spec"]["etReplicaSpecs"]["worker"]["replicas"] == 5
 
 
-async def test_a_scale_whose_new_names_are_too_long_fails_the_scaler_not_the_job(
-    tmp_path: Path,
-) -> None:
-    # 54 characters: <job>-worker-9 is 63 long, <job>-worker-10 would be 64 (services are named
-    # after pods and must be DNS labels). The job is valid; scaling it past ten workers is not.
+async def test_a_long_named_job_grows_as_far_as_its_worker_names_fit(tmp_path: Path) -> None:
+    # 54 characters: <job>-worker-9 is 63 long, <job>-worker-10 would be 64 (each worker has a
+    # Service of its name, a DNS label). /scale past ten workers grows the job to ten and says
+    # so; an explicit scale-out past them fails the scaler, never the job.
     name = "a" * 54
-    document = kubexec_job(replicas=10)
+    document = kubexec_job(replicas=8)
     del document["spec"]["etReplicaSpecs"]["worker"]["maxReplicas"]  # no bound to check it against
     document["metadata"]["name"] = name
+    workers = [f"{name}-worker-{i}" for i in range(10)]
+    rule = "each worker has a Service of its name, and a Service name is a DNS label"
     async with cluster(tmp_path) as env, operator(env):
         env.apply(document)
         await eventually(lambda: env.running(f"{name}-launcher"))
         await env.client.patch(
             TRAININGJOBS, name, {"spec": {"replicas": 11}}, namespace=NS, subresource="scale"
         )
+        await eventually(lambda: env.events("ReplicasClamped"))
+        (event,) = env.events("ReplicasClamped")
+        assert event["message"] == (
+            f"replicas 11 of TrainingJob {name} is more than its worker names allow: workers "
+            f"past {name}-worker-9 would have names over 63 characters ({rule}; a shorter job "
+            "name leaves room for more); set to 10"
+        )
         generation = objects.generation(env.get(TRAININGJOBS, name) or {})
-        scaler = f"{name}-replicas-{generation}"
-        await eventually(lambda: env.scaler_done(SCALEOUTS, scaler))
-        done = env.scaler(SCALEOUTS, scaler)
-        assert outcome(done)[:2] == ("ScaleFailed", "NameTooLong")
-        assert f"{name}-worker-10" in outcome(done)[2]
+        grown = f"{name}-replicas-{generation}"
+        await eventually(lambda: env.scaler_done(SCALEOUTS, grown))
+        assert outcome(env.scaler(SCALEOUTS, grown))[:2] == (
+            "ScaleSucceeded",
+            "ScalingOutSucceeded",
+        )
+        assert env.job(name)["spec"]["etReplicaSpecs"]["worker"]["replicas"] == 10
+        await eventually(lambda: env.running(f"{name}-launcher", *workers))
+        env.apply(
+            {
+                "apiVersion": "kai.alibabacloud.com/v1alpha1",
+                "kind": "ScaleOut",
+                "metadata": {"name": "one-more"},
+                "spec": {"selector": {"name": name}, "toAdd": {"count": 1}},
+            }
+        )
+        await eventually(lambda: env.scaler_done(SCALEOUTS, "one-more"))
+        refused = env.scaler(SCALEOUTS, "one-more")
+        assert outcome(refused) == (
+            "ScaleFailed",
+            "NameTooLong",
+            f"TrainingJob {name} cannot get worker {name}-worker-10: the name would exceed 63 "
+            f"characters ({rule}); a shorter job name leaves room for more workers",
+        )
 
         def phase() -> str:
             return str(((env.get(TRAININGJOBS, name) or {}).get("status") or {}).get("phase"))
@@ -286,8 +313,7 @@ async def test_a_scale_whose_new_names_are_too_long_fails_the_scaler_not_the_job
         await eventually(lambda: phase() == "Running")
         job = env.get(TRAININGJOBS, name)
         assert job is not None
-        assert len(job["status"]["targetWorkers"]) == 10
-        assert env.running(f"{name}-launcher", *(f"{name}-worker-{i}" for i in range(10)))
+        assert job["status"]["targetWorkers"] == workers
 
 
 async def kubectl(kubeconfig: Path, *args: str) -> tuple[int, str, str]:
