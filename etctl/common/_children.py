@@ -16,8 +16,11 @@ stop the others; every failure is recorded); for each:
 * an object of that name the job does not control: never touched, a Warning ``ErrResourceExists``
   event says so.
 
-Owned objects of the plugin's ``owned_resources`` that it no longer wants are deleted.
-``build`` runs only when an object must be created or compared.
+Owned objects of the plugin's ``owned_resources`` that it no longer wants are deleted, except
+while the job is suspended: a suspended job keeps the extra children it has and gets the ones
+its kind wants (mpi-operator creates a suspended MPIJob's Service, ConfigMap and ssh Secret, so
+they are in place when Kueue admits it); only its pods go. ``build`` runs only when an object must
+be created or compared.
 """
 
 from __future__ import annotations
@@ -82,8 +85,8 @@ class ExtraObjectSync(Generic[JobT]):
         self._control = control
         self._reader = reader
 
-    async def run(self, rnd: Round[JobT]) -> None:
-        """Create, sync and prune the job's extra objects."""
+    async def run(self, rnd: Round[JobT], *, prune: bool = True) -> None:
+        """Create, sync and (unless ``prune`` is False) prune the job's extra objects."""
         desired = list(self._builder.extra_objects(rnd.job, rnd.state()))
         wanted = {(d.resource, d.name) for d in desired}
 
@@ -97,6 +100,8 @@ class ExtraObjectSync(Generic[JobT]):
         async with asyncio.TaskGroup() as group:
             for index, item in enumerate(desired):
                 group.create_task(one(item), name=f"extra-{rnd.name}-{index}")
+        if not prune:
+            return
         for res in self._builder.owned_resources:
             for obj in rnd.extras.get(res, []):
                 if (res, objects.name(obj)) in wanted or objects.is_terminating(obj):

@@ -15,7 +15,8 @@
    double-creates. The informer events requeue it; the expectations' TTL bounds the wait.
 3. **Finished**: clean up per cleanPodPolicy, drop the PodGroup, and delete the job once its TTL
    expires (:mod:`etctl.common._runpolicy`).
-4. **Suspended**: no pods, services or PodGroup; **resumed**: start again.
+4. **Suspended**: no pods, services or PodGroup, extra objects made and kept (as mpi-operator
+   does); **resumed**: start again.
 5. **Limits**: the active deadline and the backoff limit fail the job (everything deleted);
    a :class:`~etctl.common.RestartsWholeJob` plugin restarts every pod instead.
 6. **Gang**: the PodGroup (:mod:`etctl.common._podgroups`); volcano holds pods until admitted.
@@ -235,6 +236,9 @@ class JobController(Generic[JobT]):
     async def _sync(self, rnd: Round[JobT]) -> None:
         if rnd.job.run_policy().suspend:
             await self._policy.suspend(rnd)
+            if self._extras is not None:
+                # As mpi-operator: a suspended job's extra children are made and kept.
+                await self._extras.run(rnd, prune=False)
             return
         self._policy.start(rnd)
         if await self._policy.enforce_limits(rnd):

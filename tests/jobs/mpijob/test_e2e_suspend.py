@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from etctl.jobs.mpijob import MPIJOBS
-from etctl.runtime import CONFIGMAPS
+from etctl.runtime import CONFIGMAPS, SECRETS, SERVICES
 from etctl.testing import Fault, wait_idle
 from tests.jobs.mpijob._operator import NS, Cluster, cluster, eventually, example, operator, until
 
@@ -94,3 +94,36 @@ async def test_suspending_a_running_elastic_job_keeps_it_and_its_workers_names(
         await until(lambda: env.discovers(job, workers))
         assert env.status(job)["lastWorkerIndex"] == 1
         assert env.events("MPIJobWorkerFailed") == []
+
+
+async def test_a_job_created_suspended_gets_its_service_configmap_and_secret_at_once(
+    tmp_path: Path,
+) -> None:
+    # mpi-operator's syncHandler gets or creates the Service, ConfigMap and ssh Secret before it
+    # looks at suspend; only the workers and the launcher wait for admission.
+    document = example("pi.yaml")
+    document["spec"]["runPolicy"]["suspend"] = True
+    async with cluster(tmp_path) as env, operator(env) as manager:
+        env.apply(document)
+        await eventually(lambda: env.state("pi") == "Suspended")
+        await eventually(lambda: env.get(SECRETS, "pi-ssh") is not None)
+        await wait_idle(env.server, manager)
+        service = env.get(SERVICES, "pi")
+        config = env.get(CONFIGMAPS, "pi-config")
+        secret = env.get(SECRETS, "pi-ssh")
+        assert service is not None
+        assert config is not None
+        assert secret is not None
+        for child in (service, config, secret):
+            (owner,) = child["metadata"]["ownerReferences"]
+            assert (owner["kind"], owner["name"], owner["controller"]) == ("MPIJob", "pi", True)
+        assert service["spec"]["clusterIP"] == "None"
+        assert pods_of(env, "pi") == {}
+        await env.client.patch(
+            MPIJOBS, "pi", {"spec": {"runPolicy": {"suspend": False}}}, namespace=NS
+        )
+        await eventually(lambda: env.state("pi") == "Running")
+        # The same objects serve the resumed job: the ssh key was not made again.
+        resumed = env.get(SECRETS, "pi-ssh")
+        assert resumed is not None
+        assert resumed["metadata"]["uid"] == secret["metadata"]["uid"]
