@@ -31,6 +31,17 @@ def load_yaml(path: Path) -> dict[str, Any]:
     return loaded
 
 
+def load_document(path: Path, kind: str) -> dict[str, Any]:
+    """The one document of ``kind`` in a YAML file of one or more documents."""
+    found = [
+        doc
+        for doc in yaml.safe_load_all(path.read_text(encoding="utf-8"))
+        if isinstance(doc, dict) and doc.get("kind") == kind
+    ]
+    assert len(found) == 1, f"{path}: {len(found)} documents of kind {kind}"
+    return found[0]
+
+
 def as_created(document: dict[str, Any]) -> dict[str, Any]:
     """``document`` named as the API server names it (``generateName`` plus 5 characters)."""
     out = copy.deepcopy(document)

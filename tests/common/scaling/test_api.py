@@ -32,6 +32,7 @@ from tests.schema_support import (
     apply_defaults,
     as_created,
     crd_schema,
+    load_document,
     load_yaml,
     refused,
 )
@@ -83,7 +84,7 @@ def test_scale_in_examples(path: Path) -> None:
 
 @pytest.mark.parametrize("path", SCALE_OUT_EXAMPLES, ids=lambda p: p.name)
 def test_scale_out_examples(path: Path) -> None:
-    document = load_yaml(path)
+    document = load_document(path, "ScaleOut")
     parsed = ScaleOut.model_validate(document)
     expected = with_defaults(document)
     assert parsed.to_dict() == {**expected, "status": {**STATUS_DEFAULTS, "addPods": []}}
@@ -99,7 +100,7 @@ def test_parsed_scaler_fields() -> None:
     assert by_names.spec.to_delete == ToDelete(pod_names=["elastic-training-worker-1"])
     assert by_names.metadata.name == "scalein-by-name"
     scripted = ScaleOut.model_validate(
-        load_yaml(EXAMPLES / "trainingjob" / "scale-out-script.yaml")
+        load_document(EXAMPLES / "trainingjob" / "scale-out-script.yaml", "ScaleOut")
     )
     assert scripted.spec.env == [EnvVar(name="SCALE_REASON", value="more-data")]
     assert (scripted.spec.script, scripted.spec.timeout) == ("/scripts/on-scale.sh", 600)
@@ -250,7 +251,7 @@ def etctl_target_crds() -> list[dict[str, Any]]:
 async def test_the_cluster_admits_each_example_with_the_schemas_defaults(
     etctl_target: ClusterTarget, res: Resource, path: Path
 ) -> None:
-    document = load_yaml(path)
+    document = load_document(path, res.kind)
     stored = await admitted(etctl_target, res, document)
     assert stored["spec"] == with_defaults(document)["spec"]
 

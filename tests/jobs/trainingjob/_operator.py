@@ -24,7 +24,7 @@ from etctl.testing import Limits
 from tests.common._operator import condition_of
 from tests.jobs._kubelet_cluster import NS, KubeletCluster, kubelet_server, run_operator
 from tests.runtime._realtime import eventually
-from tests.schema_support import EXAMPLES, load_yaml
+from tests.schema_support import EXAMPLES, load_document, load_yaml
 
 JOB = "elastic-training"
 """The name of the example TrainingJob (``examples/trainingjob/training-job.yaml``)."""
@@ -40,6 +40,7 @@ __all__ = [
     "example",
     "hosts",
     "operator",
+    "scale_out_script",
     "w",
 ]
 
@@ -47,6 +48,18 @@ __all__ = [
 def example(name: str = "training-job.yaml") -> dict[str, Any]:
     """A copy of ``examples/trainingjob/<name>`` that a test may change."""
     return copy.deepcopy(load_yaml(EXAMPLES / "trainingjob" / name))
+
+
+def scale_out_script() -> dict[str, Any]:
+    """The ScaleOut of ``scale-out-script.yaml``, naming the example job (:data:`JOB`).
+
+    The file brings its own job and script; these tests install the script in the example job's
+    launcher themselves and scale that job.
+    """
+    path = EXAMPLES / "trainingjob" / "scale-out-script.yaml"
+    document = copy.deepcopy(load_document(path, "ScaleOut"))
+    document["spec"]["selector"] = {"name": JOB}
+    return document
 
 
 def w(index: int) -> str:

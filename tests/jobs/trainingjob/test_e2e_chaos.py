@@ -29,6 +29,7 @@ from tests.jobs.trainingjob._operator import (
     cluster,
     example,
     operator,
+    scale_out_script,
     w,
 )
 
@@ -175,7 +176,7 @@ async def scenario(env: Cluster, manager: Manager, seed: int | None) -> Outcome:
     )
     assert setup.exit_code == 0, setup.stderr
 
-    env.apply(example("scale-out-script.yaml"))
+    env.apply(scale_out_script())
     await step(chaos, held == 1)
     await driver.converge(lambda: scaled(env, SCALEOUTS, SCALE_OUT))
 

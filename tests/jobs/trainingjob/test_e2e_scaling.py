@@ -25,6 +25,7 @@ from tests.jobs.trainingjob._operator import (
     example,
     hosts,
     operator,
+    scale_out_script,
     w,
 )
 from tests.schema_support import EXAMPLES
@@ -110,7 +111,7 @@ async def test_a_scale_out_script_runs_once_with_the_new_hosts(tmp_path: Path) -
             timeout=10,
         )
         assert setup.exit_code == 0, setup.stderr
-        env.apply(example("scale-out-script.yaml"))
+        env.apply(scale_out_script())
         done = await finished(env, SCALEOUTS, "elastic-training-scaleout-script")
         assert done["addPods"] == [w(2), w(3)]
         executed = next(c for c in done["conditions"] if c["type"] == "ScriptExecuted")
@@ -392,7 +393,7 @@ async def test_a_script_exec_refused_before_it_started_is_retried_and_runs_once(
         refused = env.server.inject(
             Fault(subresource="exec", query_contains=_SCRIPT, status=status, times=5)
         )
-        env.apply(example("scale-out-script.yaml"))
+        env.apply(scale_out_script())
         await eventually(lambda: refused.fired == 5)
         await asyncio.sleep(0.05)  # the scaler's reconcile reaches its backoff sleep
         await env.clock.advance(1.0)
@@ -437,7 +438,7 @@ async def _refused_for_good(tmp_path: Path) -> None:
         await started(env)
         await install_script(env)
         env.server.inject(Fault(subresource="exec", query_contains=_SCRIPT, status=403))
-        env.apply(example("scale-out-script.yaml"))
+        env.apply(scale_out_script())
         done = await finished(env, SCALEOUTS, "elastic-training-scaleout-script")
         executed = next(c for c in done["conditions"] if c["type"] == "ScriptExecuted")
         assert (executed["status"], executed["reason"]) == ("False", "ScriptNotStarted")
