@@ -13,6 +13,16 @@ Invariants: every watch is a named task of the feed's own ``asyncio.TaskGroup``;
 or fails (an expired resourceVersion, an idle timeout, a dropped connection) is started again from
 a fresh list, whose differences are queued like any other change, so the copy converges on the
 server's state; the feed only reads.
+
+Failures are retried with a growing delay (0.2 s doubling to 5 s), and never silently for good:
+a list that failed (the client already retried it) or a watch that failed three times in a row
+makes its error a *problem* (:meth:`Feed.problems`; each new one is handed out once by
+:meth:`Feed.new_problems`, and wakes a reader) until a list of that resource succeeds again (a
+watch ending now and then is the normal course of things, a failing list is not). A list the
+server refuses with a server error or a bad request while paged (``limit=500``, as kubectl
+lists) is asked again unpaged, and that resource is listed unpaged from then on: some storage
+backends (kine on SQLite behind a 1.24 API server) refuse a field selector with a limit
+("invalid combination of rangeEnd and limit") and answer the same list without one.
 """
 
 from __future__ import annotations
@@ -24,7 +34,7 @@ from dataclasses import dataclass
 from etctl.cli._jobkinds import JobKind
 from etctl.cli._jobview import Snapshot, owned_by, snapshot
 from etctl.common import JOB_NAME, SCALEINS, SCALEOUTS
-from etctl.errors import EtctlError
+from etctl.errors import BadRequest, EtctlError, ServerError
 from etctl.log import get_logger
 from etctl.runtime import (
     CONFIGMAPS,
@@ -33,6 +43,7 @@ from etctl.runtime import (
     Client,
     Clock,
     KubeObject,
+    ObjectList,
     RealClock,
     Resource,
     objects,
@@ -43,7 +54,10 @@ __all__ = ["Feed"]
 
 log = get_logger(__name__)
 
-_RETRY_DELAY = 0.2  # seconds before a failed list or watch is tried again
+_RETRY_DELAY = 0.2  # seconds before a failed list or watch is first tried again
+_RETRY_CAP = 5.0  # the longest wait between tries
+_PERSISTENT = 3  # failures in a row that make an error a problem to report
+_PAGE = 500  # items per page of a first list, as kubectl lists
 _WATCH_SECONDS = 300  # the server ends each watch after this long; it is then started again
 
 
@@ -98,7 +112,11 @@ class Feed:
         self._listed: set[Resource] = set()
         self._synced = asyncio.Event()
         self._states: deque[Snapshot] = deque()
-        self._arrived = asyncio.Event()  # set while states are queued
+        self._arrived = asyncio.Event()  # set while states or new problems are queued
+        self._failures: dict[Resource, tuple[int, str]] = {}  # failures in a row, last error
+        self._reported: set[tuple[Resource, str]] = set()
+        self._unpaged: set[Resource] = set()  # listed without a limit: refused with one
+        self._listed_now: set[Resource] = set()  # their current try got past its list
 
     @property
     def subject(self) -> str:
@@ -126,8 +144,27 @@ class Feed:
         return states
 
     async def wait(self, timeout: float) -> bool:
-        """Wait until a state is queued or ``timeout`` seconds pass; True if one is."""
+        """Wait until a state or a new problem is queued, or ``timeout`` seconds pass."""
         return await wait_event(self._clock, self._arrived, timeout)
+
+    def problems(self) -> list[str]:
+        """Errors that keep a resource from being followed now (see the module docstring)."""
+        return [
+            f"{res.plural}: {message}"
+            for res, (count, message) in self._failures.items()
+            if count >= _PERSISTENT
+        ]
+
+    def new_problems(self) -> list[str]:
+        """:meth:`problems` not handed out before (each problem once, until it changes)."""
+        if not self._states:
+            self._arrived.clear()  # what woke the reader is handed out now
+        fresh = []
+        for res, (count, message) in self._failures.items():
+            if count >= _PERSISTENT and (res, message) not in self._reported:
+                self._reported.add((res, message))
+                fresh.append(f"{res.plural}: {message}")
+        return fresh
 
     async def run(self) -> None:
         """Follow every resource until cancelled."""
@@ -142,16 +179,45 @@ class Feed:
             try:
                 await self._list_and_watch(res, selectors)
             except EtctlError as exc:
+                count = self._failures.get(res, (0, ""))[0] + 1
+                if res not in self._listed_now:
+                    count = max(count, _PERSISTENT)  # the list itself failed
+                self._failures[res] = (count, str(exc))
                 log.debug("watch ended; listing again", resource=str(res), error=str(exc))
-                await self._clock.sleep(_RETRY_DELAY)
+                if count >= _PERSISTENT and (res, str(exc)) not in self._reported:
+                    self._arrived.set()  # a reader hears of it now
+                await self._clock.sleep(min(_RETRY_DELAY * 2 ** (count - 1), _RETRY_CAP))
 
-    async def _list_and_watch(self, res: Resource, selectors: _Selectors) -> None:
-        listed = await self.client.list(
+    async def _list(self, res: Resource, selectors: _Selectors) -> ObjectList:
+        """List ``res`` paged, or unpaged where a paged list was refused (see the module)."""
+        paged = res not in self._unpaged
+        try:
+            return await self.client.list(
+                res,
+                namespace=self.namespace,
+                label_selector=selectors.labels,
+                field_selector=selectors.fields,
+                limit=_PAGE if paged else None,
+            )
+        except (ServerError, BadRequest) as exc:
+            if not paged:
+                raise
+            log.info("a paged list was refused; listing unpaged", resource=str(res), error=str(exc))
+            self._unpaged.add(res)
+        return await self.client.list(
             res,
             namespace=self.namespace,
             label_selector=selectors.labels,
             field_selector=selectors.fields,
+            limit=None,
         )
+
+    async def _list_and_watch(self, res: Resource, selectors: _Selectors) -> None:
+        self._listed_now.discard(res)
+        listed = await self._list(res, selectors)
+        self._listed_now.add(res)
+        if self._failures.pop(res, None) is not None:
+            self._reported = {seen for seen in self._reported if seen[0] != res}
         self._objects[res] = {objects.name(obj): obj for obj in listed.items}
         self._listed.add(res)
         if len(self._listed) == len(self._followed):

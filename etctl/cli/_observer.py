@@ -101,15 +101,20 @@ class Observer:
         self.feed = feed
         self.client = feed.client
         self.timeline = timeline
-        self._clock: Clock = clock or RealClock()
+        self.clock: Clock = clock or RealClock()
         self._poll = poll_interval
         self._spin = spin_interval
         self.last: Snapshot = empty()
 
     def catch_up(self) -> Snapshot:
-        """Narrate every state the feed queued since the last call; return the latest."""
+        """Narrate every state the feed queued since the last call; return the latest.
+
+        An error that keeps the feed from following something is told too, once.
+        """
         for state in self.feed.pending():
             self._narrate(state)
+        for problem in self.feed.new_problems():
+            self.timeline.warning(f"cannot follow {problem}; trying again")
         return self.last
 
     def _narrate(self, state: Snapshot) -> None:
@@ -130,7 +135,7 @@ class Observer:
         Raises:
             StepFailed: the deadline passed; the message says what was awaited and ``why``.
         """
-        remaining = deadline - self._clock.monotonic()
+        remaining = deadline - self.clock.monotonic()
         if remaining <= 0:
             msg = f"{what}: not done after {timeout:g}s ({why})"
             raise StepFailed(msg)
@@ -150,7 +155,7 @@ class Observer:
         Raises:
             StepFailed: the condition failed, or did not hold within ``timeout``.
         """
-        deadline = self._clock.monotonic() + timeout
+        deadline = self.clock.monotonic() + timeout
         while True:
             state = self.catch_up()
             if done(state):
@@ -177,7 +182,7 @@ class Observer:
         Raises:
             StepFailed: ``attempt`` failed, or returned no result within ``timeout``.
         """
-        deadline = self._clock.monotonic() + timeout
+        deadline = self.clock.monotonic() + timeout
         while True:
             self.catch_up()
             try:

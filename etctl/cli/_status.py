@@ -11,7 +11,12 @@ names, :mod:`etctl.cli._jobkinds`) and connect as kubectl does (``--kubeconfig``
 * ``watch`` prints the same, then follows every change as it happens (the feed of the sandbox
   demo: list then watch, :mod:`etctl.cli._feed`), one timestamped line each, until the job
   finishes, is deleted, ``--timeout`` passes, or Ctrl-C. Exit 0 when it Succeeded, 1 when it
-  Failed, was deleted, did not exist, or did not finish in time; 130 on Ctrl-C.
+  Failed, was deleted, did not exist, or could not be read; 124 (as ``timeout(1)``) when
+  ``--timeout`` ran out first, which says nothing against the job: the last line gives the state
+  it was in; 130 on Ctrl-C. ``--timeout`` bounds the whole command, from connecting and the first
+  lists on. An error that keeps something from being followed is printed as soon as it persists
+  (three failures in a row), and the command keeps trying until its bound; when the job itself
+  could not be read by then, it exits 1 with that error.
 
 Exit status 2 is a usage error: an unknown kind (the message lists the registered ones) or a
 target that is neither ``KIND/NAME`` nor ``KIND NAME``.
@@ -24,6 +29,7 @@ import asyncio
 import math
 import sys
 from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 from etctl.cli._connection import add_connection_options, connect
@@ -31,13 +37,14 @@ from etctl.cli._describe import describe_job
 from etctl.cli._feed import Feed
 from etctl.cli._jobkinds import JobKind, job_kinds, resolve, split_target
 from etctl.cli._jobview import Snapshot, snapshot
-from etctl.cli._observer import Observer, StepFailed
+from etctl.cli._observer import Observer, StepFailed, describe
 from etctl.cli._timeline import Timeline
 from etctl.common import JOB_NAME, SCALEINS, SCALEOUTS, discover
 from etctl.errors import ConfigError, EtctlError, NotFound
-from etctl.runtime import CONFIGMAPS, EVENTS, PODS, Client, objects
+from etctl.runtime import CONFIGMAPS, EVENTS, PODS, Client, Clock, RealClock, objects
 
 __all__ = [
+    "EXIT_TIMED_OUT",
     "add_status_parser",
     "add_watch_parser",
     "read_job",
@@ -51,9 +58,12 @@ Exit status: 0 the job was shown; 1 it does not exist, or the cluster could not 
 2 a usage error (an unknown kind, a malformed KIND/NAME).
 """
 _WATCH_EPILOG = """\
-Exit status: 0 the job Succeeded; 1 it Failed, was deleted, does not exist, did not finish
-within --timeout, or the cluster could not be read; 2 a usage error; 130 Ctrl-C.
+Exit status: 0 the job Succeeded; 1 it Failed, was deleted, does not exist, or the cluster could
+not be read; 2 a usage error; 124 --timeout ran out before the job finished (the last line says
+the state it was in); 130 Ctrl-C.
 """
+EXIT_TIMED_OUT = 124
+"""``etctl watch``'s exit status when ``--timeout`` ran out first (``timeout(1)``'s)."""
 
 
 def _add_target(parser: argparse.ArgumentParser) -> None:
@@ -102,7 +112,8 @@ def add_watch_parser(commands: Any, summary: str) -> argparse.ArgumentParser:
         type=float,
         default=math.inf,
         metavar="SECONDS",
-        help="give up (exit 1) when the job has not finished after this long (default: never)",
+        help="stop (exit 124) when the job has not finished this long after the command "
+        "started (default: never)",
     )
     watch.set_defaults(handler=watch_command)
     return watch
@@ -168,10 +179,23 @@ async def _status(args: argparse.Namespace, kind: JobKind, name: str) -> int:
 
 
 async def _watch(args: argparse.Namespace, kind: JobKind, name: str) -> int:
-    connection = await connect(args)
+    clock = RealClock()
+    deadline = clock.monotonic() + args.timeout
+    try:
+        async with asyncio.timeout(None if math.isinf(args.timeout) else args.timeout):
+            connection = await connect(args)
+    except TimeoutError:
+        msg = f"could not connect within --timeout {args.timeout:g}s"
+        raise ConfigError(msg) from None
     async with connection.client as client:
         return await watch_job(
-            client, kind, connection.namespace, name, sys.stdout, timeout=args.timeout
+            client,
+            kind,
+            connection.namespace,
+            name,
+            sys.stdout,
+            timeout=max(deadline - clock.monotonic(), 0.0),
+            clock=clock,
         )
 
 
@@ -212,6 +236,7 @@ async def watch_job(
     *,
     timeout: float = math.inf,
     sync_timeout: float = 60.0,
+    clock: Clock | None = None,
 ) -> int:
     """Print the job's state, then every change, until it finishes; returns the exit status.
 
@@ -221,20 +246,25 @@ async def watch_job(
         namespace: its namespace.
         name: its name.
         out: where to write.
-        timeout: seconds to follow before giving up (exit 1).
-        sync_timeout: seconds the first lists may take.
+        timeout: seconds (from now) after which to stop following: exit 124 with the state the
+            job was in. The first lists count in it.
+        sync_timeout: seconds the first lists may take (within ``timeout``).
+        clock: the clock the bounds are measured on.
 
     Raises:
-        EtctlError: the first lists failed.
+        EtctlError: the job could not be read within the bounds (the persisting error says why).
     """
-    feed = Feed(client, kind, namespace=namespace, job=name, files=True, events=True)
-    timeline = Timeline(out, steps=0)
-    observer = Observer(feed, timeline)
+    clock = clock or RealClock()
+    deadline = clock.monotonic() + timeout
+    feed = Feed(client, kind, namespace=namespace, job=name, files=True, events=True, clock=clock)
+    timeline = Timeline(out, steps=0, clock=clock)
+    observer = Observer(feed, timeline, clock=clock)
     outcome: int | Exception = 1
     async with asyncio.TaskGroup() as group:
         following = group.create_task(feed.run(), name=f"watch:{feed.subject}")
         try:
-            outcome = await _follow(feed, observer, timeout=timeout, sync_timeout=sync_timeout)
+            first = min(deadline, clock.monotonic() + sync_timeout)
+            outcome = await _follow(feed, observer, first=first, deadline=deadline)
         except (_Missing, EtctlError) as exc:
             # Raised outside the group, which would wrap it in an exception group.
             outcome = exc
@@ -245,44 +275,72 @@ async def watch_job(
     return outcome
 
 
-async def _follow(feed: Feed, observer: Observer, *, timeout: float, sync_timeout: float) -> int:
+@dataclass(frozen=True, slots=True)
+class _OutOfTime:
+    """``--timeout`` ran out while the job was in ``state``."""
+
+    state: Snapshot
+    watched: float
+
+
+async def _synced(feed: Feed, observer: Observer, *, by: float) -> None:
+    """Wait for the first lists until the monotonic time ``by``, telling problems meanwhile.
+
+    Raises:
+        ConfigError: the lists did not finish in time; the persisting errors say why.
+    """
+    clock, started = observer.clock, observer.clock.monotonic()
+    while not feed.synced:
+        remaining = by - clock.monotonic()
+        if remaining <= 0:
+            problems = feed.problems()
+            why = f": {'; '.join(problems)}" if problems else ""
+            msg = f"could not read {feed.subject} within {by - started:.3g}s{why}"
+            raise ConfigError(msg)
+        await feed.wait(min(remaining, 0.1))
+        for problem in feed.new_problems():
+            observer.timeline.warning(f"cannot read {problem}; trying again")
+
+
+async def _follow(feed: Feed, observer: Observer, *, first: float, deadline: float) -> int:
     """Print the first state once the lists are done, then narrate until the job finishes."""
     subject, namespace, timeline = feed.subject, feed.namespace, observer.timeline
-    try:
-        async with asyncio.timeout(sync_timeout):
-            await feed.wait_synced()
-    except TimeoutError:
-        msg = f"the first lists of {subject} did not finish within {sync_timeout:g}s"
-        raise ConfigError(msg) from None
-    first = feed.latest()
+    await _synced(feed, observer, by=first)
+    first_state = feed.latest()
     feed.pending()
-    if first.job is None:
+    if first_state.job is None:
         raise _Missing(_not_found(feed.kind, feed.job, namespace))
     api_version = feed.kind.resource.api_version
-    timeline.text(_lines(describe_job(first, namespace=namespace, api_version=api_version)))
+    timeline.text(_lines(describe_job(first_state, namespace=namespace, api_version=api_version)))
     timeline.start()
-    observer.last = first
-    return _ending(timeline, subject, await _until_finished(observer, subject, timeout))
+    observer.last = first_state
+    return _ending(timeline, subject, await _until_finished(observer, subject, deadline))
 
 
-async def _until_finished(observer: Observer, subject: str, timeout: float) -> Snapshot | str:
-    """The state in which the job finished or vanished, or why following it stopped."""
+async def _until_finished(
+    observer: Observer, subject: str, deadline: float
+) -> Snapshot | _OutOfTime:
+    """The state in which the job finished or vanished, or the one it was in at ``deadline``."""
     if observer.last.job is not None and observer.last.job.finished:
         return observer.last
 
     def over(seen: Snapshot) -> bool:
         return seen.job is None or seen.job.finished
 
+    timeout = deadline - observer.clock.monotonic()
     try:
         return await observer.until(f"{subject} to finish", over, timeout=timeout)
-    except StepFailed as exc:
-        return str(exc)
+    except StepFailed:
+        return _OutOfTime(observer.catch_up(), watched=observer.timeline.elapsed())
 
 
-def _ending(timeline: Timeline, subject: str, end: Snapshot | str) -> int:
-    if isinstance(end, str):
-        timeline.failed(end)
-        return 1
+def _ending(timeline: Timeline, subject: str, end: Snapshot | _OutOfTime) -> int:
+    if isinstance(end, _OutOfTime):
+        timeline.stopped(
+            f"{subject} had not finished when --timeout ran out, {end.watched:.2f}s into "
+            f"watching: {describe(end.state, subject)}"
+        )
+        return EXIT_TIMED_OUT
     job = end.job
     if job is None:
         timeline.failed(f"{subject} was deleted")

@@ -221,6 +221,16 @@ class Timeline:
         mark = "✗" if self._unicode else "FAILED:"
         self._line(f"{_INDENT}{self._toned(mark, Tone.BAD)} {self._toned(text, Tone.BAD)}")
 
+    def warning(self, text: str) -> None:
+        """Something goes wrong that the run keeps trying to get past: what."""
+        mark = "!" if self._unicode else "WARNING:"
+        self._line(f"{_INDENT}{self._toned(mark, Tone.WARN)} {self._toned(text, Tone.WARN)}")
+
+    def stopped(self, text: str) -> None:
+        """The run stopped before its end (out of time), neither a success nor a failure: why."""
+        mark = "■" if self._unicode else "STOPPED:"
+        self._line(f"{_INDENT}{self._toned(mark, Tone.WARN)} {text}")
+
     def waiting(self, what: str) -> None:
         """Show that ``what`` is awaited: a spinner frame on a live terminal, nothing otherwise.
 

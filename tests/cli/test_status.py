@@ -8,6 +8,7 @@ the commands as separate processes, as a user would, and check their output and 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import io
 import re
 import signal
@@ -21,11 +22,13 @@ from etctl.cli import Sandbox, run_sandbox
 from etctl.cli._describe import describe_job
 from etctl.cli._jobkinds import job_kinds, resolve
 from etctl.cli._sandbox_options import SandboxOptions
-from etctl.cli._status import read_job, watch_job
+from etctl.cli._status import EXIT_TIMED_OUT, read_job, watch_job
 from etctl.common import discover
+from etctl.errors import ConfigError
 from etctl.jobs.tfjob import TFJOBS
 from etctl.jobs.trainingjob import SCALEOUTS, TRAININGJOBS
 from etctl.runtime import NAMESPACES, Client, ClientOptions
+from etctl.testing import Fault
 from tests.cli._process import etctl_process, sandbox_process
 
 pytestmark = pytest.mark.etctl_hooks(
@@ -127,21 +130,77 @@ async def test_watch_ends_with_1_and_the_reason_when_the_job_fails() -> None:
     assert last.endswith("because 1 Worker replica(s) failed."), last
 
 
-async def test_watch_gives_up_after_its_timeout_with_the_state_it_saw() -> None:
+async def test_watch_stops_at_its_timeout_with_its_own_status_and_the_state_it_saw() -> None:
     out = io.StringIO()
 
     async def main(sandbox: Sandbox) -> int:
         async with await client_for(sandbox) as client:
             await client.create(TFJOBS, tfjob("forever", workers=1), namespace="default")
             await until("running", lambda: _phase(client, "forever", "Running"))
-            return await watch_job(client, TFJOB, "default", "forever", out, timeout=0.3)
+            return await watch_job(client, TFJOB, "default", "forever", out, timeout=2)
 
-    assert await run_sandbox(QUICK, main) == 1
+    # Out of time is no failure of the job: its own exit status, and the state it was in.
+    assert await run_sandbox(QUICK, main) == EXIT_TIMED_OUT == 124
     last = out.getvalue().strip().splitlines()[-1]
-    assert last == (
-        "  FAILED: tfjob/forever to finish: not done after 0.3s "
-        "(job phase Running; 1 pod(s), all Running)"
-    )
+    assert re.fullmatch(
+        r"  STOPPED: tfjob/forever had not finished when --timeout ran out, [0-9.]+s into "
+        r"watching: job phase Running; 1 pod\(s\), all Running",
+        last,
+    ), last
+    assert "FAILED:" not in out.getvalue()
+
+
+# A 1.24 API server on kine (SQLite) refuses a custom-resource list by field selector when it
+# is paged, as kubectl and etctl page a first list.
+KINE = Fault(
+    verb="list",
+    resource="tfjobs.kubeflow.org",
+    query_contains={"fieldSelector": "metadata.name=", "limit": "500"},
+    times=None,
+    status=500,
+    message="invalid combination of rangeEnd and limit",
+)
+
+
+async def test_watch_lists_unpaged_what_a_backend_refuses_paged() -> None:
+    out = io.StringIO()
+
+    async def main(sandbox: Sandbox) -> int:
+        refused = sandbox.server.inject(KINE)
+        async with await client_for(sandbox) as client:
+            await client.create(TFJOBS, tfjob("mnist", run_seconds="1"), namespace="default")
+            status = await watch_job(client, TFJOB, "default", "mnist", out, timeout=30)
+        assert refused.fired >= 1
+        return status
+
+    assert await run_sandbox(QUICK, main) == 0
+    assert "ok tfjob/mnist Succeeded (TFJobSucceeded)" in out.getvalue()
+
+
+async def test_a_list_that_keeps_failing_is_told_and_ends_the_watch_within_its_timeout() -> None:
+    out = io.StringIO()
+    broken = dataclasses.replace(KINE, query_contains=None, message="etcdserver: leader changed")
+
+    async def main(sandbox: Sandbox) -> float:
+        sandbox.server.inject(broken)
+        async with await client_for(sandbox) as client:
+            await client.create(TFJOBS, tfjob("mnist"), namespace="default")
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            with pytest.raises(ConfigError) as failed:
+                await watch_job(client, TFJOB, "default", "mnist", out, timeout=8)
+            took = loop.time() - started
+        assert str(failed.value).startswith("could not read tfjob/mnist within 8s: tfjobs: ")
+        assert "etcdserver: leader changed" in str(failed.value)
+        return took
+
+    took = await run_sandbox(QUICK, main)
+    assert took is not None
+    assert 8 <= took < 12  # the bound holds for the whole command, the first lists included
+    told = out.getvalue().splitlines()
+    assert told, "the error never reached the user while it persisted"
+    assert told[0].startswith("  WARNING: cannot read tfjobs: "), told
+    assert "etcdserver: leader changed; trying again" in told[0]
 
 
 async def _phase(client: Client, name: str, phase: str) -> bool:
