@@ -220,7 +220,8 @@ class Observer:
 
         Returns the content (see :meth:`listing`).
         """
-        what = f"the hostfile in {reader} to list {len(members)} workers"
+        workers = "worker" if len(members) == 1 else "workers"
+        what = f"the hostfile in {reader} to list {len(members)} {workers}"
         return await self.listing(what, reader, ["cat", path], members, timeout=timeout)
 
     async def listing(

@@ -185,8 +185,8 @@ class ReplicaSync(Generic[JobT]):
             if budget is not None and budget <= 0:
                 rnd.fail(
                     "BackoffLimitExceeded",
-                    f"{rnd.kind} {rnd.name} has failed because it reached its backoffLimit of "
-                    f"{limit} restarts; pod {ref.name} of replica type {rtype} failed again",
+                    f"{rnd.kind} {rnd.name} failed: it reached its backoffLimit of {limit} "
+                    f"restarts, and pod {ref.name} of replica type {rtype} failed again",
                     acted=True,
                 )
                 await delete_all(self._control, rnd)
@@ -212,7 +212,7 @@ class ReplicaSync(Generic[JobT]):
         why = f"exit code {code}" if code is not None else "no exit code (failed from outside)"
         of = f" of {limit}" if limit is not None else ""
         message = (
-            f"{rnd.kind} {rnd.name} is restarting because pod {ref.name} of replica type "
+            f"{rnd.kind} {rnd.name} is restarting: pod {ref.name} of replica type "
             f"{ref.replica_type} failed ({why}); restart {rnd.restart_count}{of}"
         )
         rnd.restarting = rnd.restarting or _restarting(rnd, ref.replica_type)
@@ -391,7 +391,8 @@ def _opened(rnd: Round[Any], rtype: str, gate: Gate) -> None:
     if (current is None and gate.record) or (
         current is not None and current.status is not ConditionStatus.TRUE
     ):
-        rnd.change(condition, ConditionStatus.TRUE, "GateOpened", f"{rtype} pods are being created")
+        message = f"{rnd.kind} {rnd.name} is creating its {rtype.lower()} pods."
+        rnd.change(condition, ConditionStatus.TRUE, "GateOpened", message)
 
 
 def _restarting(rnd: Round[Any], rtype: str) -> ConditionChange:
@@ -399,5 +400,5 @@ def _restarting(rnd: Round[Any], rtype: str) -> ConditionChange:
         "Restarting",
         ConditionStatus.TRUE,
         f"{rnd.kind}Restarting",
-        f"{rnd.kind} {rnd.name} is restarting because {rtype} replica(s) failed",
+        f"{rnd.kind} {rnd.name} is restarting: a {rtype} replica failed",
     )

@@ -158,7 +158,10 @@ class RunPolicyEnforcer:
         seconds = policy.active_deadline_seconds
         remaining = deadline_remaining(rnd.start_time, seconds, rnd.now)
         if remaining is not None and remaining <= 0:
-            message = f"{rnd.kind} {rnd.name} was active longer than its deadline of {seconds} s"
+            message = (
+                f"{rnd.kind} {rnd.name} failed: it was active longer than its deadline of "
+                f"{seconds} s"
+            )
             await self._terminate(rnd, "DeadlineExceeded", message)
             return True
         rnd.wake_in(remaining)
@@ -166,8 +169,8 @@ class RunPolicyEnforcer:
         budget = restart_budget(limit, rnd.restart_count, rnd.live_pods())
         if budget is not None and budget < 0:
             message = (
-                f"{rnd.kind} {rnd.name} has failed because it restarted {limit - budget} times, "
-                f"more than its backoffLimit of {limit}"
+                f"{rnd.kind} {rnd.name} failed: it restarted {limit - budget} times, more than "
+                f"its backoffLimit of {limit}"
             )
             await self._terminate(rnd, "BackoffLimitExceeded", message)
             return True

@@ -167,7 +167,7 @@ async def test_the_hostfile_is_read_through_exec_until_it_matches(tmp_path: Path
         assert content == "w-0:1\nw-1:1\n"
         with pytest.raises(StepFailed) as failed:
             await env.observer.hostfile(launcher_name, path, ["w-0"], timeout=0.1)
-        assert "to list 1 workers: not done after 0.1s (it lists w-0, w-1)" in str(failed.value)
+        assert "to list 1 worker: not done after 0.1s (it lists w-0, w-1)" in str(failed.value)
         removed = await client.exec(
             ns, "elastic-mnist-launcher", ["rm", "/etc/edl/hostfile"], timeout=5
         )

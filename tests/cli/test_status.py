@@ -127,7 +127,7 @@ async def test_watch_ends_with_1_and_the_reason_when_the_job_fails() -> None:
     assert await run_sandbox(QUICK, main) == 1
     last = out.getvalue().strip().splitlines()[-1]
     assert last.startswith("  FAILED: tfjob/broken Failed: ")
-    assert last.endswith("because 1 Worker replica(s) failed."), last
+    assert last.endswith("failed: 1 Worker replica failed."), last
 
 
 async def test_watch_stops_at_its_timeout_with_its_own_status_and_the_state_it_saw() -> None:

@@ -236,10 +236,9 @@ class ScalingController:
             return
         seen.refresh(await self._writer.patch_status(self.jobs, seen.raw, fields))
         for swap in settled.replaced:
-            phase = seen.worker_phase(swap.old) or "gone"
             message = (
-                f"{rtype.lower()} {swap.old} of {self.kind} {seen.name} is {phase.lower()}; "
-                f"replaced by {swap.new}"
+                f"{rtype.lower()} {swap.old} of {self.kind} {seen.name} "
+                f"{_what_happened(seen.worker_phase(swap.old))}; replaced by {swap.new}"
             )
             if swap.reused:
                 message += (
@@ -257,3 +256,10 @@ class ScalingController:
             if observed.scaler.full_name == named and not observed.scaler.status.finished():
                 return observed
         return None
+
+
+def _what_happened(phase: str) -> str:
+    """What became of a member whose pod is in ``phase`` (``""``: it has none), for messages."""
+    return {"Failed": "failed", "Succeeded": "completed", "": "is gone"}.get(
+        phase, f"is {phase.lower()}"
+    )

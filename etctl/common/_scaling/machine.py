@@ -63,7 +63,15 @@ from etctl.common._scaling.scaler import (
 )
 from etctl.common._scaling.script import EXEC_GRACE_SECONDS, host_list, script_command
 from etctl.common._scaling.start import start
-from etctl.common._scaling.transitions import concluded, failed, listed, remaining, updated
+from etctl.common._scaling.transitions import (
+    concluded,
+    counted,
+    failed,
+    listed,
+    named,
+    remaining,
+    updated,
+)
 
 __all__ = ["advance", "script_finished"]
 
@@ -85,7 +93,7 @@ def _worker_failed(scaler: Scaler, job: JobView, now: datetime) -> Transition | 
     failed = [name for name in scaler.chosen if job.phases.get(name) == "Failed"]
     if not failed:
         return None
-    message = f"worker {listed(failed)} failed before {job.title} could use it"
+    message = f"{named('worker', failed)} failed before {job.title} could use it"
     return _rollback(scaler, job, now, "WorkerFailed", message)
 
 
@@ -98,7 +106,7 @@ def _rollback(scaler: Scaler, job: JobView, now: datetime, reason: str, message:
         conditions=[(JobConditionType.SCALING, ConditionStatus.FALSE, reason, message)],
     )
     targets = tuple(name for name in job.targets if name not in added)
-    note = Note("scaler", "Warning", reason, f"{message}; removing workers {listed(added)}")
+    note = Note("scaler", "Warning", reason, f"{message}; removing {named('worker', added)}")
     return Transition(status=status, targets=targets, notes=(note,))
 
 
@@ -131,7 +139,7 @@ def _creating(scaler: Scaler, job: JobView, now: datetime) -> Transition:
     if left <= 0:
         waiting = [name for name in added if job.phases.get(name) != "Running"]
         message = (
-            f"workers {listed(waiting)} did not run within the timeout of {scaler.spec.timeout} s"
+            f"{named('worker', waiting)} did not run within the timeout of {scaler.spec.timeout} s"
         )
         return _rollback(scaler, job, now, "ScaleOutTimeout", message)
     return Transition(wait=left)
@@ -156,7 +164,7 @@ def _joining_or_draining(scaler: Scaler, job: JobView, now: datetime) -> Transit
         return Transition(wait=left)
     verb = "with" if scaler.direction is Direction.OUT else "without"
     message = (
-        f"the membership of {job.title} {verb} workers {listed(scaler.chosen)} was not "
+        f"the membership of {job.title} {verb} {named('worker', scaler.chosen)} was not "
         f"delivered within the timeout of {scaler.spec.timeout} s"
     )
     reason = "JoinTimeout" if scaler.direction is Direction.OUT else "DrainTimeout"
@@ -223,7 +231,7 @@ def _rolled_back(scaler: Scaler, job: JobView, now: datetime) -> Transition:
     scaling = get_condition(scaler.status.conditions, JobConditionType.SCALING)
     reason = scaling.reason if scaling and scaling.reason else "ScaleFailed"
     message = scaling.message if scaling and scaling.message else f"{scaler.full_name} failed"
-    event = f"{message}; workers {listed(added)} removed"
+    event = f"{message}; {named('worker', added)} removed"
     return concluded(scaler, now, Outcome.FAILED, reason, message, event=event)
 
 
@@ -237,7 +245,7 @@ def _finish(scaler: Scaler, job: JobView, now: datetime) -> Transition:
         return Transition(replicas=size)
     verb = "Out" if scaler.direction is Direction.OUT else "In"
     reason = f"Scaling{verb}Succeeded"
-    message = f"{job.title} has {size} workers: {listed(job.targets)}"
+    message = f"{job.title} has {counted(size, 'worker')}: {listed(job.targets)}"
     return concluded(scaler, now, Outcome.SUCCEEDED, reason, message)
 
 

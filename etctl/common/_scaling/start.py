@@ -32,7 +32,7 @@ from etctl.common._scaling.api import (
     validate_scaleout,
 )
 from etctl.common._scaling.scaler import JobView, Note, Scaler, Transition
-from etctl.common._scaling.transitions import failed, listed, updated
+from etctl.common._scaling.transitions import failed, listed, named, updated
 
 __all__ = ["start"]
 
@@ -108,7 +108,7 @@ def _start_out(scaler: Scaler, spec: ScaleOutSpec, job: JobView, now: datetime) 
     if too_large is not None:
         message = f"{job.title} cannot grow to {len(job.targets) + count} workers: {too_large}"
         return failed(scaler, now, "MembershipTooLarge", message)
-    message = f"adding workers {listed(added)} to {job.title}"
+    message = f"adding {named('worker', added)} to {job.title}"
     status, note = _started(scaler, now, ScaleStep.CREATING, message, add_pods=added)
     return Transition(
         status=status,
@@ -138,6 +138,6 @@ def _start_in(scaler: Scaler, spec: ScaleInSpec, job: JobView, now: datetime) ->
     victims = names or selection.pick_victims(
         job.elasticity.member_prefix, job.targets, job.phases, count
     )
-    message = f"removing workers {listed(victims)} from {job.title}"
+    message = f"removing {named('worker', victims)} from {job.title}"
     status, note = _started(scaler, now, ScaleStep.DRAINING, message, to_delete_pods=victims)
     return Transition(status=status, notes=(note,))

@@ -15,7 +15,15 @@ from etctl.common._conditions import set_condition
 from etctl.common._scaling.api import ScalerStatus, ScaleStep, latest_type
 from etctl.common._scaling.scaler import Note, Outcome, Scaler, Transition
 
-__all__ = ["concluded", "failed", "listed", "remaining", "updated"]
+__all__ = [
+    "concluded",
+    "counted",
+    "failed",
+    "listed",
+    "named",
+    "remaining",
+    "updated",
+]
 
 
 def updated(
@@ -49,6 +57,16 @@ def remaining(status: ScalerStatus, timeout: int, now: datetime) -> float:
 def listed(names: Sequence[str]) -> str:
     """Names for a message: comma-separated, or ``none``."""
     return ", ".join(names) if names else "none"
+
+
+def named(noun: str, names: Sequence[str]) -> str:
+    """``worker a`` or ``workers a, b``: the noun agrees with the names that follow it."""
+    return f"{noun if len(names) == 1 else noun + 's'} {listed(names)}"
+
+
+def counted(count: int, noun: str) -> str:
+    """``1 worker``, ``3 workers``."""
+    return f"{count} {noun if count == 1 else noun + 's'}"
 
 
 def concluded(

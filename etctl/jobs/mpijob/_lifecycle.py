@@ -97,11 +97,13 @@ def verdict(job: MPIJob, state: JobState[Any]) -> Verdict | None:
     if not launchers:
         return None
     launcher = launchers[0]
-    who = f"MPIJob {job.metadata.namespace}/{job.metadata.name}"
+    who = f"MPIJob {job.metadata.name}"
     phase = pod_phase(launcher)
     if phase == "Succeeded":
         return Verdict(
-            JobConditionType.SUCCEEDED, "MPIJobSucceeded", f"{who} successfully completed."
+            JobConditionType.SUCCEEDED,
+            "MPIJobSucceeded",
+            f"{who} succeeded: launcher {objects.name(launcher)} completed.",
         )
     if phase == "Failed":
         evicted = pod_reason(launcher) == "Evicted"

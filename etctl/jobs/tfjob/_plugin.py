@@ -223,7 +223,7 @@ class TFJobPlugin:
 
     def verdict(self, job: TFJob, state: JobState[TFJob]) -> Verdict | None:
         """The condition kubeflow's rules give the replica statuses (see the module docstring)."""
-        who = f"TFJob {job.metadata.namespace}/{job.metadata.name}"
+        who = f"TFJob {job.metadata.name}"
         result: Verdict | None = None
         for rtype in _STATUS_ORDER:
             spec = job.spec.tf_replica_specs.get(rtype)
@@ -264,9 +264,7 @@ def _progress(
         and _worker0_completed(job, state)
     )
     if done:
-        return Verdict(
-            JobConditionType.SUCCEEDED, REASON_SUCCEEDED, f"{who} successfully completed."
-        )
+        return Verdict(JobConditionType.SUCCEEDED, REASON_SUCCEEDED, f"{who} succeeded.")
     if active > 0:
         return Verdict(JobConditionType.RUNNING, REASON_RUNNING, f"{who} is running.")
     return None
@@ -284,7 +282,7 @@ def _failure(
         return Verdict(
             JobConditionType.RESTARTING,
             REASON_RESTARTING,
-            f"{who} is restarting because {len(failed_pods)} {rtype} replica(s) failed.",
+            f"{who} is restarting: {_replicas(len(failed_pods), rtype)} failed.",
         )
     if not failed_pods and _recreates(spec):
         # Counted failures whose pods are gone were restarted already: nothing to judge now.
@@ -294,8 +292,13 @@ def _failure(
     return Verdict(
         JobConditionType.FAILED,
         REASON_FAILED,
-        f"{who} has failed because {failed} {rtype} replica(s) failed.",
+        f"{who} failed: {_replicas(failed, rtype)} failed.",
     )
+
+
+def _replicas(count: int, rtype: str) -> str:
+    """``1 Worker replica``, ``2 Worker replicas``."""
+    return f"{count} {rtype} replica{'' if count == 1 else 's'}"
 
 
 def _worker0_completed(job: TFJob, state: JobState[TFJob]) -> bool:

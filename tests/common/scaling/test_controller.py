@@ -302,7 +302,7 @@ async def test_failed_workers_are_replaced_under_new_names(tmp_path: Path) -> No
         (event,) = env.events("TrainingJobWorkerFailed")
         assert (
             event["message"]
-            == "worker tj-worker-1 of TrainingJob tj is failed; replaced by tj-worker-2"
+            == "worker tj-worker-1 of TrainingJob tj failed; replaced by tj-worker-2"
         )
         env.follow_targets()
         await env.until(lambda: env.status()["currentWorkers"] == [f"{W}0", f"{W}2"])

@@ -211,7 +211,7 @@ async def test_a_failed_worker_is_replaced_under_a_new_name(tmp_path: Path) -> N
         await eventually(lambda: role_workers(env) == [w(0), w(2)])
         await eventually(lambda: env.events("MPIJobWorkerFailed"))
         (event,) = env.events("MPIJobWorkerFailed")
-        assert event["message"] == f"worker {w(1)} of MPIJob {JOB} is failed; replaced by {w(2)}"
+        assert event["message"] == f"worker {w(1)} of MPIJob {JOB} failed; replaced by {w(2)}"
         assert env.state(JOB) == "Running"
 
 

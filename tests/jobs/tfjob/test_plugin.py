@@ -338,7 +338,7 @@ def test_a_failed_replica_with_never_fails_the_job() -> None:
     )
     assert verdict is not None
     assert (verdict.condition.value, verdict.reason) == FAILED
-    assert verdict.message == "TFJob team/mnist has failed because 1 PS replica(s) failed."
+    assert verdict.message == "TFJob mnist failed: 1 PS replica failed."
 
 
 def test_a_failure_overrides_a_chief_success() -> None:
