@@ -213,23 +213,24 @@ class Timeline:
 
     def finish(self, text: str) -> None:
         """The whole run succeeded (no step duration: the text says how long it took)."""
-        mark = "✓" if self._unicode else "ok"
-        self._line(f"{_INDENT}{self._toned(mark, Tone.GOOD)} {self._style(text, _BOLD)}")
+        self._marked(("✓", "ok"), Tone.GOOD, self._style(text, _BOLD))
 
     def failed(self, text: str) -> None:
         """The current step failed: why."""
-        mark = "✗" if self._unicode else "FAILED:"
-        self._line(f"{_INDENT}{self._toned(mark, Tone.BAD)} {self._toned(text, Tone.BAD)}")
+        self._marked(("✗", "FAILED:"), Tone.BAD, self._toned(text, Tone.BAD))
 
     def warning(self, text: str) -> None:
         """Something goes wrong that the run keeps trying to get past: what."""
-        mark = "!" if self._unicode else "WARNING:"
-        self._line(f"{_INDENT}{self._toned(mark, Tone.WARN)} {self._toned(text, Tone.WARN)}")
+        self._marked(("!", "WARNING:"), Tone.WARN, self._toned(text, Tone.WARN))
 
     def stopped(self, text: str) -> None:
         """The run stopped before its end (out of time), neither a success nor a failure: why."""
-        mark = "■" if self._unicode else "STOPPED:"
-        self._line(f"{_INDENT}{self._toned(mark, Tone.WARN)} {text}")
+        self._marked(("■", "STOPPED:"), Tone.WARN, text)
+
+    def _marked(self, marks: tuple[str, str], tone: Tone, text: str) -> None:
+        """A line behind a mark (Unicode or ASCII, as the output takes) of ``tone``."""
+        mark = marks[0] if self._unicode else marks[1]
+        self._line(f"{_INDENT}{self._toned(mark, tone)} {text}")
 
     def waiting(self, what: str) -> None:
         """Show that ``what`` is awaited: a spinner frame on a live terminal, nothing otherwise.
