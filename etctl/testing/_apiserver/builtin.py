@@ -30,6 +30,7 @@ from etctl.testing._apiserver.registry import (
 from etctl.testing._apiserver.services import ClusterIPAllocator, ServiceStrategy
 from etctl.testing._apiserver.strategy import Strategy
 from etctl.testing._apiserver.validation import NameRule
+from etctl.testing._apiserver.webhookconfigs import WebhookConfigurationStrategy
 
 __all__ = ["builtin_resources"]
 
@@ -237,6 +238,20 @@ def builtin_resources(
             versions=_v1(),
             strategy=PriorityClassStrategy(),
             short_names=("pc",),
+        ),
+        *(
+            ResourceInfo(
+                group="admissionregistration.k8s.io",
+                plural=f"{kind.lower()}s",
+                singular=kind.lower(),
+                kind=kind,
+                namespaced=False,
+                versions=_v1(),
+                strategy=WebhookConfigurationStrategy(mutating=kind.startswith("Mutating")),
+                categories=("api-extensions",),
+                has_generation=True,
+            )
+            for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
         ),
         *(
             ResourceInfo(

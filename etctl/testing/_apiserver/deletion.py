@@ -22,10 +22,13 @@ import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from etctl.runtime import KubeObject
 from etctl.testing._apiserver.status import Cause, invalid
+
+if TYPE_CHECKING:
+    from etctl.testing._apiserver.admissionrequest import Admission
 
 __all__ = [
     "FOREGROUND",
@@ -61,6 +64,8 @@ class DeleteOptions:
         uid: precondition on ``metadata.uid``.
         resource_version: precondition on ``metadata.resourceVersion``.
         dry_run: validate and report, commit nothing.
+        admission: the request's admission (webhooks), for requests that arrive over HTTP;
+            None for the internal API.
     """
 
     grace_period_seconds: int | None = None
@@ -69,6 +74,7 @@ class DeleteOptions:
     uid: str | None = None
     resource_version: str | None = None
     dry_run: bool = False
+    admission: Admission | None = None
 
     def validate(self) -> None:
         """Reject contradictory or unknown options as the real server does (422)."""

@@ -24,6 +24,8 @@ from etctl.log import get_logger
 from etctl.runtime import Clock
 from etctl.testing._apiserver import status as st
 from etctl.testing._apiserver import verbs
+from etctl.testing._apiserver.admissionrequest import Admission
+from etctl.testing._apiserver.authn import ADMIN_USER, UserInfo
 from etctl.testing._apiserver.authorization import Guard
 from etctl.testing._apiserver.discovery import SERVER_VERSION, Discovery, wants_aggregated
 from etctl.testing._apiserver.faults import Fault, FaultInjector
@@ -41,11 +43,16 @@ from etctl.testing._apiserver.selection import parse_selection
 from etctl.testing._apiserver.storage import Storage
 from etctl.testing._apiserver.store import dumps
 from etctl.testing._apiserver.streaming import WatchSettings, serve_watch
+from etctl.testing._apiserver.webhookdispatch import WebhookDispatcher
 
 __all__ = ["HttpApi", "SubresourceHandler", "SubresourceRequest"]
 
 _WRITES: dict[
-    str, Callable[[Storage, web.Request, ResourceInfo, RequestInfo], Awaitable[web.StreamResponse]]
+    str,
+    Callable[
+        [Storage, web.Request, ResourceInfo, RequestInfo, Admission | None],
+        Awaitable[web.StreamResponse],
+    ],
 ] = {
     "create": verbs.create,
     "update": verbs.update,
@@ -119,8 +126,11 @@ class HttpApi:
         self._subresources: dict[tuple[str, str, str], SubresourceHandler] = {}
         # Authentication and RBAC, when the server enforces them (None: every request is served).
         self.guard: Guard | None = None
-        # Warnings every response to a request carries (a deprecated version), by request id.
+        # Warnings every response to a request carries (a deprecated version, a webhook's), by
+        # request id: an error answer carries them too.
         self._warnings: dict[int, list[str]] = {}
+        # The admission webhooks writes are sent to (None: none are called).
+        self.webhooks: WebhookDispatcher | None = None
 
     def add_subresource(
         self, group: str, plural: str, subresource: str, handler: SubresourceHandler
@@ -159,6 +169,7 @@ class HttpApi:
             record.verb, record.group, record.version = info.verb, info.group, info.version
             record.resource, record.namespace = info.resource, info.namespace
             record.name, record.subresource = info.name, info.subresource
+            user = ADMIN_USER
             if self.guard is not None:
                 user = self.guard.authenticate(request.headers.get("Authorization"))
                 record.user = user.name
@@ -172,7 +183,7 @@ class HttpApi:
                 error = fault.error()
                 if error is not None:
                     raise error
-            response = await self._dispatch(request, info, record, fault)
+            response = await self._dispatch(request, info, record, fault, user)
         except ApiError as error:
             response = error_response(error)
         except web.HTTPException:
@@ -194,7 +205,12 @@ class HttpApi:
         return response
 
     async def _dispatch(
-        self, request: web.Request, info: RequestInfo, record: RequestRecord, fault: Fault | None
+        self,
+        request: web.Request,
+        info: RequestInfo,
+        record: RequestRecord,
+        fault: Fault | None,
+        user: UserInfo,
     ) -> web.StreamResponse:
         if not info.resource_request:
             return self._non_resource(request, info)
@@ -204,7 +220,7 @@ class HttpApi:
         served = resource.version(info.version)
         if served is not None and served.deprecated:
             default = f"{resource.api_version(info.version)} {resource.kind} is deprecated"
-            self._warnings[id(request)] = [served.deprecation_warning or default]
+            self._warnings.setdefault(id(request), []).append(served.deprecation_warning or default)
         self._check_scope(resource, info)
         handler = self._subresources.get((info.group, info.resource, info.subresource))
         if info.subresource and handler is not None:
@@ -223,7 +239,10 @@ class HttpApi:
         write = _WRITES.get(verb)
         if write is None:
             raise st.method_not_allowed()
-        return await write(self.storage, request, resource, info)
+        admission = None
+        if self.webhooks is not None:
+            admission = self.webhooks.admission(user, self._warnings.setdefault(id(request), []))
+        return await write(self.storage, request, resource, info, admission)
 
     def _check_scope(self, resource: ResourceInfo, info: RequestInfo) -> None:
         if not resource.namespaced and info.namespace:

@@ -35,7 +35,7 @@ from etctl.testing._apiserver.registry import ResourceInfo, with_api_version
 from etctl.testing._apiserver.state import ServerState
 from etctl.testing._apiserver.validation import forbidden_cause, required_cause
 from etctl.testing._apiserver.writeoptions import WriteOptions
-from etctl.testing._apiserver.writes import create_object, get_scale, write_patched
+from etctl.testing._apiserver.writes import Superseded, create_object, get_scale, write_patched
 
 __all__ = [
     "APPLY",
@@ -53,6 +53,8 @@ STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 APPLY = "application/apply-patch+yaml"
 PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, APPLY)
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+_ATTEMPTS = 5
+"""How often a patch is applied again to an object that changed while admission looked at it."""
 
 
 def accepted_types(info: ResourceInfo) -> list[str]:
@@ -150,7 +152,7 @@ def _check_options(patch_type: str, options: WriteOptions, force: bool) -> None:
         raise st.invalid("meta.k8s.io", "PatchOptions", "", causes)
 
 
-def patch_object(
+async def patch_object(
     state: ServerState,
     info: ResourceInfo,
     version: str,
@@ -165,6 +167,9 @@ def patch_object(
 ) -> tuple[KubeObject, bool]:
     """Apply one patch; returns the resulting object and whether it was created (apply only).
 
+    A patch that sets no resourceVersion is applied again to the current object when that
+    changed while admission looked at the result, as the real server's update loop does.
+
     Raises:
         etctl.errors.UnsupportedMediaType: the patch type is not accepted for ``info``.
         etctl.errors.NotFound: the object does not exist (patch types other than apply).
@@ -172,6 +177,49 @@ def patch_object(
     if patch_type not in accepted_types(info):
         raise st.unsupported_media_type(accepted_types(info))
     _check_options(patch_type, options, force)
+    for _ in range(_ATTEMPTS - 1):
+        try:
+            return await _patch_once(
+                state,
+                info,
+                version,
+                name,
+                patch,
+                patch_type=patch_type,
+                namespace=namespace,
+                subresource=subresource,
+                options=options,
+                force=force,
+            )
+        except Superseded:
+            options.applying = False
+    return await _patch_once(
+        state,
+        info,
+        version,
+        name,
+        patch,
+        patch_type=patch_type,
+        namespace=namespace,
+        subresource=subresource,
+        options=options,
+        force=force,
+    )
+
+
+async def _patch_once(
+    state: ServerState,
+    info: ResourceInfo,
+    version: str,
+    name: str,
+    patch: Any,
+    *,
+    patch_type: str,
+    namespace: str,
+    subresource: str,
+    options: WriteOptions,
+    force: bool,
+) -> tuple[KubeObject, bool]:
     key_ns = namespace if info.namespaced else ""
     existing = state.lookup(info, key_ns, name)
     if patch_type == APPLY:
@@ -179,7 +227,7 @@ def patch_object(
         if existing is None:
             if subresource:
                 raise st.not_found(info.group, info.plural, name)
-            created = _create_applied(
+            created = await _create_applied(
                 state, info, version, name, result, namespace=namespace, options=options
             )
             return created, True
@@ -200,19 +248,25 @@ def patch_object(
     # Without a resourceVersion of its own, the result is checked against the object it was
     # computed from: a patch is never an unconditional update in disguise.
     meta = result.get("metadata")
-    if isinstance(meta, dict) and not meta.get("resourceVersion"):
+    own_version = isinstance(meta, dict) and bool(meta.get("resourceVersion"))
+    if isinstance(meta, dict) and not own_version:
         meta["resourceVersion"] = (existing.get("metadata") or {}).get("resourceVersion")
-    written = write_patched(
-        state,
-        info,
-        version,
-        name,
-        existing=existing,
-        patched=result,
-        namespace=namespace,
-        subresource=subresource,
-        options=options,
-    )
+    try:
+        written = await write_patched(
+            state,
+            info,
+            version,
+            name,
+            existing=existing,
+            patched=result,
+            namespace=namespace,
+            subresource=subresource,
+            options=options,
+        )
+    except Superseded as changed:
+        if own_version:  # the client's precondition: its conflict to resolve
+            raise st.stale_conflict(info.group, info.plural, name) from changed
+        raise
     return written, False
 
 
@@ -302,7 +356,7 @@ def _applied(
     return result
 
 
-def _create_applied(
+async def _create_applied(
     state: ServerState,
     info: ResourceInfo,
     version: str,
@@ -320,4 +374,4 @@ def _create_applied(
             f"the name of the object ({got}) does not match the name on the URL ({name})"
         )
     meta.pop("resourceVersion", None)
-    return create_object(state, info, version, result, namespace=namespace, options=options)
+    return await create_object(state, info, version, result, namespace=namespace, options=options)

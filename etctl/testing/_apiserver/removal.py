@@ -6,15 +6,21 @@ the plan against the store, and gives namespaces their two-step deletion: the fi
 the namespace ``Terminating`` (its content is the namespace controller's to remove), and once
 ``spec.finalizers`` is empty (through ``/finalize``) a delete removes it. ``default``,
 ``kube-system`` and ``kube-public`` cannot be deleted.
+
+Admission sees a delete once its preconditions hold, with the stored object as ``oldObject``
+(and no name for the items of a deletecollection, as kube-apiserver sends them); what it allowed
+is deleted only if it has not changed meanwhile.
 """
 
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 from etctl.errors import ApiError
 from etctl.runtime import KubeObject
 from etctl.testing._apiserver import status as st
+from etctl.testing._apiserver.admissionrequest import DELETE, AdmissionAttributes
 from etctl.testing._apiserver.deletion import DeleteOptions, plan_delete
 from etctl.testing._apiserver.listing import list_objects
 from etctl.testing._apiserver.registry import ResourceInfo, with_api_version
@@ -27,36 +33,27 @@ __all__ = ["delete_collection", "delete_object"]
 _IMMORTAL = frozenset({"default", "kube-system", "kube-public"})
 
 
-def delete_object(
+async def delete_object(
     state: ServerState,
     info: ResourceInfo,
     name: str,
     *,
     namespace: str = "",
     options: DeleteOptions | None = None,
+    collection: bool = False,
 ) -> tuple[KubeObject, bool]:
-    """Delete an object, or start its graceful or finalized deletion; True when it is removed."""
+    """Delete an object, or start its graceful or finalized deletion; True when it is removed.
+
+    ``collection`` marks an item of a deletecollection (admission is told no name).
+    """
     opts = options or DeleteOptions()
     opts.validate()
     existing = state.load(info, namespace, name)
-    meta = metadata(existing)
-    if opts.uid is not None and opts.uid != meta.get("uid"):
-        raise st.conflict(
-            info.group,
-            info.plural,
-            name,
-            f"Precondition failed: UID in precondition: {opts.uid}, UID in object meta: "
-            f"{meta.get('uid')}",
-        )
-    if opts.resource_version is not None and opts.resource_version != meta.get("resourceVersion"):
-        raise st.conflict(
-            info.group,
-            info.plural,
-            name,
-            "Precondition failed: ResourceVersion in precondition: "
-            f"{opts.resource_version}, ResourceVersion in object meta: "
-            f"{meta.get('resourceVersion')}",
-        )
+    if opts.admission is not None:
+        _check_preconditions(info, name, existing, opts)
+        await _admit_delete(state, info, existing, opts, name="" if collection else name)
+        existing = state.load(info, namespace, name)
+    _check_preconditions(info, name, existing, opts)
     key = state.key(info, namespace, name)
     if info.key == NAMESPACES:
         handled = _delete_namespace(state, info, existing, key, opts)
@@ -77,6 +74,60 @@ def delete_object(
             state.store.commit(info.key, key, None)
         return current, True
     return current, False
+
+
+async def _admit_delete(
+    state: ServerState, info: ResourceInfo, existing: KubeObject, opts: DeleteOptions, name: str
+) -> None:
+    """Mutating, then validating admission of a delete: the stored object is ``oldObject``."""
+    assert opts.admission is not None
+    meta = metadata(existing)
+    options: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1"}
+    if opts.dry_run:
+        options["dryRun"] = ["All"]
+    if opts.grace_period_seconds is not None:
+        options["gracePeriodSeconds"] = opts.grace_period_seconds
+    if opts.propagation_policy is not None:
+        options["propagationPolicy"] = opts.propagation_policy
+    version = info.storage_version.name
+    attributes = AdmissionAttributes(
+        DELETE,
+        info,
+        version,
+        "",
+        name,
+        str(meta.get("namespace") or ""),
+        None,
+        existing,
+        opts.dry_run,
+        options,
+    )
+    await opts.admission.mutate(attributes)
+    await opts.admission.validate(attributes)
+
+
+def _check_preconditions(
+    info: ResourceInfo, name: str, existing: KubeObject, opts: DeleteOptions
+) -> None:
+    """The uid and resourceVersion preconditions of the delete (409 when they fail)."""
+    meta = metadata(existing)
+    if opts.uid is not None and opts.uid != meta.get("uid"):
+        raise st.conflict(
+            info.group,
+            info.plural,
+            name,
+            f"Precondition failed: UID in precondition: {opts.uid}, UID in object meta: "
+            f"{meta.get('uid')}",
+        )
+    if opts.resource_version is not None and opts.resource_version != meta.get("resourceVersion"):
+        raise st.conflict(
+            info.group,
+            info.plural,
+            name,
+            "Precondition failed: ResourceVersion in precondition: "
+            f"{opts.resource_version}, ResourceVersion in object meta: "
+            f"{meta.get('resourceVersion')}",
+        )
 
 
 def _delete_namespace(
@@ -118,7 +169,7 @@ def _delete_namespace(
     return None
 
 
-def delete_collection(
+async def delete_collection(
     state: ServerState,
     info: ResourceInfo,
     version: str,
@@ -133,12 +184,13 @@ def delete_collection(
     for obj in list_objects(state.store, info, version, selection).items:
         meta = metadata(obj)
         try:
-            deleted, _ = delete_object(
+            deleted, _ = await delete_object(
                 state,
                 info,
                 str(meta["name"]),
                 namespace=str(meta.get("namespace") or ""),
                 options=opts,
+                collection=True,
             )
         except ApiError as exc:
             if exc.status == 404:

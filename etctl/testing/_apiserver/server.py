@@ -48,6 +48,8 @@ from etctl.testing._apiserver.storage import Storage, WriteOptions
 from etctl.testing._apiserver.store import Event, Store
 from etctl.testing._apiserver.streaming import WatchSettings
 from etctl.testing._apiserver.tls import ServingCertificate, serving_certificate
+from etctl.testing._apiserver.webhookclient import WebhookClient
+from etctl.testing._apiserver.webhookdispatch import WebhookDispatcher
 from etctl.testing._controllers import GarbageCollector, NamespaceController, WorkloadController
 from etctl.testing._kubelet import Kubelet, KubeletConfig
 
@@ -171,6 +173,8 @@ class ApiServer:
             watch=WatchSettings(bookmark_interval, watch_timeout, watch_buffer),
             max_request_body_bytes=limits.max_request_body_bytes,
         )
+        self.webhook_client = WebhookClient(self.store, self.clock)
+        self.webhooks = self.http.webhooks = WebhookDispatcher(self.store, self.webhook_client)
         self._crds = list(crds)
         self._kubelet_config = kubelet
         self.kubelet: Kubelet | None = None
@@ -261,6 +265,7 @@ class ApiServer:
         self.faults.resume()
         self.store.close_sinks(reason="server stopped")
         await runner.cleanup()
+        await self.webhook_client.close()
         for task in self._tasks:
             task.cancel()
         group, self._group = self._group, None

@@ -9,7 +9,9 @@ same watch events; errors are the same :class:`etctl.errors.ApiError` subclasses
 
 Contract:
 
-* calls are synchronous and must be made on the server's event loop thread;
+* calls are synchronous and must be made on the server's event loop thread; writes made here are
+  not sent to admission webhooks (only HTTP requests are: the write coroutines of ``writes``,
+  ``patching`` and ``removal`` run here to their end without waiting);
 * objects returned are shared and read-only (deep-copy one before changing it); objects passed
   in are not kept (they are copied);
 * resources are named by :class:`etctl.runtime.Resource`; its version decides the
@@ -25,6 +27,7 @@ from typing import Any
 from etctl.runtime import KubeObject, Resource
 from etctl.testing._apiserver import binding, listing, patching, removal, writes
 from etctl.testing._apiserver import status as st
+from etctl.testing._apiserver.admissionrequest import run_sync
 from etctl.testing._apiserver.deletion import DeleteOptions
 from etctl.testing._apiserver.listing import ListResult
 from etctl.testing._apiserver.registry import ResourceInfo, with_api_version
@@ -225,8 +228,7 @@ class Storage(ServerState):
             force: take ownership of conflicting fields (apply only).
         """
         info, version = self.target(resource)
-        obj, _created = patching.patch_object(
-            self,
+        obj, _created = self.patch_in(
             info,
             version,
             name,
@@ -234,10 +236,39 @@ class Storage(ServerState):
             patch_type=patch_type,
             namespace=namespace,
             subresource=subresource,
-            options=options or WriteOptions(),
+            options=options,
             force=force,
         )
         return obj
+
+    def patch_in(
+        self,
+        info: ResourceInfo,
+        version: str,
+        name: str,
+        patch: Any,
+        *,
+        patch_type: str,
+        namespace: str = "",
+        subresource: str = "",
+        options: WriteOptions | None = None,
+        force: bool = False,
+    ) -> tuple[KubeObject, bool]:
+        """:meth:`patch` for an already resolved resource; also says whether apply created it."""
+        return run_sync(
+            patching.patch_object(
+                self,
+                info,
+                version,
+                name,
+                patch,
+                patch_type=patch_type,
+                namespace=namespace,
+                subresource=subresource,
+                options=options or WriteOptions(),
+                force=force,
+            )
+        )
 
     def bind(
         self,
@@ -279,7 +310,9 @@ class Storage(ServerState):
         options: WriteOptions | None = None,
     ) -> KubeObject:
         """:meth:`create` for an already resolved resource."""
-        return writes.create_object(self, info, version, body, namespace=namespace, options=options)
+        return run_sync(
+            writes.create_object(self, info, version, body, namespace=namespace, options=options)
+        )
 
     def update_in(
         self,
@@ -293,15 +326,17 @@ class Storage(ServerState):
         options: WriteOptions | None = None,
     ) -> KubeObject:
         """:meth:`update` for an already resolved resource and the name from the URL."""
-        return writes.update_object(
-            self,
-            info,
-            version,
-            name,
-            body,
-            namespace=namespace,
-            subresource=subresource,
-            options=options,
+        return run_sync(
+            writes.update_object(
+                self,
+                info,
+                version,
+                name,
+                body,
+                namespace=namespace,
+                subresource=subresource,
+                options=options,
+            )
         )
 
     def get_scale(
@@ -319,7 +354,9 @@ class Storage(ServerState):
         options: DeleteOptions | None = None,
     ) -> tuple[KubeObject, bool]:
         """:meth:`delete` for an already resolved resource."""
-        return removal.delete_object(self, info, name, namespace=namespace, options=options)
+        return run_sync(
+            removal.delete_object(self, info, name, namespace=namespace, options=options)
+        )
 
     def delete_collection_in(
         self,
@@ -330,7 +367,7 @@ class Storage(ServerState):
         options: DeleteOptions | None = None,
     ) -> builtins.list[KubeObject]:
         """:meth:`delete_collection` for an already resolved resource and selection."""
-        return removal.delete_collection(self, info, version, selection, options=options)
+        return run_sync(removal.delete_collection(self, info, version, selection, options=options))
 
     # -- deletes --------------------------------------------------------------------------------
 

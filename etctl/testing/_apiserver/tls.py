@@ -18,6 +18,7 @@ import datetime
 import ipaddress
 import ssl
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,8 +47,11 @@ class ServingCertificate:
         return base64.b64encode(self.ca_pem).decode()
 
 
-def serving_certificate(host: str) -> ServingCertificate:
-    """A fresh self-signed certificate valid for ``host`` and the loopback names."""
+def serving_certificate(host: str, *, names: Sequence[str] = ()) -> ServingCertificate:
+    """A fresh self-signed certificate valid for ``host``, the loopback names and ``names``.
+
+    ``names`` adds DNS names (a webhook's ``<service>.<namespace>.svc``, say).
+    """
     # Imported here: only a server asked for TLS needs it.
     from cryptography import x509  # noqa: PLC0415
     from cryptography.hazmat.primitives import hashes, serialization  # noqa: PLC0415
@@ -57,7 +61,7 @@ def serving_certificate(host: str) -> ServingCertificate:
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "etctl embedded apiserver")])
     now = datetime.datetime.now(datetime.UTC)
-    sans: list[x509.GeneralName] = [x509.DNSName(dns) for dns in _NAMES]
+    sans: list[x509.GeneralName] = [x509.DNSName(dns) for dns in (*_NAMES, *names)]
     addresses = set(_ADDRESSES)
     try:
         ipaddress.ip_address(host)

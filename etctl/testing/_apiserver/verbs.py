@@ -23,15 +23,16 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from etctl.testing._apiserver import protobody, protowire
+from etctl.testing._apiserver import patching, protobody, protowire, removal, writes
 from etctl.testing._apiserver import status as st
+from etctl.testing._apiserver.admissionrequest import Admission
 from etctl.testing._apiserver.deletion import DeleteOptions
 from etctl.testing._apiserver.limits import (
     BODY_LIMIT,
     MAX_REQUEST_BODY_BYTES,
     request_entity_too_large,
 )
-from etctl.testing._apiserver.patching import accepted_types, decode_patch, patch_object
+from etctl.testing._apiserver.patching import accepted_types, decode_patch
 from etctl.testing._apiserver.registry import ResourceInfo, with_api_version
 from etctl.testing._apiserver.representation import (
     JSON,
@@ -124,7 +125,9 @@ def _dry_run_causes(values: list[str]) -> list[st.Cause]:
     ]
 
 
-def write_options(request: web.Request, kind: str) -> WriteOptions:
+def write_options(
+    request: web.Request, kind: str, admission: Admission | None = None
+) -> WriteOptions:
     """The options of a write from its query (``kind`` names them in a 422: ``CreateOptions``)."""
     query = request.rel_url.query
     dry_run = query_values(query, "dryRun")
@@ -152,20 +155,27 @@ def write_options(request: web.Request, kind: str) -> WriteOptions:
         field_manager=manager,
         field_validation=validation,
         user_agent=request.headers.get("User-Agent", ""),
+        admission=admission,
     )
 
 
 async def create(
-    storage: Storage, request: web.Request, resource: ResourceInfo, info: RequestInfo
+    storage: Storage,
+    request: web.Request,
+    resource: ResourceInfo,
+    info: RequestInfo,
+    admission: Admission | None = None,
 ) -> web.StreamResponse:
     """POST: create (or bind a pod)."""
     body = await read_body(request)
-    options = write_options(request, "CreateOptions")
+    options = write_options(request, "CreateOptions", admission)
     if info.subresource == "binding":
         return _bind(storage, resource, info, body, options)
     if info.name:
         raise st.method_not_allowed()
-    obj = storage.create_in(resource, info.version, body, namespace=info.namespace, options=options)
+    obj = await writes.create_object(
+        storage, resource, info.version, body, namespace=info.namespace, options=options
+    )
     return json_response(obj, 201, warning_headers(options.warnings))
 
 
@@ -210,12 +220,17 @@ def _bind(
 
 
 async def update(
-    storage: Storage, request: web.Request, resource: ResourceInfo, info: RequestInfo
+    storage: Storage,
+    request: web.Request,
+    resource: ResourceInfo,
+    info: RequestInfo,
+    admission: Admission | None = None,
 ) -> web.StreamResponse:
     """PUT: replace an object or a subresource."""
     body = await read_body(request)
-    options = write_options(request, "UpdateOptions")
-    obj = storage.update_in(
+    options = write_options(request, "UpdateOptions", admission)
+    obj = await writes.update_object(
+        storage,
         resource,
         info.version,
         info.name,
@@ -228,7 +243,11 @@ async def update(
 
 
 async def patch(
-    storage: Storage, request: web.Request, resource: ResourceInfo, info: RequestInfo
+    storage: Storage,
+    request: web.Request,
+    resource: ResourceInfo,
+    info: RequestInfo,
+    admission: Admission | None = None,
 ) -> web.StreamResponse:
     """PATCH: the four patch types."""
     query = request.rel_url.query
@@ -236,9 +255,9 @@ async def patch(
     if patch_type not in accepted_types(resource):
         raise st.unsupported_media_type(accepted_types(resource))
     raw = await read_raw(request)
-    options = write_options(request, "PatchOptions")
+    options = write_options(request, "PatchOptions", admission)
     patch = decode_patch(raw, patch_type)
-    obj, created = patch_object(
+    obj, created = await patching.patch_object(
         storage,
         resource,
         info.version,
@@ -253,7 +272,7 @@ async def patch(
     return json_response(obj, 201 if created else 200, warning_headers(options.warnings))
 
 
-async def delete_options(request: web.Request) -> DeleteOptions:
+async def delete_options(request: web.Request, admission: Admission | None = None) -> DeleteOptions:
     """The ``DeleteOptions`` of a request, from its body and query."""
     query = request.rel_url.query
     body: Any = {}
@@ -279,15 +298,22 @@ async def delete_options(request: web.Request) -> DeleteOptions:
         uid=preconditions.get("uid"),
         resource_version=preconditions.get("resourceVersion"),
         dry_run=bool(dry_run),
+        admission=admission,
     )
 
 
 async def delete(
-    storage: Storage, request: web.Request, resource: ResourceInfo, info: RequestInfo
+    storage: Storage,
+    request: web.Request,
+    resource: ResourceInfo,
+    info: RequestInfo,
+    admission: Admission | None = None,
 ) -> web.StreamResponse:
     """DELETE on one object."""
-    options = await delete_options(request)
-    obj, removed = storage.delete_in(resource, info.name, namespace=info.namespace, options=options)
+    options = await delete_options(request, admission)
+    obj, removed = await removal.delete_object(
+        storage, resource, info.name, namespace=info.namespace, options=options
+    )
     api_version = resource.api_version(info.version)
     obj = with_api_version(obj, api_version)
     status = 202 if not removed and options.orphan_dependents is False else 200
@@ -306,18 +332,24 @@ async def delete(
 
 
 async def delete_collection(
-    storage: Storage, request: web.Request, resource: ResourceInfo, info: RequestInfo
+    storage: Storage,
+    request: web.Request,
+    resource: ResourceInfo,
+    info: RequestInfo,
+    admission: Admission | None = None,
 ) -> web.StreamResponse:
     """DELETE on a collection (with selectors)."""
     query = request.rel_url.query
-    options = await delete_options(request)
+    options = await delete_options(request, admission)
     selection = parse_selection(
         resource,
         namespace=info.namespace,
         label_selector=query.get("labelSelector"),
         field_selector=query.get("fieldSelector"),
     )
-    items = storage.delete_collection_in(resource, info.version, selection, options=options)
+    items = await removal.delete_collection(
+        storage, resource, info.version, selection, options=options
+    )
     api_version = resource.api_version(info.version)
     return json_response(
         {

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from etctl.testing._apiserver.admissionrequest import Admission
 
 __all__ = ["WriteOptions"]
 
@@ -18,6 +22,8 @@ class WriteOptions:
         user_agent: the client's ``User-Agent`` (names the manager of non-apply writes).
         applying: set by server-side apply, whose result already records its manager.
         warnings: filled with the warnings the request produced (``Warning`` headers).
+        admission: the request's admission (webhooks), for requests that arrive over HTTP;
+            None for the internal API.
     """
 
     dry_run: bool = False
@@ -26,6 +32,7 @@ class WriteOptions:
     user_agent: str = ""
     applying: bool = False
     warnings: list[str] = field(default_factory=list)
+    admission: Admission | None = None
 
     @property
     def manager(self) -> str:

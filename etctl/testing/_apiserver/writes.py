@@ -7,6 +7,13 @@ terminating for a create), shaped (a ``status`` write takes only the status; a m
 write keeps the stored status), defaulted and prepared by the kind's strategy, validated, and
 committed. An update that changes nothing commits nothing; an update that removes the last
 finalizer of an object being deleted removes the object.
+
+Admission (:mod:`~etctl.testing._apiserver.admissionrequest`) runs where kube-apiserver runs it:
+mutating admission on the decoded, defaulted object (with the manager's fields recorded), before
+the strategy prepares and validates it; validating admission on the object about to be stored.
+Admission may wait on webhooks while other writes commit, so what it was shown is checked again
+before the commit: a create whose name was taken meanwhile is a 409 AlreadyExists, an update whose
+object changed meanwhile a 409 Conflict (:class:`Superseded`, which a patch retries).
 """
 
 from __future__ import annotations
@@ -15,9 +22,16 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from etctl.errors import Conflict
 from etctl.runtime import KubeObject
 from etctl.testing._apiserver import admission
 from etctl.testing._apiserver import status as st
+from etctl.testing._apiserver.admissionrequest import (
+    CREATE,
+    UPDATE,
+    Admission,
+    AdmissionAttributes,
+)
 from etctl.testing._apiserver.apply import record_update
 from etctl.testing._apiserver.registry import ResourceInfo, with_api_version
 from etctl.testing._apiserver.scale import from_scale, to_scale
@@ -28,6 +42,7 @@ from etctl.testing._apiserver.validation import validate_object_meta, validate_o
 from etctl.testing._apiserver.writeoptions import WriteOptions
 
 __all__ = [
+    "Superseded",
     "create_object",
     "get_scale",
     "update_existing",
@@ -48,7 +63,23 @@ def _empties_finalizers(new: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
     )
 
 
-def create_object(
+class Superseded(Conflict):
+    """The object changed while admission looked at an update of it (a 409 Conflict)."""
+
+
+def _options_document(kind: str, options: WriteOptions) -> dict[str, Any]:
+    """The request's options as an AdmissionReview's ``options`` carries them."""
+    out: dict[str, Any] = {"kind": kind, "apiVersion": "meta.k8s.io/v1"}
+    if options.dry_run:
+        out["dryRun"] = ["All"]
+    if options.field_manager:
+        out["fieldManager"] = options.field_manager
+    if options.field_validation:
+        out["fieldValidation"] = options.field_validation
+    return out
+
+
+async def create_object(
     state: ServerState,
     info: ResourceInfo,
     version: str,
@@ -78,6 +109,20 @@ def create_object(
     if not opts.applying:
         obj = _record_manager(info, version, {}, obj, options=opts, now=ctx.now)
         meta = metadata(obj)
+    attributes = AdmissionAttributes(
+        CREATE,
+        info,
+        version,
+        "",
+        str(meta.get("name") or ""),
+        namespace if info.namespaced else "",
+        obj,
+        None,
+        opts.dry_run,
+        _options_document("CreateOptions", opts),
+    )
+    obj = await _mutate_new(opts, attributes)
+    meta = metadata(obj)
     strategy.prepare_create(obj, ctx)
     if info.has_status(version):
         strategy.reset_status(obj, ctx)
@@ -99,6 +144,8 @@ def create_object(
         if not generate:
             raise st.already_exists(info.group, info.plural, str(meta["name"]))
         key = _retry_generated(state, info, namespace, meta)
+    attributes.object, attributes.name = obj, str(meta["name"])
+    await _validate_new(state, key, opts, attributes)
     obj["apiVersion"] = info.api_version(info.storage_version.name)
     obj["kind"] = info.kind
     if opts.dry_run:
@@ -106,6 +153,32 @@ def create_object(
     event = state.store.commit(info.key, key, obj)
     assert event is not None
     return with_api_version(event.object, info.api_version(version))
+
+
+async def _mutate_new(opts: WriteOptions, attributes: AdmissionAttributes) -> KubeObject:
+    """The new object as mutating admission leaves it (server-owned fields cleared again)."""
+    assert attributes.object is not None
+    if opts.admission is None:
+        return attributes.object
+    mutated = await opts.admission.mutate(attributes)
+    if mutated is None:
+        return attributes.object
+    meta = metadata(mutated)
+    for key in ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion"):
+        meta.pop(key, None)
+    return mutated
+
+
+async def _validate_new(
+    state: ServerState, key: str, opts: WriteOptions, attributes: AdmissionAttributes
+) -> None:
+    """Validating admission of a create; the name must still be free afterwards."""
+    if opts.admission is None:
+        return
+    await opts.admission.validate(attributes)
+    info = attributes.info
+    if state.store.get(info.key, key) is not None:  # taken while admission waited
+        raise st.already_exists(info.group, info.plural, attributes.name)
 
 
 def _retry_generated(
@@ -120,7 +193,7 @@ def _retry_generated(
     raise st.generate_name_conflict(info.group, info.plural, str(meta["name"]))
 
 
-def update_object(
+async def update_object(
     state: ServerState,
     info: ResourceInfo,
     version: str,
@@ -138,7 +211,7 @@ def update_object(
         existing = state.load(info, namespace, name)
         body = copy.deepcopy(dict(body))
         admission.check_name(body, name, namespace)
-        return write_patched(
+        return await write_patched(
             state,
             info,
             version,
@@ -151,12 +224,12 @@ def update_object(
         )
     obj = _admit_update(state, info, version, name, body, namespace=namespace, options=opts)
     existing = state.load(info, namespace, name)
-    return update_existing(
+    return await update_existing(
         state, info, version, existing, obj, subresource=subresource, options=opts
     )
 
 
-def write_patched(
+async def write_patched(
     state: ServerState,
     info: ResourceInfo,
     version: str,
@@ -179,13 +252,48 @@ def write_patched(
         scale_rv = str(metadata(patched).get("resourceVersion") or "")
         if scale_rv and scale_rv != str(metadata(existing).get("resourceVersion")):
             raise st.stale_conflict(info.group, info.plural, name)
+        if options.admission is not None:
+            await _admit_scale(info, version, existing, patched, options=options)
         new = from_scale(with_api_version(existing, info.api_version(version)), patched, spec)
-        update_existing(state, info, version, existing, new, subresource="", options=options)
+        inner = copy.copy(options)
+        inner.admission = None  # the object behind a Scale is not admitted a second time
+        await update_existing(state, info, version, existing, new, subresource="", options=inner)
+        options.warnings[:] = inner.warnings
         return get_scale(state, info, version, name, namespace=namespace)
     obj = _admit_update(state, info, version, name, patched, namespace=namespace, options=options)
-    return update_existing(
+    return await update_existing(
         state, info, version, existing, obj, subresource=subresource, options=options
     )
+
+
+async def _admit_scale(
+    info: ResourceInfo,
+    version: str,
+    existing: KubeObject,
+    scale: Mapping[str, Any],
+    *,
+    options: WriteOptions,
+) -> None:
+    """Admission of a ``/scale`` write sees the Scales (``autoscaling/v1``), not the object."""
+    assert options.admission is not None
+    meta = metadata(existing)
+    old_scale = to_scale(existing, _scale_spec(info, version))
+    new_scale = {**copy.deepcopy(dict(scale)), "apiVersion": "autoscaling/v1", "kind": "Scale"}
+    attributes = AdmissionAttributes(
+        UPDATE,
+        info,
+        version,
+        "scale",
+        str(meta.get("name") or ""),
+        str(meta.get("namespace") or ""),
+        new_scale,
+        old_scale,
+        options.dry_run,
+        _options_document("UpdateOptions", options),
+        kind=("autoscaling", "v1", "Scale"),
+    )
+    await options.admission.mutate(attributes)
+    await options.admission.validate(attributes)
 
 
 def _admit_update(
@@ -211,7 +319,7 @@ def _check_subresource(info: ResourceInfo, version: str, subresource: str) -> No
         raise st.resource_not_found()
 
 
-def update_existing(
+async def update_existing(
     state: ServerState,
     info: ResourceInfo,
     version: str,
@@ -252,6 +360,21 @@ def update_existing(
     if not options.applying:
         new = _record_manager(info, version, existing, new, options=options, now=ctx.now)
         meta = metadata(new)
+    attributes = AdmissionAttributes(
+        UPDATE,
+        info,
+        version,
+        subresource,
+        name,
+        str(old_meta.get("namespace") or ""),
+        new,
+        with_api_version(existing, info.api_version(version)),
+        options.dry_run,
+        _options_document("UpdateOptions", options),
+    )
+    if options.admission is not None:
+        new = await _mutate_update(options.admission, attributes, existing)
+        meta = metadata(new)
     strategy.prepare_update(new, existing, ctx)
     if info.has_generation and not spec_equal(
         new, existing, ignore_status=info.has_status(version)
@@ -262,13 +385,16 @@ def update_existing(
     )
     if causes:
         raise st.invalid(info.group, info.kind, name, causes)
+    key = state.key(info, str(old_meta.get("namespace") or ""), name)
+    if options.admission is not None:
+        attributes.object = new
+        await _validate_update(state, key, options.admission, attributes)
     meta["resourceVersion"] = old_meta.get("resourceVersion")
     new["apiVersion"] = existing.get("apiVersion")
     new["kind"] = info.kind
     api_version = info.api_version(version)
     if new == existing:
         return with_api_version(existing, api_version)
-    key = state.key(info, str(old_meta.get("namespace") or ""), name)
     if _empties_finalizers(new, existing):
         if not options.dry_run:
             state.store.commit(info.key, key, None)
@@ -278,6 +404,37 @@ def update_existing(
     event = state.store.commit(info.key, key, new)
     assert event is not None
     return with_api_version(event.object, api_version)
+
+
+async def _mutate_update(
+    admission: Admission, attributes: AdmissionAttributes, existing: KubeObject
+) -> KubeObject:
+    """The new state as mutating admission leaves it, reshaped for the (sub)resource."""
+    assert attributes.object is not None
+    mutated = await admission.mutate(attributes)
+    if mutated is None:
+        return attributes.object
+    info = attributes.info
+    new = _shape(info, attributes.version, existing, mutated, attributes.subresource)
+    _keep_server_fields(metadata(new), metadata(existing))
+    return new
+
+
+async def _validate_update(
+    state: ServerState, key: str, admission: Admission, attributes: AdmissionAttributes
+) -> None:
+    """Validating admission of an update; the object must not have changed meanwhile."""
+    await admission.validate(attributes)
+    info, name = attributes.info, attributes.name
+    current = state.store.get(info.key, key)
+    if current is None:
+        raise st.not_found(info.group, info.plural, name)
+    assert attributes.old_object is not None
+    if metadata(current).get("resourceVersion") != metadata(attributes.old_object).get(
+        "resourceVersion"
+    ):
+        conflict = st.stale_conflict(info.group, info.plural, name)
+        raise Superseded(conflict.message, reason=conflict.reason, details=conflict.details)
 
 
 def _record_manager(

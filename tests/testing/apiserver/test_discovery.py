@@ -41,6 +41,7 @@ async def test_apis_lists_groups_with_preferred_versions(api: Api) -> None:
     assert reply.body["kind"] == "APIGroupList"
     groups = {g["name"]: g for g in reply.body["groups"]}
     assert set(groups) == {
+        "admissionregistration.k8s.io",
         "apiextensions.k8s.io",
         "apps",
         "coordination.k8s.io",
