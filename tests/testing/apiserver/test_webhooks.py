@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from aiohttp import web
 
+from etctl.runtime import FakeClock
 from etctl.testing import ApiServer
 from etctl.testing._apiserver.tls import serving_certificate
 from tests.testing.apiserver._client import Api, configmap
@@ -168,3 +171,172 @@ async def test_the_certificate_is_verified_against_the_ca_bundle(
     assert reply.status == 500
     assert "x509: certificate signed by unknown authority" in reply.body["message"]
     assert hooks.reviews == []
+
+
+async def test_a_slow_webhook_times_out_on_the_server_clock(
+    api: Api, hooks: HookServer, server: ApiServer, clock: FakeClock
+) -> None:
+    hooks.hold = asyncio.Event()
+    await validating(api, webhook("check.example.com", url_config(hooks), timeoutSeconds=3))
+    pending = asyncio.ensure_future(api.post(CONFIGMAPS, configmap("c")))
+    async with asyncio.timeout(5):
+        while not hooks.reviews:
+            await asyncio.sleep(0.01)
+    await clock.advance(3)
+    reply = await pending
+    assert reply.status == 500
+    assert reply.body["message"].endswith(
+        'Post "' + hooks.url() + '?timeout=3s": context deadline exceeded'
+    )
+    assert hooks.paths() == ["/validate?timeout=3s"]
+
+
+async def test_a_dry_run_skips_no_webhook_but_refuses_side_effects(
+    api: Api, hooks: HookServer, server: ApiServer
+) -> None:
+    await validating(api, webhook("check.example.com", url_config(hooks)))
+    reply = await api.post(CONFIGMAPS, configmap("c"), params={"dryRun": "All"})
+    assert reply.status == 201
+    assert hooks.requests()[0]["dryRun"] is True
+    assert server.store.get(("", "configmaps"), "default/c") is None
+    await api.delete(f"{VALIDATING}/checks")
+    await validating(
+        api, webhook("effects.example.com", url_config(hooks), sideEffects="NoneOnDryRun")
+    )
+    stored = await api.get(f"{VALIDATING}/checks")
+    stored.body["webhooks"][0]["sideEffects"] = "Some"
+    assert (await api.put(f"{VALIDATING}/checks", stored.body)).status == 422
+    assert (await api.post(CONFIGMAPS, configmap("d"), params={"dryRun": "All"})).status == 201
+
+
+async def test_selectors_and_scope_choose_the_requests(
+    api: Api, hooks: HookServer, server: ApiServer
+) -> None:
+    await api.create("/api/v1/namespaces", {"metadata": {"name": "watched", "labels": {"a": "b"}}})
+    await validating(
+        api,
+        webhook(
+            "ns.example.com",
+            url_config(hooks, "/ns"),
+            namespaceSelector={"matchLabels": {"a": "b"}},
+        ),
+        webhook(
+            "obj.example.com",
+            url_config(hooks, "/obj"),
+            objectSelector={"matchExpressions": [{"key": "checked", "operator": "Exists"}]},
+        ),
+        webhook(
+            "cluster.example.com",
+            url_config(hooks, "/cluster"),
+            resources=("*",),
+            rules=[
+                {
+                    "operations": ["CREATE"],
+                    "apiGroups": [""],
+                    "apiVersions": ["*"],
+                    "resources": ["*"],
+                    "scope": "Cluster",
+                }
+            ],
+        ),
+    )
+    await api.create(CONFIGMAPS, configmap("plain"))
+    assert hooks.paths() == []
+    await api.create("/api/v1/namespaces/watched/configmaps", configmap("w"))
+    assert [p.split("?")[0] for p in hooks.paths()] == ["/ns"]
+    await api.create(CONFIGMAPS, configmap("labelled", labels={"checked": "yes"}))
+    assert [p.split("?")[0] for p in hooks.paths()] == ["/ns", "/obj"]
+    await api.create("/api/v1/namespaces", {"metadata": {"name": "fresh"}})
+    assert [p.split("?")[0] for p in hooks.paths()] == ["/ns", "/obj", "/cluster"]
+    assert hooks.requests()[-1]["namespace"] == "fresh"
+
+
+async def test_a_service_reference_reaches_the_endpoints_of_the_service(
+    api: Api, hooks: HookServer
+) -> None:
+    hooks.answer = lambda path, review: deny(review, "from the service")
+    service = {"namespace": "webhooks", "name": "hooks", "path": "/v", "port": 8443}
+    await validating(
+        api, webhook("svc.example.com", {"service": service, "caBundle": hooks.ca_bundle})
+    )
+    reply = await api.post(CONFIGMAPS, configmap("c"))
+    assert reply.status == 500
+    assert reply.body["message"].endswith(
+        'Post "https://hooks.webhooks.svc:8443/v?timeout=10s": service "hooks" not found'
+    )
+    await api.create("/api/v1/namespaces", {"metadata": {"name": "webhooks"}})
+    await api.create(
+        "/api/v1/namespaces/webhooks/services",
+        {
+            "metadata": {"name": "hooks"},
+            "spec": {"ports": [{"name": "https", "port": 8443, "targetPort": 9443}]},
+        },
+    )
+    reply = await api.post(CONFIGMAPS, configmap("c"))
+    assert reply.body["message"].endswith('no endpoints available for service "hooks"')
+    await api.create(
+        "/api/v1/namespaces/webhooks/endpoints",
+        {
+            "metadata": {"name": "hooks"},
+            "subsets": [
+                {
+                    "addresses": [{"ip": "127.0.0.1"}],
+                    "ports": [{"name": "https", "port": hooks.port}],
+                }
+            ],
+        },
+    )
+    reply = await api.post(CONFIGMAPS, configmap("c"))
+    assert reply.status == 403
+    assert reply.body["message"].endswith("denied the request: from the service")
+    assert hooks.paths() == ["/v?timeout=10s"]
+
+
+async def test_a_malformed_answer_is_a_failed_call(api: Api, hooks: HookServer) -> None:
+    hooks.answer = lambda path, review: {**allow(review), "response": {"uid": "x", "allowed": True}}
+    await validating(api, webhook("check.example.com", url_config(hooks)))
+    reply = await api.post(CONFIGMAPS, configmap("c"))
+    assert reply.status == 500
+    uid = hooks.requests()[0]["uid"]
+    assert reply.body["message"] == (
+        'Internal error occurred: failed calling webhook "check.example.com": received invalid '
+        f'webhook response: expected response.uid="{uid}", got "x"'
+    )
+    hooks.answer = lambda path, review: web.Response(status=500, text="boom")
+    reply = await api.post(CONFIGMAPS, configmap("c"))
+    assert reply.body["message"].endswith(
+        'an error on the server ("boom") has prevented the request from succeeding'
+    )
+
+
+async def test_a_refusal_keeps_the_webhooks_code_and_reason(api: Api, hooks: HookServer) -> None:
+    hooks.answer = lambda path, review: deny(review, "too many", code=429, reason="TooManyRequests")
+    await validating(api, webhook("check.example.com", url_config(hooks)))
+    reply = await api.post(CONFIGMAPS, configmap("c"))
+    assert reply.status == 429
+    assert reply.body["reason"] == "TooManyRequests"
+    hooks.answer = lambda path, review: deny(review, "")
+    reply = await api.post(CONFIGMAPS, configmap("c"))
+    assert reply.body["message"] == (
+        'configmaps "c" is forbidden: admission webhook "check.example.com" denied the request '
+        "without explanation"
+    )
+
+
+async def test_deletes_send_the_stored_object_as_old_object(api: Api, hooks: HookServer) -> None:
+    await api.create(CONFIGMAPS, configmap("a", labels={"x": "1"}))
+    await api.create(CONFIGMAPS, configmap("b", labels={"x": "1"}))
+    await validating(api, webhook("check.example.com", url_config(hooks), operations=("DELETE",)))
+    assert (await api.delete(f"{CONFIGMAPS}/a")).status == 200
+    first = hooks.requests()[0]
+    assert first["operation"] == "DELETE"
+    assert first["name"] == "a"
+    assert first["object"] is None
+    assert first["oldObject"]["metadata"]["name"] == "a"
+    assert first["options"]["kind"] == "DeleteOptions"
+    hooks.answer = lambda path, review: deny(review, "keep it")
+    reply = await api.delete(CONFIGMAPS, params={"labelSelector": "x=1"})
+    assert reply.status == 403
+    assert reply.body["message"].startswith('configmaps "Unknown" is forbidden')
+    assert "name" not in hooks.requests()[-1]
+    assert (await api.get(f"{CONFIGMAPS}/b")).status == 200
