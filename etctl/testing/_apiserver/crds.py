@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from etctl.runtime import KubeObject, ObjectView
+from etctl.testing._apiserver.celrules import compile_rules
 from etctl.testing._apiserver.custom import CustomResourceStrategy
 from etctl.testing._apiserver.registry import PrinterColumn, ResourceInfo, ScaleSpec, VersionInfo
 from etctl.testing._apiserver.schema import structural_field_errors
@@ -214,7 +215,10 @@ class CRDStrategy(Strategy):
             if not schema:
                 causes.append(required_cause(path, "schemas are required"))
                 continue
-            causes.extend(Cause.of(e) for e in structural_field_errors(schema, path=path))
+            structural = [Cause.of(e) for e in structural_field_errors(schema, path=path)]
+            causes.extend(structural)
+            if not structural:
+                causes.extend(compile_rules(schema, path)[1])
             scale = mapping(mapping(version.get("subresources")).get("scale"))
             if scale:
                 causes.extend(self._validate_scale(f"{base}.subresources.scale", scale))

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from etctl.runtime import KubeObject, ObjectView
+from etctl.testing._apiserver.celrules import RuleNode, compile_rules, evaluate
 from etctl.testing._apiserver.registry import VersionInfo
 from etctl.testing._apiserver.schema import apply_defaults, prune, validate
 from etctl.testing._apiserver.status import Cause
@@ -55,6 +56,23 @@ def _field_text(value: Any) -> str:
     return str(value)
 
 
+_RULES_NOT_CHECKED = Cause(
+    "FieldValueInvalid",
+    "<nil>",
+    'Invalid value: "null": some validation rules were not checked because the object was '
+    "invalid; correct the existing errors to complete validation",
+)
+
+
+def _has_rules(schema: Any) -> bool:
+    """Whether ``x-kubernetes-validations`` appears anywhere in a schema (cheap, no CEL)."""
+    if isinstance(schema, Mapping):
+        return "x-kubernetes-validations" in schema or any(_has_rules(v) for v in schema.values())
+    if isinstance(schema, list):
+        return any(_has_rules(v) for v in schema)
+    return False
+
+
 class CustomResourceStrategy(Strategy):
     """Behaviour of the objects of one CRD.
 
@@ -71,6 +89,12 @@ class CustomResourceStrategy(Strategy):
         base = {"metadata.name", "metadata.namespace"} if namespaced else {"metadata.name"}
         self.field_labels = frozenset(base | selectable)
         self._selectable = sorted(selectable)
+        self._rules: dict[str, RuleNode] = {}
+        for version in versions:
+            if version.schema and _has_rules(version.schema):
+                node, _causes = compile_rules(version.schema, "")  # the CRD was validated
+                if node is not None:
+                    self._rules[version.name] = node
 
     def fields(self, obj: ObjectView) -> dict[str, str]:
         """Name, namespace and the selectable fields' values."""
@@ -96,12 +120,22 @@ class CustomResourceStrategy(Strategy):
         return removed
 
     def validate_create(self, obj: ObjectView, ctx: WriteContext) -> list[Cause]:
-        """The object against its version's schema."""
+        """The object against its version's schema, then its validation rules."""
+        return self._validate(obj, None, ctx)
+
+    def validate_update(self, new: ObjectView, old: ObjectView, ctx: WriteContext) -> list[Cause]:
+        """The new object against the schema; the rules with ``oldSelf`` the stored object."""
+        return self._validate(new, old, ctx)
+
+    def _validate(self, obj: ObjectView, old: ObjectView | None, ctx: WriteContext) -> list[Cause]:
         schema = self._schema(ctx.version)
         if schema is None:
             return []
-        return [Cause.of(error) for error in validate(dict(obj), schema)]
-
-    def validate_update(self, new: ObjectView, old: ObjectView, ctx: WriteContext) -> list[Cause]:
-        """The new object against the schema."""
-        return self.validate_create(new, ctx)
+        causes = [Cause.of(error) for error in validate(dict(obj), schema)]
+        rules = self._rules.get(ctx.version)
+        if rules is None:
+            return causes
+        if any(c.type == "FieldValueTypeInvalid" for c in causes):
+            # As kube-apiserver does: rules are not run on values of the wrong type.
+            return [*causes, _RULES_NOT_CHECKED]
+        return causes + evaluate(rules, obj, old)
