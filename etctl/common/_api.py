@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from typing import Annotated, Any, Protocol
 
-from pydantic import BeforeValidator, Field, PlainValidator, WithJsonSchema
+from pydantic import BeforeValidator, ConfigDict, Field, PlainValidator, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
 from etctl.common._meta import (
@@ -258,6 +258,21 @@ class SchedulingPolicy(ValueModel):
 class RunPolicy(ValueModel):
     """Runtime policies of a job: cleanup, time limits, retries, gang scheduling, suspension."""
 
+    # managedBy is immutable once set (kubeflow's rule), so a job Kueue dispatched never
+    # changes hands: the CRDs say it with CEL, the API server enforces it.
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": "!has(oldSelf.managedBy) || has(self.managedBy)",
+                    "message": "managedBy may not be removed once set",
+                    "fieldPath": ".managedBy",
+                    "reason": "FieldValueForbidden",
+                }
+            ]
+        }
+    )
+
     clean_pod_policy: CleanPodPolicy = CleanPodPolicy.NONE
     """Pods deleted when the job finishes: All, Running or None. Defaults to None."""
     ttl_seconds_after_finished: Int32 | None = Field(default=None, json_schema_extra={"minimum": 0})
@@ -270,7 +285,14 @@ class RunPolicy(ValueModel):
     """Gang-scheduling settings."""
     suspend: bool = False
     """True stops the job: its pods are deleted until it is resumed."""
-    managed_by: str | None = None
+    managed_by: str | None = Field(
+        default=None,
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {"rule": "self == oldSelf", "message": "managedBy is immutable once set"}
+            ]
+        },
+    )
     """The controller that manages the job. Unset, or the value of the upstream controller etctl
     stands in for (kubeflow.org/training-operator for a TFJob, kubeflow.org/mpi-operator for an
     MPIJob), means this operator; any other value hands the job to that controller (Kueue's

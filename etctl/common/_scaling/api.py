@@ -162,7 +162,17 @@ class ScalerSpec(ValueModel):
 
     model_config = ConfigDict(json_schema_extra={"required": ["selector"]})
 
-    selector: ScalerSelector = Field(default_factory=ScalerSelector)
+    selector: ScalerSelector = Field(
+        default_factory=ScalerSelector,
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": "self == oldSelf",
+                    "message": "the job a scaler resizes cannot change; create another scaler",
+                }
+            ]
+        },
+    )
     """The job to resize."""
     script: str | None = None
     """Script run on the launcher with the new host list, instead of rewriting the hostfile."""

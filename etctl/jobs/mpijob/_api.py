@@ -180,7 +180,27 @@ class MPIReplicaSpecs(ValueModel):
     model_config = ConfigDict(
         extra="allow",
         validate_by_name=False,
-        json_schema_extra={"x-kubernetes-preserve-unknown-fields": True},
+        json_schema_extra={
+            "x-kubernetes-preserve-unknown-fields": True,
+            # The keys are mpi-operator's, case and all: a lower-case "launcher" or "worker"
+            # (kept for the controller to name) leaves a required key missing.
+            "x-kubernetes-validations": [
+                {
+                    "rule": "has(self.Launcher)",
+                    "message": "an MPIJob needs exactly one Launcher (keys are case-sensitive: "
+                    "Launcher, Worker)",
+                    "fieldPath": ".Launcher",
+                    "reason": "FieldValueRequired",
+                },
+                {
+                    "rule": "has(self.Worker)",
+                    "message": "an MPIJob needs Workers (keys are case-sensitive: Launcher, "
+                    "Worker)",
+                    "fieldPath": ".Worker",
+                    "reason": "FieldValueRequired",
+                },
+            ],
+        },
     )
 
     launcher: LauncherSpec | None = Field(
@@ -211,6 +231,19 @@ class _MPIReplicaSpecsV1(MPIReplicaSpecs):
 
 class ElasticPolicy(ValueModel):
     """Bounds of the elastic workers (kubeflow's PyTorchJob names)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": "!has(self.minReplicas) || !has(self.maxReplicas) "
+                    "|| self.minReplicas <= self.maxReplicas",
+                    "message": "minReplicas must not be above maxReplicas",
+                    "fieldPath": ".minReplicas",
+                }
+            ]
+        }
+    )
 
     min_replicas: Int32 | None = Field(default=None, json_schema_extra={"minimum": 1})
     """Fewest workers the job may be scaled to. Unset means 1."""
@@ -285,7 +318,18 @@ class MPIJobStatus(ElasticWorkersStatus):
 class MPIJob(KubeObjectModel):
     """An MPI job: a launcher and an elastic set of workers (the controller's view)."""
 
-    model_config = ConfigDict(json_schema_extra={"required": ["spec"]})
+    model_config = ConfigDict(
+        json_schema_extra={
+            "required": ["spec"],
+            "x-kubernetes-validations": [
+                {
+                    "rule": "size(self.metadata.name) <= 54",
+                    "message": "metadata.name must be at most 54 characters: the launcher pod "
+                    "is named <name>-launcher, a DNS-1035 label of at most 63",
+                }
+            ],
+        }
+    )
 
     api_version: Literal["kubeflow.org/v2beta1", "kubeflow.org/v1"] = API_VERSION
     kind: Literal["MPIJob"] = KIND

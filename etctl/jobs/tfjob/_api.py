@@ -121,7 +121,17 @@ class TFJobSpec(ValueModel):
 
     model_config = ConfigDict(json_schema_extra={"required": ["tfReplicaSpecs"]})
 
-    tf_replica_specs: TFReplicaSpecs = Field(default_factory=dict)
+    tf_replica_specs: TFReplicaSpecs = Field(
+        default_factory=dict,
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": "!has(self.Chief) || !has(self.Master)",
+                    "message": "Chief and Master are the same role: set only one",
+                }
+            ]
+        },
+    )
     """Replica specs by type: PS, Worker, Chief, Master, Evaluator."""
     run_policy: RunPolicy = Field(default_factory=RunPolicy, json_schema_extra={"default": {}})
     """Cleanup, time limits, retries, gang scheduling and suspension."""

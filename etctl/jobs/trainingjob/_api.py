@@ -28,7 +28,7 @@ current (the job's size, and a label selector matching its workers).
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from pydantic import ConfigDict, Field
 
@@ -106,6 +106,13 @@ class JobRestartPolicy(StrEnum):
     """Restart the whole job, up to backoffLimit times."""
 
 
+_NAME_FITS_LAUNCHER: dict[str, Any] = {
+    "rule": "size(self.metadata.name) <= 54",
+    "message": "metadata.name must be at most 54 characters: the launcher pod is named "
+    "<name>-launcher, a DNS-1035 label of at most 63",
+}
+
+
 class LauncherSpec(ReplicaSpec):
     """The launcher: one pod that runs the training command against the workers."""
 
@@ -115,6 +122,19 @@ class LauncherSpec(ReplicaSpec):
 
 class WorkerSpec(ReplicaSpec):
     """The workers: pods the launcher runs the training processes on."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": "!has(self.minReplicas) || !has(self.maxReplicas) "
+                    "|| self.minReplicas <= self.maxReplicas",
+                    "message": "minReplicas must not be above maxReplicas",
+                    "fieldPath": ".minReplicas",
+                }
+            ]
+        }
+    )
 
     # The schema's maximum is the most workers any job's hostfile ConfigMap can list (see
     # etctl.jobs.trainingjob._sizes): a count above it could never run, so the API server
@@ -148,6 +168,19 @@ class ETReplicaSpecs(ValueModel):
 class TrainingJobRunPolicy(ValueModel):
     """etctl extension: run policies of kubeflow's RunPolicy that et-operator lacks."""
 
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": "!has(oldSelf.managedBy) || has(self.managedBy)",
+                    "message": "managedBy may not be removed once set",
+                    "fieldPath": ".managedBy",
+                    "reason": "FieldValueForbidden",
+                }
+            ]
+        }
+    )
+
     ttl_seconds_after_finished: Int32 | None = Field(default=None, json_schema_extra={"minimum": 0})
     """Seconds after the job finishes before it is deleted. Unset keeps it forever."""
     active_deadline_seconds: Int64 | None = Field(default=None, json_schema_extra={"minimum": 1})
@@ -156,7 +189,14 @@ class TrainingJobRunPolicy(ValueModel):
     """Gang-scheduling settings."""
     suspend: bool = False
     """True stops the job: its pods are deleted until it is resumed."""
-    managed_by: str | None = None
+    managed_by: str | None = Field(
+        default=None,
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {"rule": "self == oldSelf", "message": "managedBy is immutable once set"}
+            ]
+        },
+    )
     """The controller that manages the job: unset is this operator; any other value hands the job
     to that controller (Kueue's MultiKueue, say), and etctl leaves it alone."""
 
@@ -194,7 +234,12 @@ class TrainingJobStatus(ElasticWorkersStatus):
 class TrainingJob(KubeObjectModel):
     """An elastic Horovod training job: a launcher and a scalable set of workers."""
 
-    model_config = ConfigDict(json_schema_extra={"required": ["spec"]})
+    model_config = ConfigDict(
+        json_schema_extra={
+            "required": ["spec"],
+            "x-kubernetes-validations": [_NAME_FITS_LAUNCHER],
+        }
+    )
 
     api_version: Literal["kai.alibabacloud.com/v1alpha1"] = API_VERSION
     kind: Literal["TrainingJob"] = "TrainingJob"
