@@ -23,6 +23,7 @@ from etctl.testing._apiserver.status import Cause
 from etctl.testing._apiserver.strategy import Strategy, WriteContext, field_path, mapping
 from etctl.testing._apiserver.validation import (
     NameRule,
+    forbidden_cause,
     go_value,
     invalid_cause,
     name_errors,
@@ -162,7 +163,7 @@ class CRDStrategy(Strategy):
         scope = spec.get("scope")
         if scope not in _SCOPES:
             causes.append(unsupported_cause("spec.scope", scope, ("Cluster", "Namespaced")))
-        return causes + self._validate_versions(obj)
+        return causes + self._validate_versions(obj) + _validate_conversion(spec)
 
     def _validate_versions(self, obj: ObjectView) -> list[Cause]:
         versions = _versions(obj)
@@ -252,6 +253,45 @@ class CRDStrategy(Strategy):
             if new_spec.get(key) != old_spec.get(key):
                 causes.append(invalid_cause(f"spec.{key}", new_spec.get(key), "field is immutable"))
         return causes
+
+
+def _validate_conversion(spec: Mapping[str, Any]) -> list[Cause]:
+    """``spec.conversion``: ``None``, or ``Webhook`` with a client config and review versions."""
+    conversion = mapping(spec.get("conversion"))
+    strategy = conversion.get("strategy")
+    webhook = conversion.get("webhook")
+    if strategy not in ("None", "Webhook"):
+        return [unsupported_cause("spec.conversion.strategy", strategy, ("None", "Webhook"))]
+    if strategy == "None":
+        if webhook is not None:
+            return [
+                forbidden_cause(
+                    "spec.conversion.webhook",
+                    "should not be set when strategy is not set to Webhook",
+                )
+            ]
+        return []
+    if not isinstance(webhook, Mapping):
+        return [
+            required_cause("spec.conversion.webhook", "required when strategy is set to Webhook")
+        ]
+    causes = []
+    versions = webhook.get("conversionReviewVersions")
+    if not versions or not any(v in ("v1", "v1beta1") for v in versions):
+        causes.append(
+            required_cause(
+                "spec.conversion.webhook.conversionReviewVersions",
+                "must include at least one of v1, v1beta1",
+            )
+        )
+    client = mapping(webhook.get("clientConfig"))
+    if (client.get("url") is None) == (client.get("service") is None):
+        causes.append(
+            required_cause(
+                "spec.conversion.webhook.clientConfig", "exactly one of url or service is required"
+            )
+        )
+    return causes
 
 
 def _columns(version: Mapping[str, Any]) -> tuple[PrinterColumn, ...]:

@@ -235,7 +235,7 @@ class HttpApi:
         if verb == "watch":
             return await self._watch(request, resource, info, record, fault)
         if verb in ("get", "list"):
-            return serve_read(request, self.storage, resource, info, clock=self.clock)
+            return await serve_read(request, self.storage, resource, info, clock=self.clock)
         write = _WRITES.get(verb)
         if write is None:
             raise st.method_not_allowed()

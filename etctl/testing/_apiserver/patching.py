@@ -222,6 +222,8 @@ async def _patch_once(
 ) -> tuple[KubeObject, bool]:
     key_ns = namespace if info.namespaced else ""
     existing = state.lookup(info, key_ns, name)
+    if existing is not None and state.converts(info) is not None and subresource != "scale":
+        existing = await state.at_version(info, existing, version)
     if patch_type == APPLY:
         result = _applied(state, info, version, patch, live=existing, options=options, force=force)
         if existing is None:

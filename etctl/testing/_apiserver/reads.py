@@ -5,7 +5,8 @@ answers one page of a consistent snapshot, with ``resourceVersion``, ``continue`
 ``remainingItemCount`` as the real server sets them. Either comes as JSON objects, a
 ``meta.k8s.io`` Table (what ``kubectl get`` asks for) or PartialObjectMetadata, chosen from
 ``Accept`` (:mod:`~etctl.testing._apiserver.representation`). A list refuses
-``sendInitialEvents``, which only a watch takes.
+``sendInitialEvents``, which only a watch takes. Objects of a custom resource converted by a
+webhook are converted to the requested version (a list's in one review) before they are rendered.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from aiohttp import web
 
 from etctl.runtime import Clock, KubeObject
 from etctl.testing._apiserver import status as st
-from etctl.testing._apiserver.registry import ResourceInfo, with_api_version
+from etctl.testing._apiserver.registry import ResourceInfo
 from etctl.testing._apiserver.representation import (
     Representation,
     json_response,
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 __all__ = ["serve_read"]
 
 
-def serve_read(
+async def serve_read(
     request: web.Request,
     storage: Storage,
     resource: ResourceInfo,
@@ -52,7 +53,7 @@ def serve_read(
             obj = storage.get_scale(resource, info.version, info.name, namespace=info.namespace)
             return json_response(obj)
         stored = storage.load(resource, info.namespace, info.name)
-        obj = with_api_version(stored, api_version)
+        obj = await storage.at_version(resource, stored, info.version)
         return json_response(
             _render(resource, info, [obj], representation, query=query, clock=clock, single=True)
         )
@@ -69,15 +70,20 @@ def serve_read(
             "",
             [forbidden_cause("sendInitialEvents", "sendInitialEvents is forbidden for list")],
         )
+    converter = storage.converts(resource)
     result = storage.list_selected(
         resource,
-        info.version,
+        # Converted objects are read at the storage version, then converted in one review.
+        resource.storage_version.name if converter is not None else info.version,
         selection,
         limit=max(parse_int(query, "limit") or 0, 0),
         continue_token=query.get("continue", ""),
         resource_version=query.get("resourceVersion", ""),
         resource_version_match=query.get("resourceVersionMatch", ""),
     )
+    items = result.items
+    if converter is not None:
+        items = await converter.convert_all(resource, items, info.version)
     meta: dict[str, Any] = {"resourceVersion": result.resource_version}
     if result.continue_token:
         meta["continue"] = result.continue_token
@@ -89,14 +95,14 @@ def serve_read(
                 "kind": resource.list_kind,
                 "apiVersion": api_version,
                 "metadata": meta,
-                "items": list_items(result.items, custom=resource.custom),
+                "items": list_items(items, custom=resource.custom),
             }
         )
     return json_response(
         _render(
             resource,
             info,
-            result.items,
+            items,
             representation,
             query=query,
             clock=clock,

@@ -34,6 +34,7 @@ from etctl.runtime import CRDS, NAMESPACES, Clock, KubeObject, RealClock, Resour
 from etctl.testing._apiserver.authn import ADMIN_TOKEN, UserInfo
 from etctl.testing._apiserver.authorization import AuthConfig, Guard, bootstrap_policy
 from etctl.testing._apiserver.builtin import builtin_resources
+from etctl.testing._apiserver.conversion import Converter
 from etctl.testing._apiserver.crdcontroller import CRDController
 from etctl.testing._apiserver.discovery import Discovery
 from etctl.testing._apiserver.faults import Fault, FaultInjector
@@ -174,7 +175,10 @@ class ApiServer:
             max_request_body_bytes=limits.max_request_body_bytes,
         )
         self.webhook_client = WebhookClient(self.store, self.clock)
-        self.webhooks = self.http.webhooks = WebhookDispatcher(self.store, self.webhook_client)
+        self.storage.converter = Converter(self.store, self.webhook_client)
+        self.webhooks = self.http.webhooks = WebhookDispatcher(
+            self.store, self.webhook_client, self.storage.at_version
+        )
         self._crds = list(crds)
         self._kubelet_config = kubelet
         self.kubelet: Kubelet | None = None

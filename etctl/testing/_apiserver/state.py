@@ -14,12 +14,16 @@ from __future__ import annotations
 
 import random
 import uuid
+from typing import TYPE_CHECKING
 
 from etctl.runtime import Clock, KubeObject
 from etctl.testing._apiserver import status as st
 from etctl.testing._apiserver.deletion import timestamp
-from etctl.testing._apiserver.registry import Registry, ResourceInfo
+from etctl.testing._apiserver.registry import Registry, ResourceInfo, with_api_version
 from etctl.testing._apiserver.store import Store, object_key
+
+if TYPE_CHECKING:
+    from etctl.testing._apiserver.conversion import Converter
 
 __all__ = ["ServerState"]
 
@@ -44,6 +48,8 @@ class ServerState:
         self.store = store
         self.clock = clock
         self.random = random.Random(seed)  # noqa: S311 - generated names, not secrets
+        # The conversion webhooks of custom resources (None: versions differ in apiVersion only).
+        self.converter: Converter | None = None
 
     def now(self) -> str:
         """The server clock's time as written in objects."""
@@ -71,6 +77,22 @@ class ServerState:
     def new_uid(self) -> str:
         """A fresh object uid (a version 4 UUID from the seeded source)."""
         return str(uuid.UUID(int=self.random.getrandbits(128), version=4))
+
+    def converts(self, info: ResourceInfo) -> Converter | None:
+        """The converter when ``info``'s objects are converted by a webhook, else None."""
+        converter = self.converter
+        return converter if converter is not None and converter.webhook(info) else None
+
+    async def at_version(self, info: ResourceInfo, obj: KubeObject, version: str) -> KubeObject:
+        """``obj`` as served at ``version``: converted by the CRD's webhook, or relabelled.
+
+        Raises:
+            etctl.errors.ApiError: the conversion webhook failed (500).
+        """
+        converter = self.converts(info)
+        if converter is None:
+            return with_api_version(obj, info.api_version(version))
+        return await converter.convert(info, obj, version)
 
     def generate_name(self, base: str) -> str:
         """``generateName`` plus five random characters, the base cut to fit 63 characters."""

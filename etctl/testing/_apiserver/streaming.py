@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from etctl.errors import ApiError
 from etctl.runtime import Clock, KubeObject
 from etctl.testing._apiserver import status as st
 from etctl.testing._apiserver.faults import Fault
@@ -84,6 +86,34 @@ def _transform(
     return None
 
 
+async def _converted(storage: Storage, info: ResourceInfo, version: str, chunk: bytes) -> bytes:
+    """A chunk of watch events with their objects converted by the CRD's webhook.
+
+    The objects of the chunk go in one review. When the webhook fails, the chunk becomes one
+    ERROR event with the 500 Status, and the watch ends.
+    """
+    converter = storage.converts(info)
+    assert converter is not None
+    events = [json.loads(line) for line in chunk.splitlines() if line.strip()]
+    targets = [e for e in events if e.get("type") in ("ADDED", "MODIFIED", "DELETED")]
+    try:
+        objects = await converter.convert_all(info, [e["object"] for e in targets], version)
+    except ApiError as error:
+        raise _ConversionFailed(st.status_body(error)) from None
+    for event, obj in zip(targets, objects, strict=True):
+        event["object"] = obj
+    for event in events:
+        if event.get("type") == "BOOKMARK":
+            event["object"]["apiVersion"] = info.api_version(version)
+    return b"".join(json.dumps(e, separators=(",", ":")).encode() + b"\n" for e in events)
+
+
+class _ConversionFailed(Exception):
+    def __init__(self, status: Any) -> None:
+        super().__init__("conversion failed")
+        self.status = status
+
+
 async def _ticker(clock: Clock, interval: float, watcher: Watcher, storage: Storage) -> None:
     while not watcher.closed:
         await clock.sleep(interval)
@@ -123,6 +153,9 @@ async def serve_watch(
         query=query,
         clock=clock,
     )
+    # A conversion webhook converts the objects of a watch in JSON (Tables and metadata are
+    # rendered from the stored version).
+    convert = transform is None and storage.converts(info) is not None
     if fault is not None and fault.expire_watch:
         rv = query.get("resourceVersion") or str(storage.store.rv)
         watcher = Watcher(
@@ -135,7 +168,8 @@ async def serve_watch(
         watcher = start_watch(
             storage.store,
             info,
-            version,
+            # Converted objects are watched at the storage version, then converted per chunk.
+            info.storage_version.name if convert else version,
             selection,
             resource_version=query.get("resourceVersion", ""),
             resource_version_match=query.get("resourceVersionMatch", ""),
@@ -170,6 +204,13 @@ async def serve_watch(
                 # The client may go away mid-write: the watch just ends.
                 with contextlib.suppress(ConnectionResetError, RuntimeError):
                     while (chunk := await watcher.next_chunk()) is not None:
+                        if convert:
+                            try:
+                                chunk = await _converted(storage, info, version, chunk)
+                            except _ConversionFailed as failed:
+                                error = {"type": "ERROR", "object": failed.status}
+                                await response.write(json.dumps(error).encode() + b"\n")
+                                break
                         await response.write(chunk)
             finally:
                 for timer in timers:

@@ -31,6 +31,7 @@ from etctl.testing._apiserver.validation import (
 
 __all__ = [
     "ClientConfig",
+    "client_config",
     "Rule",
     "Webhook",
     "WebhookConfigurationStrategy",
@@ -106,18 +107,30 @@ def _selector(value: Any) -> LabelSelector:
         return LabelSelector.match_nothing()
 
 
+def client_config(raw: Any) -> ClientConfig:
+    """A ``clientConfig`` (a webhook's, or a CRD's conversion webhook's) as a record."""
+    client = mapping(raw)
+    service = mapping(client.get("service"))
+    try:
+        ca_bundle = base64.b64decode(str(client.get("caBundle") or ""), validate=True)
+    except ValueError:
+        ca_bundle = b""
+    return ClientConfig(
+        url=str(client.get("url") or ""),
+        service_namespace=str(service.get("namespace") or ""),
+        service_name=str(service.get("name") or ""),
+        service_path=str(service.get("path") or ""),
+        service_port=int(service.get("port") or 443),
+        ca_bundle=ca_bundle,
+    )
+
+
 def webhooks_of(obj: ObjectView, *, mutating: bool) -> list[Webhook]:
     """The webhooks of a stored (defaulted, validated) configuration, in order."""
     config = str(mapping(obj.get("metadata")).get("name") or "")
     out = []
     for index, entry in enumerate(obj.get("webhooks") or []):
         hook = mapping(entry)
-        client = mapping(hook.get("clientConfig"))
-        service = mapping(client.get("service"))
-        try:
-            ca_bundle = base64.b64decode(str(client.get("caBundle") or ""), validate=True)
-        except ValueError:
-            ca_bundle = b""
         out.append(
             Webhook(
                 configuration=config,
@@ -134,14 +147,7 @@ def webhooks_of(obj: ObjectView, *, mutating: bool) -> list[Webhook]:
                     )
                     for rule in (mapping(r) for r in hook.get("rules") or [])
                 ),
-                client=ClientConfig(
-                    url=str(client.get("url") or ""),
-                    service_namespace=str(service.get("namespace") or ""),
-                    service_name=str(service.get("name") or ""),
-                    service_path=str(service.get("path") or ""),
-                    service_port=int(service.get("port") or 443),
-                    ca_bundle=ca_bundle,
-                ),
+                client=client_config(hook.get("clientConfig")),
                 failure_policy=str(hook.get("failurePolicy") or "Fail"),
                 match_policy=str(hook.get("matchPolicy") or "Equivalent"),
                 namespace_selector=_selector(hook.get("namespaceSelector")),

@@ -33,6 +33,7 @@ from etctl.testing._apiserver.admissionrequest import (
     AdmissionAttributes,
 )
 from etctl.testing._apiserver.apply import record_update
+from etctl.testing._apiserver.custom import CustomResourceStrategy
 from etctl.testing._apiserver.registry import ResourceInfo, with_api_version
 from etctl.testing._apiserver.scale import from_scale, to_scale
 from etctl.testing._apiserver.state import ServerState
@@ -146,13 +147,39 @@ async def create_object(
         key = _retry_generated(state, info, namespace, meta)
     attributes.object, attributes.name = obj, str(meta["name"])
     await _validate_new(state, key, opts, attributes)
-    obj["apiVersion"] = info.api_version(info.storage_version.name)
-    obj["kind"] = info.kind
+    obj = await _stored_form(state, info, obj)
     if opts.dry_run:
-        return with_api_version(obj, info.api_version(version))
+        return await state.at_version(info, obj, version)
     event = state.store.commit(info.key, key, obj)
     assert event is not None
-    return with_api_version(event.object, info.api_version(version))
+    return await state.at_version(info, event.object, version)
+
+
+async def _converted(
+    state: ServerState, info: ResourceInfo, obj: KubeObject, version: str
+) -> KubeObject:
+    """``obj`` converted to ``version`` when a webhook converts ``info`` (else as it is)."""
+    if state.converts(info) is None:
+        return obj
+    if version == info.storage_version.name:
+        return await _stored_form(state, info, obj)
+    return await state.at_version(info, obj, version)
+
+
+async def _stored_form(state: ServerState, info: ResourceInfo, obj: KubeObject) -> KubeObject:
+    """``obj`` at the storage version: relabelled, or converted by the CRD's webhook.
+
+    A converted object is pruned and defaulted by the storage version's schema.
+    """
+    storage = info.storage_version.name
+    converter = state.converts(info)
+    if converter is not None and obj.get("apiVersion") != info.api_version(storage):
+        obj = dict(await converter.convert(info, obj, storage))
+        if isinstance(info.strategy, CustomResourceStrategy):
+            info.strategy.apply_schema(obj, storage)
+    obj["apiVersion"] = info.api_version(storage)
+    obj["kind"] = info.kind
+    return obj
 
 
 async def _mutate_new(opts: WriteOptions, attributes: AdmissionAttributes) -> KubeObject:
@@ -329,7 +356,12 @@ async def update_existing(
     subresource: str,
     options: WriteOptions,
 ) -> KubeObject:
-    """The common tail of update and patch: shape, default, validate, commit."""
+    """The common tail of update and patch: shape, default, validate, commit.
+
+    A custom resource converted by a webhook is updated at the request's version: the stored
+    object is converted to it first, and the result back to the storage version.
+    """
+    existing = await _converted(state, info, existing, version)
     old_meta = metadata(existing)
     name = str(old_meta.get("name"))
     rv = str(metadata(new).get("resourceVersion") or "")
@@ -401,9 +433,10 @@ async def update_existing(
         return with_api_version(existing, api_version)
     if options.dry_run:
         return with_api_version(new, api_version)
+    new = await _converted(state, info, new, info.storage_version.name)
     event = state.store.commit(info.key, key, new)
     assert event is not None
-    return with_api_version(event.object, api_version)
+    return await state.at_version(info, event.object, version)
 
 
 async def _mutate_update(
