@@ -73,9 +73,28 @@ KINDS: tuple[tuple[str, str, str, str, str], ...] = (
     ("scheduling.k8s.io", "v1", "PriorityClass", "V1PriorityClass", "io.k8s.api.scheduling.v1"),
     ("apps", "v1", "Deployment", "V1Deployment", "io.k8s.api.apps.v1"),
     ("apps", "v1", "ReplicaSet", "V1ReplicaSet", "io.k8s.api.apps.v1"),
+    (
+        "admissionregistration.k8s.io",
+        "v1",
+        "MutatingWebhookConfiguration",
+        "V1MutatingWebhookConfiguration",
+        "io.k8s.api.admissionregistration.v1",
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingWebhookConfiguration",
+        "V1ValidatingWebhookConfiguration",
+        "io.k8s.api.admissionregistration.v1",
+    ),
 )
 # What the models leave out: each kind's own description (from k8s.io/api's doc comments).
 KIND_DESCRIPTIONS = {
+    "MutatingWebhookConfiguration": "MutatingWebhookConfiguration describes the configuration "
+    "of and admission webhook that accept or reject and may change the object.",
+    "ValidatingWebhookConfiguration": "ValidatingWebhookConfiguration describes the "
+    "configuration of and admission webhook that accept or reject and object without changing "
+    "it.",
     "Namespace": "Namespace provides a scope for Names. Use of multiple namespaces is optional.",
     "Pod": "Pod is a collection of containers that can run on a host. This resource is created "
     "by clients and scheduled onto hosts.",
