@@ -11,6 +11,9 @@ are here too. See ``docs/plugins.md``.
 """
 
 from etctl.common._api import (
+    MANAGED_BY_IMMUTABLE,
+    MANAGED_BY_KEPT,
+    REPLICA_BOUNDS,
     CleanPodPolicy,
     ConditionStatus,
     Int32,
@@ -212,6 +215,8 @@ __all__ = [
     "KnownKeys",
     "KubeModel",
     "KubeObjectModel",
+    "MANAGED_BY_IMMUTABLE",
+    "MANAGED_BY_KEPT",
     "MAX_DATA_BYTES",
     "MAX_OBJECT_BYTES",
     "MemberFields",
@@ -228,6 +233,7 @@ __all__ = [
     "PublishesFiles",
     "Quantity",
     "QuantityError",
+    "REPLICA_BOUNDS",
     "REPLICA_INDEX",
     "REPLICA_TYPE",
     "Recorder",

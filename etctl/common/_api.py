@@ -23,7 +23,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable, Mapping
 from enum import StrEnum
-from typing import Annotated, Any, Protocol
+from typing import Annotated, Any, Final, Protocol
 
 from pydantic import BeforeValidator, ConfigDict, Field, PlainValidator, WithJsonSchema
 from pydantic_core import PydanticCustomError
@@ -45,7 +45,10 @@ from etctl.common._meta import (
 )
 
 __all__ = [
+    "MANAGED_BY_IMMUTABLE",
+    "MANAGED_BY_KEPT",
     "QUANTITY_PATTERN",
+    "REPLICA_BOUNDS",
     "CleanPodPolicy",
     "ConditionStatus",
     "Int32",
@@ -255,23 +258,35 @@ class SchedulingPolicy(ValueModel):
     """How long the PodGroup may wait to be scheduled."""
 
 
+MANAGED_BY_IMMUTABLE: Final[dict[str, Any]] = {
+    "rule": "self == oldSelf",
+    "message": "managedBy is immutable once set",
+}
+"""CEL rule of a ``managedBy`` field: once set, it never changes (kubeflow's rule)."""
+
+MANAGED_BY_KEPT: Final[dict[str, Any]] = {
+    "rule": "!has(oldSelf.managedBy) || has(self.managedBy)",
+    "message": "managedBy may not be removed once set",
+    "fieldPath": ".managedBy",
+    "reason": "FieldValueForbidden",
+}
+"""CEL rule of an object with a ``managedBy`` field: once set, the field is not removed."""
+
+REPLICA_BOUNDS: Final[dict[str, Any]] = {
+    "rule": "!has(self.minReplicas) || !has(self.maxReplicas) "
+    "|| self.minReplicas <= self.maxReplicas",
+    "message": "minReplicas must not be above maxReplicas",
+    "fieldPath": ".minReplicas",
+}
+"""CEL rule of an object with elastic ``minReplicas`` and ``maxReplicas`` bounds."""
+
+
 class RunPolicy(ValueModel):
     """Runtime policies of a job: cleanup, time limits, retries, gang scheduling, suspension."""
 
     # managedBy is immutable once set (kubeflow's rule), so a job Kueue dispatched never
     # changes hands: the CRDs say it with CEL, the API server enforces it.
-    model_config = ConfigDict(
-        json_schema_extra={
-            "x-kubernetes-validations": [
-                {
-                    "rule": "!has(oldSelf.managedBy) || has(self.managedBy)",
-                    "message": "managedBy may not be removed once set",
-                    "fieldPath": ".managedBy",
-                    "reason": "FieldValueForbidden",
-                }
-            ]
-        }
-    )
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [MANAGED_BY_KEPT]})
 
     clean_pod_policy: CleanPodPolicy = CleanPodPolicy.NONE
     """Pods deleted when the job finishes: All, Running or None. Defaults to None."""
@@ -286,12 +301,7 @@ class RunPolicy(ValueModel):
     suspend: bool = False
     """True stops the job: its pods are deleted until it is resumed."""
     managed_by: str | None = Field(
-        default=None,
-        json_schema_extra={
-            "x-kubernetes-validations": [
-                {"rule": "self == oldSelf", "message": "managedBy is immutable once set"}
-            ]
-        },
+        default=None, json_schema_extra={"x-kubernetes-validations": [MANAGED_BY_IMMUTABLE]}
     )
     """The controller that manages the job. Unset, or the value of the upstream controller etctl
     stands in for (kubeflow.org/training-operator for a TFJob, kubeflow.org/mpi-operator for an

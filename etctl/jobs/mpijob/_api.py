@@ -50,6 +50,7 @@ from typing import Any, Final, Literal
 from pydantic import ConfigDict, Field
 
 from etctl.common import (
+    REPLICA_BOUNDS,
     CleanPodPolicy,
     CRDVersion,
     CustomResource,
@@ -232,18 +233,7 @@ class _MPIReplicaSpecsV1(MPIReplicaSpecs):
 class ElasticPolicy(ValueModel):
     """Bounds of the elastic workers (kubeflow's PyTorchJob names)."""
 
-    model_config = ConfigDict(
-        json_schema_extra={
-            "x-kubernetes-validations": [
-                {
-                    "rule": "!has(self.minReplicas) || !has(self.maxReplicas) "
-                    "|| self.minReplicas <= self.maxReplicas",
-                    "message": "minReplicas must not be above maxReplicas",
-                    "fieldPath": ".minReplicas",
-                }
-            ]
-        }
-    )
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [REPLICA_BOUNDS]})
 
     min_replicas: Int32 | None = Field(default=None, json_schema_extra={"minimum": 1})
     """Fewest workers the job may be scaled to. Unset means 1."""

@@ -33,6 +33,9 @@ from typing import Any, Final, Literal
 from pydantic import ConfigDict, Field
 
 from etctl.common import (
+    MANAGED_BY_IMMUTABLE,
+    MANAGED_BY_KEPT,
+    REPLICA_BOUNDS,
     CleanPodPolicy,
     CRDVersion,
     CustomResource,
@@ -123,18 +126,7 @@ class LauncherSpec(ReplicaSpec):
 class WorkerSpec(ReplicaSpec):
     """The workers: pods the launcher runs the training processes on."""
 
-    model_config = ConfigDict(
-        json_schema_extra={
-            "x-kubernetes-validations": [
-                {
-                    "rule": "!has(self.minReplicas) || !has(self.maxReplicas) "
-                    "|| self.minReplicas <= self.maxReplicas",
-                    "message": "minReplicas must not be above maxReplicas",
-                    "fieldPath": ".minReplicas",
-                }
-            ]
-        }
-    )
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [REPLICA_BOUNDS]})
 
     # The schema's maximum is the most workers any job's hostfile ConfigMap can list (see
     # etctl.jobs.trainingjob._sizes): a count above it could never run, so the API server
@@ -168,18 +160,7 @@ class ETReplicaSpecs(ValueModel):
 class TrainingJobRunPolicy(ValueModel):
     """etctl extension: run policies of kubeflow's RunPolicy that et-operator lacks."""
 
-    model_config = ConfigDict(
-        json_schema_extra={
-            "x-kubernetes-validations": [
-                {
-                    "rule": "!has(oldSelf.managedBy) || has(self.managedBy)",
-                    "message": "managedBy may not be removed once set",
-                    "fieldPath": ".managedBy",
-                    "reason": "FieldValueForbidden",
-                }
-            ]
-        }
-    )
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [MANAGED_BY_KEPT]})
 
     ttl_seconds_after_finished: Int32 | None = Field(default=None, json_schema_extra={"minimum": 0})
     """Seconds after the job finishes before it is deleted. Unset keeps it forever."""
@@ -190,12 +171,7 @@ class TrainingJobRunPolicy(ValueModel):
     suspend: bool = False
     """True stops the job: its pods are deleted until it is resumed."""
     managed_by: str | None = Field(
-        default=None,
-        json_schema_extra={
-            "x-kubernetes-validations": [
-                {"rule": "self == oldSelf", "message": "managedBy is immutable once set"}
-            ]
-        },
+        default=None, json_schema_extra={"x-kubernetes-validations": [MANAGED_BY_IMMUTABLE]}
     )
     """The controller that manages the job: unset is this operator; any other value hands the job
     to that controller (Kueue's MultiKueue, say), and etctl leaves it alone."""

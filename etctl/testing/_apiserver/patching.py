@@ -177,7 +177,8 @@ async def patch_object(
     if patch_type not in accepted_types(info):
         raise st.unsupported_media_type(accepted_types(info))
     _check_options(patch_type, options, force)
-    for _ in range(_ATTEMPTS - 1):
+    attempt = 1
+    while True:
         try:
             return await _patch_once(
                 state,
@@ -192,19 +193,10 @@ async def patch_object(
                 force=force,
             )
         except Superseded:
+            if attempt >= _ATTEMPTS:
+                raise
+            attempt += 1
             options.applying = False
-    return await _patch_once(
-        state,
-        info,
-        version,
-        name,
-        patch,
-        patch_type=patch_type,
-        namespace=namespace,
-        subresource=subresource,
-        options=options,
-        force=force,
-    )
 
 
 async def _patch_once(

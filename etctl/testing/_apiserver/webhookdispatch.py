@@ -110,6 +110,15 @@ class WebhookDispatcher:
         return RequestAdmission(self, user, warnings)
 
 
+def _fail(hook: Webhook, failure: _CallFailed) -> None:
+    """A failed call: logged and skipped under ``failurePolicy: Ignore``, else a 500."""
+    if hook.failure_policy == "Ignore":
+        log.warning("failed calling webhook, failing open", webhook=hook.name, error=str(failure))
+        return
+    log.warning("failed calling webhook, failing closed", webhook=hook.name, error=str(failure))
+    raise st.internal_error(str(failure)) from None
+
+
 def _exempt(attributes: AdmissionAttributes) -> bool:
     return attributes.info.key in (MUTATING, VALIDATING)
 
@@ -161,15 +170,8 @@ class RequestAdmission:
         try:
             response = await self._call(invocation, attributes)
         except _CallFailed as failure:
-            if hook.failure_policy == "Ignore":
-                log.warning(
-                    "failed calling webhook, failing open", webhook=hook.name, error=str(failure)
-                )
-                return False
-            log.warning(
-                "failed calling webhook, failing closed", webhook=hook.name, error=str(failure)
-            )
-            raise st.internal_error(str(failure)) from None
+            _fail(hook, failure)
+            return False
         if not response.get("allowed"):
             raise _denied(attributes, hook, response.get("status"))
         operations = self._operations(hook, response)
@@ -224,13 +226,8 @@ class RequestAdmission:
                 reason = f'unsupported patch type "{response.get("patchType")}"'
             else:
                 return operations
-        failure = _CallFailed(hook, reason)
-        if hook.failure_policy == "Ignore":
-            log.warning(
-                "failed calling webhook, failing open", webhook=hook.name, error=str(failure)
-            )
-            return []
-        raise st.internal_error(str(failure))
+        _fail(hook, _CallFailed(hook, reason))
+        return []
 
     # -- validating -----------------------------------------------------------------------------
 
@@ -261,15 +258,8 @@ class RequestAdmission:
         try:
             response = await self._call(invocation, attributes)
         except _CallFailed as failure:
-            if hook.failure_policy == "Ignore":
-                log.warning(
-                    "failed calling webhook, failing open", webhook=hook.name, error=str(failure)
-                )
-                return
-            log.warning(
-                "failed calling webhook, failing closed", webhook=hook.name, error=str(failure)
-            )
-            raise st.internal_error(str(failure)) from None
+            _fail(hook, failure)
+            return
         if not response.get("allowed"):
             raise _denied(attributes, hook, response.get("status"))
 
