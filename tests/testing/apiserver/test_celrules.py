@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from etctl.testing import ApiServer
+from etctl.testing._apiserver.celrules import compile_rules, evaluate
 from tests.testing.apiserver._client import Api
 
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
@@ -216,3 +217,24 @@ async def test_a_crd_with_a_bad_rule_is_refused(api: Api) -> None:
     assert found[f"{base}[2].fieldPath"] == (
         'Invalid value: ".nothing": fieldPath must be a valid path: does not refer to a valid field'
     )
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        "self.items.isSorted()",
+        "self.items.sum() == 6",
+        "self.items.min() == 1 && self.items.max() == 3",
+        "self.items.indexOf(2) == 1 && self.items.lastIndexOf(9) == -1",
+        "self.name.find('[0-9]+') == '42' && self.name.findAll('[a-z]').size() == 3",
+        "self.name.lowerAscii() == 'node42' && self.name.split('4').size() == 2",
+        "self.?missing.orValue('none') == 'none'",
+        "self.name.matches('^[A-Za-z]+[0-9]+$')",
+    ],
+)
+def test_the_kubernetes_library_functions(rule: str) -> None:
+    schema = {"type": "object", "x-kubernetes-validations": [{"rule": rule}]}
+    node, causes = compile_rules(schema, "schema")
+    assert causes == []
+    assert node is not None
+    assert evaluate(node, {"items": [1, 2, 3], "name": "Node42"}) == []
