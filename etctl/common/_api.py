@@ -258,6 +258,8 @@ class SchedulingPolicy(ValueModel):
     """How long the PodGroup may wait to be scheduled."""
 
 
+# The generated CRDs install on Kubernetes 1.25 and later: their rules use neither `reason` nor
+# `fieldPath` (1.28) nor `messageExpression` (1.27); an error names the rule's own node.
 MANAGED_BY_IMMUTABLE: Final[dict[str, Any]] = {
     "rule": "self == oldSelf",
     "message": "managedBy is immutable once set",
@@ -267,8 +269,6 @@ MANAGED_BY_IMMUTABLE: Final[dict[str, Any]] = {
 MANAGED_BY_KEPT: Final[dict[str, Any]] = {
     "rule": "!has(oldSelf.managedBy) || has(self.managedBy)",
     "message": "managedBy may not be removed once set",
-    "fieldPath": ".managedBy",
-    "reason": "FieldValueForbidden",
 }
 """CEL rule of an object with a ``managedBy`` field: once set, the field is not removed."""
 
@@ -276,7 +276,6 @@ REPLICA_BOUNDS: Final[dict[str, Any]] = {
     "rule": "!has(self.minReplicas) || !has(self.maxReplicas) "
     "|| self.minReplicas <= self.maxReplicas",
     "message": "minReplicas must not be above maxReplicas",
-    "fieldPath": ".minReplicas",
 }
 """CEL rule of an object with elastic ``minReplicas`` and ``maxReplicas`` bounds."""
 

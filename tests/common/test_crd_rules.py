@@ -80,14 +80,14 @@ BAD: list[tuple[str, Resource, Any, Callable[[dict[str, Any]], None], str]] = [
         MPIJOBS,
         MPI_PI,
         _mpi_no_launcher,
-        "spec.mpiReplicaSpecs.Launcher: Required value: an MPIJob needs exactly one Launcher",
+        'spec.mpiReplicaSpecs: Invalid value: "object": an MPIJob needs exactly one Launcher',
     ),
     (
         "mpijob-lower-case-worker",
         MPIJOBS,
         MPI_PI,
         _mpi_lower_case_worker,
-        "spec.mpiReplicaSpecs.Worker: Required value: an MPIJob needs Workers",
+        'spec.mpiReplicaSpecs: Invalid value: "object": an MPIJob needs Workers',
     ),
     (
         "mpijob-70-character-name",
@@ -101,8 +101,7 @@ BAD: list[tuple[str, Resource, Any, Callable[[dict[str, Any]], None], str]] = [
         MPIJOBS,
         MPI_PI,
         _mpi_min_above_max,
-        'spec.elasticPolicy.minReplicas: Invalid value: "object": minReplicas must not be above '
-        "maxReplicas",
+        'spec.elasticPolicy: Invalid value: "object": minReplicas must not be above maxReplicas',
     ),
     (
         "tfjob-chief-and-master",
@@ -124,8 +123,8 @@ BAD: list[tuple[str, Resource, Any, Callable[[dict[str, Any]], None], str]] = [
         TRAININGJOBS,
         TRAINING,
         _training_min_above_max,
-        'spec.etReplicaSpecs.worker.minReplicas: Invalid value: "object": minReplicas must not '
-        "be above maxReplicas",
+        'spec.etReplicaSpecs.worker: Invalid value: "object": minReplicas must not be above '
+        "maxReplicas",
     ),
     (
         "trainingjob-long-name",

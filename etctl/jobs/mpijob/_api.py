@@ -190,15 +190,11 @@ class MPIReplicaSpecs(ValueModel):
                     "rule": "has(self.Launcher)",
                     "message": "an MPIJob needs exactly one Launcher (keys are case-sensitive: "
                     "Launcher, Worker)",
-                    "fieldPath": ".Launcher",
-                    "reason": "FieldValueRequired",
                 },
                 {
                     "rule": "has(self.Worker)",
                     "message": "an MPIJob needs Workers (keys are case-sensitive: Launcher, "
                     "Worker)",
-                    "fieldPath": ".Worker",
-                    "reason": "FieldValueRequired",
                 },
             ],
         },

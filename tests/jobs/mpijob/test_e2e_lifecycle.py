@@ -285,7 +285,7 @@ async def test_an_invalid_job_fails_with_a_message_and_an_event(tmp_path: Path) 
     async with cluster(tmp_path) as env, operator(env):
         with pytest.raises(Invalid) as refused:  # the CRD's rules refuse it at the door
             env.apply(document)
-        assert "spec.mpiReplicaSpecs.Worker: Required value: an MPIJob needs Workers" in str(
+        assert 'spec.mpiReplicaSpecs: Invalid value: "object": an MPIJob needs Workers' in str(
             refused.value
         )
         # Where no rule runs (no CEL, a webhook down), the controller still refuses to run it.
