@@ -27,8 +27,9 @@ validator does:
 The environment has CEL's standard library, the ``strings`` and optional extensions, and from
 Kubernetes' library the list functions (``isSorted``, ``sum``, ``min``, ``max``, ``indexOf``,
 ``lastIndexOf``) and ``find``/``findAll``; rules are checked against ``dyn`` values, so a type
-error the real server finds at compile time is found here when the rule runs. Costs are not
-estimated (see docs/testing.md).
+error the real server finds at compile time is found here when the rule runs. A rule's cost is
+estimated statically (:mod:`~etctl.testing._apiserver.celcost`, a lower bound of the real
+estimate) and a CRD over the limits refused; the cost of a running rule is not metered.
 
 cel-expr-python is imported only when a CRD with rules is compiled: the operator never loads it.
 """
@@ -41,6 +42,13 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+from etctl.testing._apiserver.celcost import (
+    PER_CRD_LIMIT,
+    PER_RULE_LIMIT,
+    cardinality,
+    estimate,
+    over_budget,
+)
 from etctl.testing._apiserver.status import Cause
 from etctl.testing._apiserver.validation import go_value
 
@@ -344,51 +352,97 @@ def _entry_checks(
     return message_program, parts, causes
 
 
+@dataclass(slots=True)
+class _Costs:
+    """The estimated costs of one schema's rules.
+
+    ``total`` is the running total; ``multiplier`` is how many values of the current node an
+    object may hold (the product of the enclosing lists' and maps' sizes).
+    """
+
+    total: int = 0
+    multiplier: int = 1
+
+
 def compile_rules(
-    schema: Mapping[str, Any], path: str, *, correlatable: bool = True
+    schema: Mapping[str, Any],
+    path: str,
+    *,
+    correlatable: bool = True,
+    costs: _Costs | None = None,
 ) -> tuple[RuleNode | None, list[Cause]]:
     """The rule tree of a schema (None when it has no rules), or the causes of bad rules.
+
+    A rule whose estimated cost (:mod:`~etctl.testing._apiserver.celcost`) is over the limit,
+    or rules over the limit together, are causes too.
 
     Args:
         schema: the (structural) schema.
         path: the schema's field path in the CRD, for causes.
         correlatable: whether ``oldSelf`` can be correlated at this node.
+        costs: the estimate so far (None at the schema's root).
     """
+    root = costs is None
+    costs = costs if costs is not None else _Costs()
     causes: list[Cause] = []
     node = RuleNode(schema)
     for index, entry in enumerate(schema.get("x-kubernetes-validations") or []):
         if not isinstance(entry, Mapping):
             continue
-        compiled, problems = _compile_rule(
-            entry, schema, f"{path}.x-kubernetes-validations[{index}]", correlatable
-        )
+        where = f"{path}.x-kubernetes-validations[{index}]"
+        compiled, problems = _compile_rule(entry, schema, where, correlatable)
         causes += problems
         if compiled is not None:
+            cost = estimate(compiled.program, schema) * costs.multiplier
+            costs.total += cost
+            if cost > PER_RULE_LIMIT:
+                causes.append(
+                    Cause(
+                        "FieldValueForbidden",
+                        f"{where}.rule",
+                        "Forbidden: estimated rule cost " + over_budget(cost, PER_RULE_LIMIT),
+                    )
+                )
             node.rules.append(compiled)
     properties = schema.get("properties")
     if isinstance(properties, Mapping):
         for name, sub in properties.items():
             if isinstance(sub, Mapping):
                 child, problems = compile_rules(
-                    sub, f"{path}.properties[{name}]", correlatable=correlatable
+                    sub, f"{path}.properties[{name}]", correlatable=correlatable, costs=costs
                 )
                 causes += problems
                 if child is not None:
                     node.properties[str(name)] = child
+    outer = costs.multiplier
+    costs.multiplier = outer * cardinality(schema)
     additional = schema.get("additionalProperties")
     if isinstance(additional, Mapping):
         atomic = schema.get("x-kubernetes-map-type") == "atomic"
         node.additional, problems = compile_rules(
-            additional, f"{path}.additionalProperties", correlatable=correlatable and not atomic
+            additional,
+            f"{path}.additionalProperties",
+            correlatable=correlatable and not atomic,
+            costs=costs,
         )
         causes += problems
     items = schema.get("items")
     if isinstance(items, Mapping):
         keyed = schema.get("x-kubernetes-list-type") == "map"
         node.items, problems = compile_rules(
-            items, f"{path}.items", correlatable=correlatable and keyed
+            items, f"{path}.items", correlatable=correlatable and keyed, costs=costs
         )
         causes += problems
+    costs.multiplier = outer
+    if root and costs.total > PER_CRD_LIMIT:
+        causes.append(
+            Cause(
+                "FieldValueForbidden",
+                path,
+                "Forbidden: x-kubernetes-validations estimated rule cost total for entire "
+                "OpenAPIv3 schema " + over_budget(costs.total, PER_CRD_LIMIT),
+            )
+        )
     if causes:
         return None, causes
     empty = not (node.rules or node.properties or node.additional or node.items)

@@ -238,3 +238,30 @@ def test_the_kubernetes_library_functions(rule: str) -> None:
     assert causes == []
     assert node is not None
     assert evaluate(node, {"items": [1, 2, 3], "name": "Node42"}) == []
+
+
+async def test_a_crd_whose_rule_would_cost_too_much_is_refused(api: Api) -> None:
+    costly = copy.deepcopy(CRD)
+    schema = costly["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    schema["properties"]["spec"]["properties"]["groups"] = {
+        "type": "array",
+        "items": {"type": "array", "items": {"type": "string"}},
+    }
+    schema["properties"]["spec"]["x-kubernetes-validations"] = [
+        {"rule": "self.groups.all(g, g.all(n, n.size() < 10))"}
+    ]
+    reply = await api.post(CRDS, costly)
+    assert reply.status == 422
+    field = (
+        "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule"
+    )
+    assert (
+        field,
+        "Forbidden: estimated rule cost exceeds budget by factor of more than 100x "
+        "(try simplifying the rule, or adding maxItems, maxProperties, and maxLength where "
+        "arrays, maps, and strings are declared)",
+    ) in causes(reply)
+    groups = schema["properties"]["spec"]["properties"]["groups"]
+    groups["maxItems"] = 10
+    groups["items"]["maxItems"] = 10
+    assert (await api.post(CRDS, costly)).status == 201
