@@ -41,17 +41,21 @@ async def delete_object(
     namespace: str = "",
     options: DeleteOptions | None = None,
     collection: bool = False,
+    version: str = "",
 ) -> tuple[KubeObject, bool]:
     """Delete an object, or start its graceful or finalized deletion; True when it is removed.
 
-    ``collection`` marks an item of a deletecollection (admission is told no name).
+    ``collection`` marks an item of a deletecollection (admission is told no name);
+    ``version`` is the request's (admission sees the object at it; the storage version if
+    unset).
     """
     opts = options or DeleteOptions()
     opts.validate()
     existing = state.load(info, namespace, name)
     if opts.admission is not None:
         _check_preconditions(info, name, existing, opts)
-        await _admit_delete(state, info, existing, opts, name="" if collection else name)
+        shown = "" if collection else name
+        await _admit_delete(state, info, existing, opts, name=shown, version=version)
         existing = state.load(info, namespace, name)
     _check_preconditions(info, name, existing, opts)
     key = state.key(info, namespace, name)
@@ -77,7 +81,13 @@ async def delete_object(
 
 
 async def _admit_delete(
-    state: ServerState, info: ResourceInfo, existing: KubeObject, opts: DeleteOptions, name: str
+    state: ServerState,
+    info: ResourceInfo,
+    existing: KubeObject,
+    opts: DeleteOptions,
+    *,
+    name: str,
+    version: str,
 ) -> None:
     """Mutating, then validating admission of a delete: the stored object is ``oldObject``."""
     assert opts.admission is not None
@@ -89,7 +99,7 @@ async def _admit_delete(
         options["gracePeriodSeconds"] = opts.grace_period_seconds
     if opts.propagation_policy is not None:
         options["propagationPolicy"] = opts.propagation_policy
-    version = info.storage_version.name
+    version = version or info.storage_version.name
     attributes = AdmissionAttributes(
         DELETE,
         info,
@@ -98,7 +108,7 @@ async def _admit_delete(
         name,
         str(meta.get("namespace") or ""),
         None,
-        existing,
+        await state.at_version(info, existing, version),
         opts.dry_run,
         options,
     )
@@ -191,6 +201,7 @@ async def delete_collection(
                 namespace=str(meta.get("namespace") or ""),
                 options=opts,
                 collection=True,
+                version=version,
             )
         except ApiError as exc:
             if exc.status == 404:

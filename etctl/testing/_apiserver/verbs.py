@@ -312,7 +312,12 @@ async def delete(
     """DELETE on one object."""
     options = await delete_options(request, admission)
     obj, removed = await removal.delete_object(
-        storage, resource, info.name, namespace=info.namespace, options=options
+        storage,
+        resource,
+        info.name,
+        namespace=info.namespace,
+        options=options,
+        version=info.version,
     )
     api_version = resource.api_version(info.version)
     obj = with_api_version(obj, api_version)

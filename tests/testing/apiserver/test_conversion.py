@@ -250,3 +250,33 @@ async def test_an_admission_webhook_sees_the_object_at_its_own_version(
     (validated,) = [r for p, r in hooks.reviews if p.startswith("/validate")]
     assert validated["request"]["kind"]["version"] == "v1"
     assert validated["request"]["object"]["spec"] == {"size": 3}
+
+
+async def test_a_delete_at_another_version_shows_the_webhook_the_object_at_it(
+    api: Api, hooks: HookServer, shapes: ApiServer
+) -> None:
+    def both(path: str, review: dict[str, Any]) -> Any:
+        return answer(path, review) if path == "/convert" else allow(review)
+
+    hooks.answer = both
+    await api.create(V2, shape("a", 3))
+    await api.create(
+        VALIDATING,
+        configuration(
+            "ValidatingWebhookConfiguration",
+            "v",
+            webhook(
+                "shapes.example.com",
+                {"url": hooks.url("/validate"), "caBundle": hooks.ca_bundle},
+                operations=("DELETE",),
+                groups=("example.com",),
+                versions=("v2",),
+                resources=("shapes",),
+                matchPolicy="Exact",
+            ),
+        ),
+    )
+    assert (await api.delete(f"{V2}/a")).status == 200
+    (validated,) = [r for p, r in hooks.reviews if p.startswith("/validate")]
+    assert validated["request"]["resource"]["version"] == "v2"
+    assert validated["request"]["oldObject"]["spec"] == {"dimensions": {"size": 3}}
