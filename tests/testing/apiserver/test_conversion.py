@@ -223,29 +223,24 @@ async def test_a_webhook_conversion_needs_its_settings(api: Api, hooks: HookServ
     ]
 
 
+async def validating_shapes(api: Api, hooks: HookServer, **fields: Any) -> None:
+    """A validating webhook for shapes at ``/validate``; the converter keeps converting."""
+
+    def both(path: str, review: dict[str, Any]) -> Any:
+        return answer(path, review) if path == "/convert" else allow(review)
+
+    hooks.answer = both
+    config = {"url": hooks.url("/validate"), "caBundle": hooks.ca_bundle}
+    hook = webhook(
+        "shapes.example.com", config, groups=("example.com",), resources=("shapes",), **fields
+    )
+    await api.create(VALIDATING, configuration("ValidatingWebhookConfiguration", "v", hook))
+
+
 async def test_an_admission_webhook_sees_the_object_at_its_own_version(
     api: Api, hooks: HookServer, shapes: ApiServer
 ) -> None:
-    def both(path: str, review: dict[str, Any]) -> Any:
-        if path == "/convert":
-            return answer(path, review)
-        return allow(review)
-
-    hooks.answer = both
-    await api.create(
-        VALIDATING,
-        configuration(
-            "ValidatingWebhookConfiguration",
-            "v",
-            webhook(
-                "shapes.example.com",
-                {"url": hooks.url("/validate"), "caBundle": hooks.ca_bundle},
-                groups=("example.com",),
-                versions=("v1",),
-                resources=("shapes",),
-            ),
-        ),
-    )
+    await validating_shapes(api, hooks, versions=("v1",))
     await api.create(V2, shape("a", 3))
     (validated,) = [r for p, r in hooks.reviews if p.startswith("/validate")]
     assert validated["request"]["kind"]["version"] == "v1"
@@ -255,26 +250,9 @@ async def test_an_admission_webhook_sees_the_object_at_its_own_version(
 async def test_a_delete_at_another_version_shows_the_webhook_the_object_at_it(
     api: Api, hooks: HookServer, shapes: ApiServer
 ) -> None:
-    def both(path: str, review: dict[str, Any]) -> Any:
-        return answer(path, review) if path == "/convert" else allow(review)
-
-    hooks.answer = both
     await api.create(V2, shape("a", 3))
-    await api.create(
-        VALIDATING,
-        configuration(
-            "ValidatingWebhookConfiguration",
-            "v",
-            webhook(
-                "shapes.example.com",
-                {"url": hooks.url("/validate"), "caBundle": hooks.ca_bundle},
-                operations=("DELETE",),
-                groups=("example.com",),
-                versions=("v2",),
-                resources=("shapes",),
-                matchPolicy="Exact",
-            ),
-        ),
+    await validating_shapes(
+        api, hooks, operations=("DELETE",), versions=("v2",), matchPolicy="Exact"
     )
     assert (await api.delete(f"{V2}/a")).status == 200
     (validated,) = [r for p, r in hooks.reviews if p.startswith("/validate")]
