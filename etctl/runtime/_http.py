@@ -39,6 +39,7 @@ from etctl.runtime._http_connection import (
     Headers,
     Response,
     Timeout,
+    TooLarge,
     Tunnel,
 )
 
@@ -52,6 +53,7 @@ __all__ = [
     "Response",
     "Stream",
     "Timeout",
+    "TooLarge",
     "Upgraded",
 ]
 
@@ -292,7 +294,13 @@ class Pool:
         return connection
 
     async def _exchange(
-        self, request: bytes, timeout: Timeout, *, head_only: bool = False
+        self,
+        request: bytes,
+        timeout: Timeout,
+        *,
+        head_only: bool = False,
+        upgrade: bool = False,
+        limit: int = 0,
     ) -> tuple[Connection, Response]:
         """Send ``request`` on a connection of this pool; its answer's head. Holds one slot."""
         loop = asyncio.get_running_loop()
@@ -302,7 +310,9 @@ class Pool:
         try:
             connection = await self._connection(timeout, deadline)
             self._busy.add(connection)
-            connection.send(request, timeout, deadline, head_only=head_only)
+            connection.send(
+                request, timeout, deadline, head_only=head_only, upgrade=upgrade, limit=limit
+            )
             return connection, await connection.head()
         except BaseException:
             if connection is not None:
@@ -312,16 +322,25 @@ class Pool:
             raise
 
     async def request(
-        self, request: bytes, timeout: Timeout, *, head_only: bool = False
+        self, request: bytes, timeout: Timeout, *, head_only: bool = False, limit: int = 0
     ) -> tuple[Response, bytes]:
         """Send a request; its answer, body read in full.
 
+        Args:
+            request: the request's bytes.
+            timeout: the exchange's bounds.
+            head_only: the answer has no body (a ``HEAD``).
+            limit: the largest body accepted (0: no limit).
+
         Raises:
             NotConnected: no connection could be opened (nothing was sent).
+            TooLarge: the body exceeds ``limit`` (refused as soon as that is known).
             Broken: the connection failed or the answer was not HTTP.
             TimeoutError: a bound of ``timeout`` passed.
         """
-        connection, response = await self._exchange(request, timeout, head_only=head_only)
+        connection, response = await self._exchange(
+            request, timeout, head_only=head_only, limit=limit
+        )
         try:
             body = await connection.read_all()
         finally:
@@ -338,7 +357,7 @@ class Pool:
 
         The switched connection leaves the pool (and frees its slot): its new owner closes it.
         """
-        connection, response = await self._exchange(request, timeout)
+        connection, response = await self._exchange(request, timeout, upgrade=True)
         if response.status != 101:
             return Stream(self, connection, response)
         self._busy.discard(connection)

@@ -27,6 +27,7 @@ SMALL: dict[str, list[str]] = {
     "cluster_noise.py": ["--pods", "100", "--secrets", "50", "--configmaps", "20", "--jobs", "1"],
     # kopf is a benchmark-only dependency: etctl's side runs here.
     "fanout.py": ["--parents", "50", "--rounds", "1", "--modes", "etctl"],
+    "http_parsing.py": ["--answers", "200"],
     "informer.py": ["--pods", "200", "--cold-pods", "300"],
     "jobs_at_scale.py": ["--trainingjobs", "2", "--tfjobs", "2", "--scaleout-at", "1"],
     "kubelet.py": ["--pods", "50", "--execs", "20"],

@@ -192,10 +192,10 @@ async def test_a_body_larger_than_the_stream_buffer_is_read_whole() -> None:
     [
         (b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort", "before the answer was complete"),
         (b"SSH-2.0-OpenSSH\r\n\r\n", "not an HTTP"),
-        (b"HTTP/1.1 200 OK\r\nno colon here\r\n\r\n", "malformed header"),
-        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "bad chunk size"),
+        (b"HTTP/1.1 200 OK\r\nno colon here\r\n\r\n", "Invalid header token"),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "chunk size"),
         (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n", "unsupported transfer-encoding"),
-        (b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", "bad content-length"),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", "in Content-Length"),
         (b"HTTP/1.1 200 OK\r\nX: " + b"a" * 70_000, "exceed"),
     ],
     ids=["truncated", "not-http", "bad-header", "bad-chunk", "gzip", "negative", "huge-head"],
@@ -359,7 +359,7 @@ async def test_connection_refused_is_not_connected() -> None:
 
 
 async def test_a_switch_of_protocols_hands_over_the_transport_with_early_bytes() -> None:
-    switch = b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\nearly"
+    switch = b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: upgrade\r\n\r\nearly"
     async with serving(answering(switch)) as (_server, pool):
         switched = await pool.upgrade(request(), LIMITS)
         assert isinstance(switched, Upgraded)
