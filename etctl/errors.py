@@ -4,8 +4,10 @@ Every exception etctl raises on purpose derives from :class:`EtctlError`::
 
     EtctlError
     ├── ConfigError             bad settings, kubeconfig, CLI values, plugin registration
+    ├── UnsafeRequest           a request that cannot be sent safely: refused, nothing sent
     ├── TransportError          the request never got an HTTP answer (refused, reset, timed out)
-    │   └── RequestNotSent      the connection was never established: the server never saw it
+    │   ├── RequestNotSent      the connection was never established: the server never saw it
+    │   └── ResponseTooLarge    the answer exceeded the client's size limit: refused, not retried
     ├── ApiError                the API server answered with a non-2xx ``Status``
     │   ├── BadRequest          400
     │   ├── Unauthorized        401
@@ -53,12 +55,14 @@ __all__ = [
     "NotFound",
     "RequestEntityTooLarge",
     "RequestNotSent",
+    "ResponseTooLarge",
     "ServerError",
     "ShutdownIncomplete",
     "TerminalError",
     "TooManyRequests",
     "TransportError",
     "Unauthorized",
+    "UnsafeRequest",
     "UnsupportedMediaType",
     "api_error_from_status",
 ]
@@ -85,6 +89,24 @@ class RequestNotSent(TransportError):
 
     Unlike a plain :class:`TransportError` (the answer was lost, so the server may have acted), this
     one proves the server did nothing: even a write that is not idempotent may be sent again.
+    """
+
+
+class ResponseTooLarge(TransportError):
+    """The answer was larger than the client accepts (``ClientOptions.max_response_bytes``).
+
+    The server may have acted on the request. Never retried: the next answer would be as large.
+    """
+
+
+class UnsafeRequest(EtctlError, ValueError):
+    """A request that cannot be sent safely, refused before a byte of it went out.
+
+    A control character (CR and LF above all, which would end the request line or a header and
+    begin another request), a space or a character outside ASCII in the method or a header; a path
+    segment that is empty, ``.`` or ``..`` (a server normalising the path would address another
+    object). Names, namespaces and subresources are percent-encoded into the path, so ordinary
+    input never raises this.
     """
 
 

@@ -1,13 +1,12 @@
 """Where a request on a resource goes: its namespace and its URL path.
 
 A request on one object of a namespaced resource needs a namespace, from the caller or from the
-object itself (both must agree); a cluster-scoped resource never has one. Names and namespaces are
-percent-encoded into the path, so no name can address another object.
+object itself (both must agree); a cluster-scoped resource never has one. Every segment of the
+path (names, namespaces, subresources, the resource's own) is percent-encoded by
+:func:`etctl.runtime._target.api_path`, so no name can address another object.
 """
 
 from __future__ import annotations
-
-from urllib.parse import quote
 
 from etctl.runtime import _objects as objects
 from etctl.runtime._objects import ObjectView
@@ -43,12 +42,9 @@ def path_for(
 
     Raises:
         ValueError: an empty name.
+        UnsafeRequest: a name, namespace or subresource of ``.`` or ``..``.
     """
     if name is not None and not name:
         msg = f"a name is required to address one {res.kind}"
         raise ValueError(msg)
-    return res.path(
-        quote(namespace, safe="") if namespace and res.namespaced else None,
-        quote(name, safe="") if name is not None else None,
-        sub,
-    )
+    return res.path(namespace if res.namespaced else None, name, sub)

@@ -15,12 +15,12 @@ retries in :mod:`etctl.runtime._caller` and :mod:`etctl.runtime._retry`, the HTT
 protocol in :mod:`etctl.runtime._exec`.
 
 Each write says whether repeating it is safe (:class:`~etctl.runtime._retry.RetrySafety`), and the
-caller retries only what may be retried: a named create is idempotent, a ``generateName`` create is
-retried only when the server provably did not act, a JSON patch only when it starts with a ``test``
-op, and a 409 never; a write of leader-only work first checks its fence (:mod:`etctl.runtime.
-_fence`). ``exec`` runs a command over the remote-command WebSocket protocols under one hard timeout
-for the whole exchange, retrying the connection only while the command provably never started; a
-non-zero exit code is a result, never an error.
+caller retries only what may be retried: a create is retried only when the server provably did not
+act, a JSON patch only when it starts with a ``test`` op, and a 409 never; a write of leader-only
+work first checks its fence (:mod:`etctl.runtime._fence`). ``exec`` runs a command over the
+remote-command WebSocket protocols under one hard timeout for the whole exchange, retrying the
+connection only while the command provably never started; a non-zero exit code is a result,
+never an error.
 
 Guarantees:
 
@@ -35,12 +35,13 @@ Guarantees:
 * a 401 reloads the credentials once (exec plugin, token file) and repeats the request;
 * watches use their own connection pool, so they never starve requests.
 
-Retry rule for creates: a create that names its object (``metadata.name``) is retried like an
-idempotent request, because a repeat cannot make a second object. If the first attempt's answer was
-lost, the repeat may raise :class:`~etctl.errors.AlreadyExists` for the caller's own object: the
-name is taken either way, and callers that own deterministic names treat AlreadyExists as "exists"
-and read the object. A create that relies on ``generateName`` is retried only when the server
-provably did not act (no connection, or 429), because a repeat could create a duplicate.
+Retry rule for creates (client-go's for a POST): a create is retried only when the server provably
+did not act, because the connection could not be opened or it answered 429 with a
+``Retry-After``. A repeat after a lost answer could create a duplicate (``generateName``) or, for a
+create that names its object, report :class:`~etctl.errors.AlreadyExists` for the caller's own
+object, which would read as someone else's. So a lost answer is the caller's
+:class:`~etctl.errors.TransportError`, the truth: the create may or may not have happened, and a
+level-triggered caller finds out on its next look.
 
 A delete whose answer was lost and whose repeat finds the object gone returns ``None``: the object
 is gone, which is what was asked.
@@ -116,6 +117,8 @@ class Client:
             user_agent=self.options.user_agent,
             pool_size=self.options.pool_size,
             watch_pool_size=self.options.watch_pool_size,
+            max_response_bytes=self.options.max_response_bytes,
+            max_message_bytes=self.options.max_message_bytes,
         )
         self._caller = Caller(
             transport,
@@ -361,6 +364,7 @@ class Client:
         Raises:
             AlreadyExists: the name is taken (see the module's retry rule for creates).
             Invalid: the object failed validation.
+            TransportError: the answer was lost: the object may have been created.
         """
         path = path_for(res, namespace_for(res, namespace, obj))
         raw = await self._caller.send(
@@ -368,7 +372,7 @@ class Client:
             path,
             query=wire.write_query(dry_run=dry_run, field_manager=field_manager),
             body=wire.typed(res, obj),
-            safety=RetrySafety.IDEMPOTENT if objects.name(obj) else RetrySafety.UNSENT,
+            safety=RetrySafety.UNSENT,
         )
         return wire.decode_object(raw)
 
@@ -644,7 +648,10 @@ class Client:
             async with asyncio.timeout(timeout):
                 ws = await self._caller.upgrade(connect, what=f"exec {path}")
                 async with ws:
-                    return await ExecSession(ws, stdin=stdin).run()
+                    session = ExecSession(
+                        ws, stdin=stdin, limit=self.options.max_response_bytes
+                    )
+                    return await session.run()
         except TimeoutError as exc:
             msg = f"exec in {namespace}/{pod} did not finish within {timeout} s"
             raise TransportError(msg) from exc

@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from etctl.errors import ExecFailed, TransportError, api_error_from_status
+from etctl.errors import ExecFailed, ResponseTooLarge, TransportError, api_error_from_status
 from etctl.runtime._http_connection import Broken
 from etctl.runtime._websocket import WebSocket
 
@@ -74,28 +74,37 @@ class ExecSession:
     Args:
         ws: the websocket, upgraded with one of :data:`PROTOCOLS`.
         stdin: bytes to send to the process (``None``: stdin was not requested).
+        limit: the most output (stdout and stderr together) collected (0: no limit).
     """
 
-    def __init__(self, ws: WebSocket, *, stdin: bytes | None) -> None:
+    def __init__(self, ws: WebSocket, *, stdin: bytes | None, limit: int = 0) -> None:
         self._ws = ws
         self._stdin = stdin
+        self._limit = limit
 
     async def run(self) -> ExecResult:
         """Send stdin, collect output until the status arrives and return the result.
 
         Raises:
             ApiError: the process could not run (the status was a failure without an exit code).
+            ResponseTooLarge: the command printed more than the limit (it may still run).
             TransportError: the connection broke before the status arrived.
         """
         if self._stdin is not None:
             await self._send_stdin(self._stdin)
         stdout: list[bytes] = []
         stderr: list[bytes] = []
+        size = 0
         try:
             while (data := await self._ws.receive()) is not None:
                 if not data:
                     continue
                 channel, payload = data[0], data[1:]
+                if channel in (_STDOUT, _STDERR):
+                    size += len(payload)
+                    if self._limit and size > self._limit:
+                        msg = f"exec output exceeds {self._limit} bytes: the rest was refused"
+                        raise ResponseTooLarge(msg)
                 if channel == _STDOUT:
                     stdout.append(payload)
                 elif channel == _STDERR:

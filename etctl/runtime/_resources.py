@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from etctl.runtime._target import api_path
+
 __all__ = [
     "CONFIGMAPS",
     "CRDS",
@@ -62,16 +64,23 @@ class Resource:
         name: str | None = None,
         subresource: str | None = None,
     ) -> str:
-        """The URL path of the collection, of one object, or of one object's subresource."""
-        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        """The URL path of the collection, of one object, or of one object's subresource.
+
+        Every segment (group, version, plural, namespace, name, subresource) is percent-encoded
+        by the one function that builds the client's paths, so none can leave its place.
+
+        Raises:
+            UnsafeRequest: a segment is empty, ``.`` or ``..``.
+        """
+        segments = ["apis", self.group, self.version] if self.group else ["api", self.version]
         if self.namespaced and namespace:
-            base = f"{base}/namespaces/{namespace}"
-        base = f"{base}/{self.plural}"
+            segments += ["namespaces", namespace]
+        segments.append(self.plural)
         if name is not None:
-            base = f"{base}/{name}"
+            segments.append(name)
             if subresource:
-                base = f"{base}/{subresource}"
-        return base
+                segments.append(subresource)
+        return api_path(*segments)
 
     def __str__(self) -> str:
         return f"{self.group_resource}/{self.version}"

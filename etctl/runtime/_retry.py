@@ -2,26 +2,29 @@
 
 Which failures are transient: a :class:`~etctl.errors.TransportError` (no HTTP answer), a 429
 :class:`~etctl.errors.TooManyRequests` and a 5xx :class:`~etctl.errors.ServerError`. Everything
-else (a 409 Conflict above all) is an answer, and retrying it blindly would hide it.
+else (a 409 Conflict above all) is an answer, and retrying it blindly would hide it; so is an
+answer too large to read (:class:`~etctl.errors.ResponseTooLarge`: the next would be as large).
 
 Whether a transient failure may be retried depends on the request's :class:`RetrySafety`:
 
 * ``IDEMPOTENT`` (reads, watch starts, deletes, PUTs, merge/strategic/apply patches, JSON patches
-  guarded by a ``test`` op, creates that name their object): doing it twice has the effect of
-  doing it once (a repeated named create can only meet AlreadyExists), so every transient failure
-  is retried;
-* ``UNSENT`` (creates with ``generateName``, unguarded JSON patches): a second success would be a
-  second effect (a duplicate object, an element appended twice), so only failures where the server
-  provably did not act are retried: the connection could not be opened, or a 429 (the server
-  throttles before it handles a request);
+  guarded by a ``test`` op): doing it twice has the effect of doing it once, so every transient
+  failure is retried;
+* ``UNSENT`` (every create, a POST, and unguarded JSON patches): a repeat after a lost answer
+  would be a second effect (a duplicate object, an element appended twice) or, for a create that
+  names its object, an AlreadyExists that hides the caller's own success. So only failures where
+  the server provably did not act are retried, as client-go retries a POST: the connection could
+  not be opened, or a 429 that says when to come back (``Retry-After``: the server throttled
+  before it handled the request);
 * ``UNSTARTED`` (the upgrade of an exec): the command starts only once the server switched
   protocols, so any HTTP answer instead proves it never ran: a 429 or a 5xx is retried, as is a
   connection never opened; a lost answer (the handshake timed out) is not, since the command may
   be running.
 
 Delays grow exponentially from ``backoff_base`` up to ``backoff_cap`` with jitter (each delay drawn
-uniformly from its upper half), or follow the server's ``Retry-After`` (capped at
-``retry_after_cap``). Sleeps go through the injected :class:`~etctl.runtime.Clock`.
+uniformly from its upper half); a server's ``Retry-After`` (capped at ``retry_after_cap``) is waited
+at least, as client-go waits the longer of its backoff and the server's word. Sleeps go through
+the injected :class:`~etctl.runtime.Clock`.
 
 Most requests succeed at once, so the first attempt runs on its own: the retry loop (tenacity's
 ``AsyncRetrying``, with its hooks) is built only after a retryable failure, and takes that failure
@@ -42,6 +45,7 @@ from etctl.errors import (
     ApiError,
     EtctlError,
     RequestNotSent,
+    ResponseTooLarge,
     ServerError,
     TooManyRequests,
     TransportError,
@@ -102,9 +106,11 @@ class RetryPolicy:
 
 def is_retryable(exc: BaseException, safety: RetrySafety) -> bool:
     """True when ``exc`` is a transient failure that ``safety`` allows to retry."""
-    if isinstance(exc, RequestNotSent | TooManyRequests):
+    if isinstance(exc, RequestNotSent):
         return True
-    if safety is RetrySafety.UNSENT:
+    if isinstance(exc, TooManyRequests):
+        return safety is not RetrySafety.UNSENT or exc.retry_after is not None
+    if safety is RetrySafety.UNSENT or isinstance(exc, ResponseTooLarge):
         return False
     if safety is RetrySafety.UNSTARTED:
         return isinstance(exc, ServerError)
@@ -114,11 +120,15 @@ def is_retryable(exc: BaseException, safety: RetrySafety) -> bool:
 def backoff_delay(
     policy: RetryPolicy, attempt: int, exc: BaseException | None, rng: random.Random
 ) -> float:
-    """The delay before attempt ``attempt + 1`` after ``exc`` failed attempt ``attempt``."""
-    if isinstance(exc, ApiError) and exc.retry_after is not None:
-        return min(exc.retry_after, policy.retry_after_cap)
+    """The delay before attempt ``attempt + 1`` after ``exc`` failed attempt ``attempt``.
+
+    The backoff, or the server's ``Retry-After`` (up to ``retry_after_cap``) when that is longer.
+    """
     ceiling = min(policy.backoff_cap, policy.backoff_base * 2 ** (attempt - 1))
-    return rng.uniform(ceiling / 2, ceiling)
+    delay = rng.uniform(ceiling / 2, ceiling)
+    if isinstance(exc, ApiError) and exc.retry_after is not None:
+        return max(delay, min(exc.retry_after, policy.retry_after_cap))
+    return delay
 
 
 async def run_with_retries(

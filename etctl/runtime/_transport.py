@@ -24,7 +24,12 @@ Invariants:
 * a connection that could not be established raises :class:`~etctl.errors.RequestNotSent` (the
   server never saw the request, so even a non-idempotent write may be retried); any other failure
   to get an answer raises plain :class:`~etctl.errors.TransportError` (the server may have acted);
-* no header carries a CR or LF: a credential that would smuggle one is refused, not sent.
+* the request line and every header are built by :mod:`etctl.runtime._target`, which refuses
+  (:class:`~etctl.errors.UnsafeRequest`, before anything is sent) what could end the line and begin
+  another request; a credential that would smuggle one is a :class:`~etctl.errors.ConfigError`;
+* an answer's body longer than ``max_response_bytes`` is refused as soon as that is known
+  (:class:`~etctl.errors.ResponseTooLarge`), so no answer can balloon the process; an exec's
+  websocket refuses messages over ``max_message_bytes``.
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import SplitResult, unquote, urlencode, urlsplit
+from urllib.parse import SplitResult, unquote, urlsplit
 
 import orjson
 from prometheus_client import Counter
@@ -48,12 +53,24 @@ from etctl.errors import (
     ApiError,
     ConfigError,
     RequestNotSent,
+    ResponseTooLarge,
     TransportError,
+    UnsafeRequest,
     api_error_from_status,
 )
-from etctl.runtime._http import Broken, Endpoint, NotConnected, Pool, Proxy, Stream, Timeout
+from etctl.runtime._http import (
+    Broken,
+    Endpoint,
+    NotConnected,
+    Pool,
+    Proxy,
+    Stream,
+    Timeout,
+    TooLarge,
+)
 from etctl.runtime._kubeconfig import ClusterConfig
 from etctl.runtime._metrics import REST_CLIENT_REQUESTS
+from etctl.runtime._target import Query, check_method, header_line, request_target
 from etctl.runtime._websocket import WebSocket, accept_key, handshake_headers
 
 __all__ = [
@@ -65,9 +82,6 @@ __all__ = [
     "encode_body",
     "error_from_response",
 ]
-
-Query = Sequence[tuple[str, str]]
-"""Query parameters in order; a key may repeat (exec's ``command``)."""
 
 _BEARER = "BearerToken"
 _NO_ANSWER = (Broken, TimeoutError, OSError)
@@ -263,9 +277,21 @@ def _route(server: SplitResult, config: Any) -> tuple[Proxy | None, dict[str, st
     return Proxy(proxy.hostname, _port(proxy), tls, tuple(headers.items())), {}
 
 
-def _header_safe(value: str, what: str) -> str:
-    if "\r" in value or "\n" in value:
-        msg = f"{what} holds a line break: refused, it would end the request's headers"
+def _configured_line(name: str, value: str) -> str:
+    """A header line from the configuration (user agent, proxy headers), checked once."""
+    try:
+        return header_line(name, value)
+    except UnsafeRequest as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def _checked_credential(value: str) -> str:
+    """The ``Authorization`` value, when it can be sent (the value itself is never shown)."""
+    if not (value.isascii() and value.isprintable()):
+        msg = (
+            "the credential holds a line break, another control character or non-ASCII: "
+            "refused, it would end the request's headers"
+        )
         raise ConfigError(msg)
     return value
 
@@ -278,13 +304,22 @@ class Transport:
         user_agent: the ``User-Agent`` header.
         pool_size: the request pool's connection limit.
         watch_pool_size: the watch pool's connection limit (0: unlimited).
+        max_response_bytes: the longest answer body read whole (0: no limit).
+        max_message_bytes: the longest websocket message accepted (0: no limit).
 
     Raises:
         ConfigError: the server URL or proxy cannot be used.
     """
 
     def __init__(
-        self, cluster: ClusterConfig, *, user_agent: str, pool_size: int, watch_pool_size: int
+        self,
+        cluster: ClusterConfig,
+        *,
+        user_agent: str,
+        pool_size: int,
+        watch_pool_size: int,
+        max_response_bytes: int = 0,
+        max_message_bytes: int = 0,
     ) -> None:
         self.cluster = cluster
         config = cluster.configuration
@@ -308,12 +343,14 @@ class Transport:
         origin = f"{server.scheme}://{self.host}" if self._endpoint.absolute_form else ""
         self._target_prefix = origin + self._prefix
         fixed = {"Host": self.host, "User-Agent": user_agent, **route_headers}
-        self._fixed = "".join(
-            f"{name}: {_header_safe(value, name)}\r\n" for name, value in fixed.items()
-        )
+        self._fixed = "".join(_configured_line(name, value) for name, value in fixed.items())
         # A credential from ~/.netrc is sent only when the configuration has no token of its own.
         self._netrc = None if _BEARER in config.api_key else _netrc_authorization(server.hostname)
         self._checked_token: str | None = None
+        self._max_response = max_response_bytes
+        self._max_message = max_message_bytes
+        self.refused: str | None = None
+        """The last credential the server answered 401 to (to refresh it once, not per request)."""
         self._ws_pool_size: int = config.connection_pool_maxsize
         self._api = Pool(self._endpoint, limit=pool_size)
         self._watch_api = Pool(self._endpoint, limit=watch_pool_size)
@@ -335,8 +372,7 @@ class Transport:
             # Runs the credential's refresh hook first, as kubernetes_asyncio does per request.
             token: str | None = await config.get_api_key_with_prefix(_BEARER)
             if token and token is not self._checked_token:
-                _header_safe(token, "the credential")
-                self._checked_token = token
+                self._checked_token = _checked_credential(token)
             return token or None
         return self._netrc
 
@@ -346,22 +382,31 @@ class Transport:
         path: str,
         query: Query,
         extra: Mapping[str, str],
-    ) -> bytes:
-        """The request line and headers, the blank line that ends them included."""
-        target = self._target_prefix + path
-        if query:
-            target = f"{target}?{urlencode(query)}"
-        head = f"{method} {target} HTTP/1.1\r\n{self._fixed}"
+    ) -> tuple[bytes, str | None]:
+        """The request line and headers, ending blank line included, and the credential sent.
+
+        Raises:
+            UnsafeRequest: the method, the target or a header cannot be sent safely.
+            ConfigError: the credential cannot (or could not be refreshed).
+        """
+        target = request_target(self._target_prefix, path, query)
+        head = f"{check_method(method)} {target} HTTP/1.1\r\n{self._fixed}"
         authorization = await self._authorization()
         if authorization:
             head += f"Authorization: {authorization}\r\n"
-        head += "".join(f"{name}: {value}\r\n" for name, value in extra.items())
-        return (head + "\r\n").encode()
+        head += "".join(header_line(name, value) for name, value in extra.items())
+        return (head + "\r\n").encode("ascii"), authorization
 
-    async def _refusal(self, answer: Stream) -> ApiError:
+    def _answered(self, status: int, method: str, credential: str | None) -> None:
+        """Count an answer; remember a refused credential."""
+        self.count(status, method)
+        if status == 401:
+            self.refused = credential
+
+    async def _refusal(self, answer: Stream, credential: str | None) -> ApiError:
         """Count a refusal (a status other than the one asked for); its error, body read."""
         status = answer.response.status
-        self.count(status, "GET")
+        self._answered(status, "GET", credential)
         try:
             body = await answer.read_all(_ERROR_BODY_LIMIT)
         except _NO_ANSWER:
@@ -373,6 +418,8 @@ class Transport:
         self.count("<error>", method)
         if isinstance(exc, NotConnected):
             return RequestNotSent(f"{what}: cannot connect to {self.host}: {exc}")
+        if isinstance(exc, TooLarge):
+            return ResponseTooLarge(f"{what}: the answer from {self.host} was refused: {exc}")
         if isinstance(exc, TimeoutError):
             return TransportError(f"{what}: no answer from {self.host} in time")
         return TransportError(f"{what}: no answer from {self.host}: {exc}")
@@ -391,7 +438,9 @@ class Transport:
         """Send one request and read the whole answer.
 
         Raises:
+            UnsafeRequest: the request cannot be sent safely (nothing was sent).
             RequestNotSent: the connection could not be established.
+            ResponseTooLarge: the answer's body exceeds ``max_response_bytes``.
             TransportError: no complete answer (reset, timeout, truncated body).
         """
         extra = {"Accept": accept}
@@ -402,14 +451,14 @@ class Transport:
             extra["Content-Length"] = str(len(payload))
         elif method not in ("GET", "HEAD", "DELETE", "OPTIONS"):
             extra["Content-Length"] = "0"
+        head, credential = await self._head(method, path, query, extra)
         try:
-            head = await self._head(method, path, query, extra)
             response, data = await self._api.request(
-                head + payload, timeout, head_only=method == "HEAD"
+                head + payload, timeout, head_only=method == "HEAD", limit=self._max_response
             )
         except _UNANSWERED as exc:
             raise self._unanswered(exc, f"{method} {path}", method) from exc
-        self.count(response.status, method)
+        self._answered(response.status, method, credential)
         return RawResponse(response.status, response.headers, data)
 
     async def open_stream(self, path: str, *, query: Query, timeout: Timeout) -> Stream:
@@ -420,13 +469,13 @@ class Transport:
             RequestNotSent: the connection could not be established.
             TransportError: no answer in time.
         """
+        head, credential = await self._head("GET", path, query, {"Accept": "application/json"})
         try:
-            head = await self._head("GET", path, query, {"Accept": "application/json"})
             stream = await self._watch_api.stream(head, timeout)
         except _UNANSWERED as exc:
             raise self._unanswered(exc, f"WATCH {path}", "GET") from exc
         if stream.response.status != 200:
-            raise await self._refusal(stream)
+            raise await self._refusal(stream, credential)
         self.count(200, "GET")
         return stream
 
@@ -445,20 +494,22 @@ class Transport:
         headers, key = handshake_headers(tuple(protocols))
         limits = Timeout(connect=timeout, total=timeout)
         what = f"exec {path}"
+        head, credential = await self._head("GET", path, query, headers)
         try:
-            head = await self._head("GET", path, query, headers)
             answer = await self._ws_api.upgrade(head, limits)
         except _UNANSWERED as exc:
             raise self._unanswered(exc, what, "GET") from exc
         if isinstance(answer, Stream):
-            refused = await self._refusal(answer)
+            refused = await self._refusal(answer, credential)
             if 200 <= answer.response.status < 300:
                 status = answer.response.status
                 msg = f"{what}: the server answered {status} instead of switching protocols"
                 raise TransportError(msg)
             raise refused
         self.count(101, "GET")
-        ws = WebSocket(answer.response, answer.transport, answer.rest)
+        ws = WebSocket(
+            answer.response, answer.transport, answer.rest, max_message=self._max_message
+        )
         if answer.response.headers.get("sec-websocket-accept") != accept_key(key):
             await ws.close()
             msg = f"{what}: the server's websocket handshake does not answer this client's key"

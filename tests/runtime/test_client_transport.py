@@ -211,7 +211,7 @@ async def test_a_server_that_never_answers_times_out(tmp_path: Path) -> None:
     assert 0.35 <= elapsed < 2.0
 
 
-async def test_generate_name_creates_are_not_retried_once_sent(tmp_path: Path) -> None:
+async def test_creates_are_not_retried_once_sent(tmp_path: Path) -> None:
     generated = {"metadata": {"generateName": "p-", "namespace": "ns"}}
     unavailable = [failure(503, "ServiceUnavailable", "x") for _ in range(2)]
     async with scripted_server() as server:
@@ -220,7 +220,10 @@ async def test_generate_name_creates_are_not_retried_once_sent(tmp_path: Path) -
             with pytest.raises(ServerError):
                 await client.create(PODS, generated)
             assert len(server.seen) == 1
-            # A named create cannot duplicate, so the same failure is retried.
+            # A named create is a POST too: the server may have acted, so it is not repeated.
+            with pytest.raises(ServerError):
+                await client.create(PODS, POD)
+            assert len(server.seen) == 2
             assert await client.create(PODS, POD) == POD
     assert len(server.seen) == 3
     sent = json.loads(server.seen[0].body)
@@ -238,14 +241,20 @@ async def test_generate_name_creates_are_retried_when_never_sent(tmp_path: Path)
     assert len(clock.slept) == 4
 
 
-async def test_throttled_generate_name_creates_are_retried(tmp_path: Path) -> None:
-    throttled = json_response(status_body(429, "TooManyRequests", "x"), 429)
+async def test_throttled_creates_are_retried_when_told_when(tmp_path: Path) -> None:
+    body = status_body(429, "TooManyRequests", "x")
+    told = json_response(body, 429, **{"Retry-After": "1"})
+    untold = json_response(body, 429)
     generated = {"metadata": {"generateName": "p-", "namespace": "ns"}}
     async with scripted_server() as server:
-        server.handler = scripted(throttled, json_response(POD, 201))
+        server.handler = scripted(told, json_response(POD, 201), untold)
         async with await client_for(server.url, tmp_path) as client:
             assert await client.create(PODS, generated) == POD
-    assert len(server.seen) == 2
+            assert len(server.seen) == 2
+            # client-go's rule for a POST: a 429 without Retry-After is an answer.
+            with pytest.raises(TooManyRequests):
+                await client.create(PODS, generated)
+    assert len(server.seen) == 3
 
 
 async def test_json_patches_are_retried_only_when_guarded(tmp_path: Path) -> None:
