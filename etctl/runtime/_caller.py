@@ -6,6 +6,8 @@ answer or the mapped error, after retrying transient failures as the request's
 credentials once (an exec plugin's token may have been revoked early, a token file rotated) and
 repeats the attempt before the error is final. Every attempt of a write (any method but GET,
 HEAD and OPTIONS) first checks the fence of the task it runs in (:mod:`etctl.runtime._fence`).
+Concurrent requests refused with the same credential reload it once: a reload is skipped when the
+credential refused is no longer the current one (client-go's ``maybeRefreshCreds``).
 """
 
 from __future__ import annotations
@@ -58,6 +60,11 @@ class Caller:
         self._clock = clock
         self._timeout = timeout
 
+    async def _refresh(self) -> None:
+        """Reload the credential the server refused (once for a burst of refusals)."""
+        transport = self.transport
+        await transport.cluster.refresh(force=True, refused=transport.refused)
+
     async def _authenticated(self, attempt: Callable[[], Awaitable[T]], state: list[bool]) -> T:
         """Run ``attempt``; after a 401, refresh the credentials once per request and rerun."""
         try:
@@ -66,7 +73,7 @@ class Caller:
             if state or not self.transport.cluster.refreshable:
                 raise
             state.append(True)
-            await self.transport.cluster.refresh(force=True)
+            await self._refresh()
             return await attempt()
 
     async def _recover(
@@ -85,7 +92,7 @@ class Caller:
         refreshed: list[bool] = []
         if isinstance(first, Unauthorized) and self.transport.cluster.refreshable:
             refreshed.append(True)
-            await self.transport.cluster.refresh(force=True)
+            await self._refresh()
             try:
                 return await attempt()
             except EtctlError as exc:

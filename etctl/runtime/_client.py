@@ -648,9 +648,7 @@ class Client:
             async with asyncio.timeout(timeout):
                 ws = await self._caller.upgrade(connect, what=f"exec {path}")
                 async with ws:
-                    session = ExecSession(
-                        ws, stdin=stdin, limit=self.options.max_response_bytes
-                    )
+                    session = ExecSession(ws, stdin=stdin, limit=self.options.max_response_bytes)
                     return await session.run()
         except TimeoutError as exc:
             msg = f"exec in {namespace}/{pod} did not finish within {timeout} s"

@@ -8,19 +8,22 @@ loaded by kubernetes_asyncio's configuration loaders from one of
 * the in-cluster service account (``KUBERNETES_SERVICE_HOST``/``PORT`` plus the mounted token and
   CA bundle).
 
-Credentials that expire are refreshed without the caller noticing:
+Credentials that expire are refreshed without the caller noticing, as client-go refreshes them:
 
-* an exec plugin's token is re-obtained when its ``expirationTimestamp`` is within five minutes
-  (the same skew kubernetes_asyncio uses), and a plugin that gives no expiry is re-run only when the
-  server answers 401;
-* token files (the service-account token, a kubeconfig ``tokenFile``) are re-read every minute, as
-  client-go does, because the kubelet rotates projected tokens in place;
-* any credential is reloaded once when the server answers 401 (:meth:`ClusterConfig.refresh` with
-  ``force=True``; the client does that before giving up).
+* an exec plugin's token is kept until its ``expirationTimestamp`` has passed (client-go's
+  ``credsExpired``; a token that lives a minute is still run for once a minute, not per request),
+  and a plugin that gives no expiry is re-run only when the server answers 401;
+* token files (the service-account token, a kubeconfig ``tokenFile``) are read as client-go's
+  ``fileTokenSource`` reads them, surrounding whitespace and the final newline trimmed, an empty
+  file refused, and re-read every minute, because the kubelet rotates projected tokens in place; a
+  re-read that fails keeps the token it had (client-go's cached token source does the same);
+* any credential is reloaded when the server answers 401 (:meth:`ClusterConfig.refresh` with
+  ``force=True``; the client does that once per request before giving up), unless the credential
+  refused is no longer the current one: another request refreshed it already.
 
-Refreshes are serialised by a lock, so a burst of requests with an expired token runs the plugin
-once. Client certificates (from the file or from an exec plugin) are read when the connection pool
-is created and are not rotated.
+Refreshes are serialised by a lock, so a burst of requests with an expired or refused token runs
+the plugin once. Client certificates (from the file or from an exec plugin) are read when the
+connection pool is created and are not rotated.
 
 kubernetes_asyncio is imported when a connection is first loaded, not with this module, and only
 its configuration layer (its ``config`` modules and the client's ``Configuration``), by way of
@@ -52,7 +55,7 @@ import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -78,13 +81,12 @@ log = get_logger(__name__)
 _TOKEN_FILE_PERIOD = 60.0
 """Seconds between re-reads of a token file (client-go's cached token source uses one minute)."""
 
-_EXPIRY_SKEW = timedelta(minutes=5)
-"""Refresh an expiring token this long before it expires."""
-
 _REFRESH_TIMEOUT = 60.0
 """Seconds a credential refresh (an exec plugin run) may take before it counts as failed."""
 
 _BEARER = "BearerToken"
+_HOME = "__home__"
+"""Where each merged user entry records the directory of the file that defined it."""
 _DEFERRED = (
     "urllib3",
     "kubernetes_asyncio",
@@ -196,6 +198,12 @@ class ClusterConfig:
         """True when :meth:`refresh` can obtain a different credential."""
         return False
 
+    @property
+    def credential(self) -> str | None:
+        """The ``Authorization`` value requests carry now (``Bearer ...``), if any."""
+        value = self.configuration.api_key.get(_BEARER)
+        return str(value) if value else None
+
     def _due(self) -> bool:
         """True when the credential should be refreshed before the next request."""
         return False
@@ -203,12 +211,17 @@ class ClusterConfig:
     async def _reload(self) -> None:
         """Obtain a fresh credential and store it in :attr:`configuration`."""
 
-    async def refresh(self, *, force: bool = False) -> None:
+    async def refresh(self, *, force: bool = False, refused: str | None = None) -> None:
         """Refresh the credential if it is due, or unconditionally with ``force``.
 
+        Args:
+            force: refresh even if the credential is not due (the server refused it).
+            refused: the credential the server refused; when it is no longer the current one,
+                another request refreshed it already and nothing is done.
+
         Raises:
-            ConfigError: the credential source failed (the exec plugin exited non-zero, the token
-                file vanished).
+            ConfigError: the credential source failed (the exec plugin exited non-zero, the
+                kubeconfig's token file vanished at load).
         """
         if not self.refreshable:
             return
@@ -218,6 +231,8 @@ class ClusterConfig:
         async with self._lock:
             # Another request may have refreshed while this one waited for the lock.
             if not force and not self._due():
+                return
+            if force and refused is not None and refused != self.credential:
                 return
             try:
                 async with asyncio.timeout(_REFRESH_TIMEOUT):
@@ -240,20 +255,28 @@ class _KubeconfigCluster(ClusterConfig):
     """A cluster from a kubeconfig: refreshes exec-plugin tokens, token files and auth providers."""
 
     def __init__(
-        self, configuration: Any, loader: Any, *, source: str, user: Mapping[str, Any], clock: Clock
+        self,
+        configuration: Any,
+        loader: Any,
+        *,
+        source: str,
+        user: Mapping[str, Any],
+        token_file: Path | None,
+        clock: Clock,
     ) -> None:
         super().__init__(configuration, source=source, clock=clock)
         self._loader = loader
         self._exec = "exec" in user
-        self._token_file = "tokenFile" in user and "token" not in user
+        self._token_file = _TokenFile(token_file, configuration) if token_file else None
         self._provider = bool(getattr(loader, "provider", None))
-        self._loaded_at = self._clock.monotonic()
+        if self._token_file is not None:
+            self._token_file.load(self._clock)  # kubernetes_asyncio read it untrimmed
         if self.refreshable:
             configuration.refresh_api_key_hook = self._hook
 
     @property
     def refreshable(self) -> bool:
-        return self._exec or self._token_file or self._provider
+        return self._exec or self._token_file is not None or self._provider
 
     def _expiry(self) -> datetime | None:
         value = self._loader.__dict__.get("exec_plugin_expiry")
@@ -262,17 +285,66 @@ class _KubeconfigCluster(ClusterConfig):
     def _due(self) -> bool:
         if self._exec:
             expiry = self._expiry()
-            return expiry is not None and self._clock.now() >= expiry - _EXPIRY_SKEW
-        if self._token_file:
-            return self._clock.monotonic() - self._loaded_at >= _TOKEN_FILE_PERIOD
+            return expiry is not None and self._clock.now() > expiry
+        if self._token_file is not None:
+            return self._token_file.due(self._clock)
         return False
 
     async def _reload(self) -> None:
+        if self._token_file is not None:
+            self._token_file.reload(self._clock, self.source)
+            return
         # The loader skips the exec plugin while it believes the last token is still valid; the
         # decision to refresh is ours (on this clock), so forget its expiry first.
         self._loader.__dict__.pop("exec_plugin_expiry", None)
         await self._loader.load_and_set(self.configuration)
-        self._loaded_at = self._clock.monotonic()
+
+
+class _TokenFile:
+    """A bearer token kept in a file, read as client-go's ``fileTokenSource`` reads it.
+
+    The file's content, surrounding whitespace (the newline an editor or ``echo`` leaves) trimmed,
+    is the token; an empty or unreadable file is an error at load, and on a later re-read keeps the
+    token read before (the kubelet rewrites projected tokens in place, and a read may fall between
+    its writes).
+    """
+
+    def __init__(self, path: Path, configuration: Any) -> None:
+        self.path = path
+        self._configuration = configuration
+        self._loaded_at = 0.0
+
+    def read(self) -> str:
+        """The token, trimmed.
+
+        Raises:
+            OSError: the file cannot be read.
+            ValueError: it holds nothing but whitespace.
+        """
+        token = self.path.read_text(encoding="utf-8").strip()
+        if not token:
+            msg = f"token file {self.path} is empty"
+            raise ValueError(msg)
+        return token
+
+    def load(self, clock: Clock | None = None) -> None:
+        """Read the token into the configuration (errors raised)."""
+        self._configuration.api_key[_BEARER] = f"Bearer {self.read()}"
+        self._loaded_at = clock.monotonic() if clock is not None else 0.0
+
+    def due(self, clock: Clock) -> bool:
+        """True when the file was last read a minute ago or more."""
+        return clock.monotonic() - self._loaded_at >= _TOKEN_FILE_PERIOD
+
+    def reload(self, clock: Clock, source: str) -> None:
+        """Read the file again; on failure keep the token read before, and say so."""
+        try:
+            self.load(clock)
+        except (OSError, ValueError, UnicodeDecodeError) as exc:
+            self._loaded_at = clock.monotonic()  # try again in a minute, not on every request
+            log.warning(
+                "token file unreadable: the last token is kept", source=source, error=str(exc)
+            )
 
 
 class _InClusterConfig(ClusterConfig):
@@ -280,8 +352,8 @@ class _InClusterConfig(ClusterConfig):
 
     def __init__(self, configuration: Any, *, token_path: Path, clock: Clock) -> None:
         super().__init__(configuration, source="in-cluster", clock=clock)
-        self._token_path = token_path
-        self._loaded_at = self._clock.monotonic()
+        self._token_file = _TokenFile(token_path, configuration)
+        self._token_file.load(self._clock)  # kubernetes_asyncio read it untrimmed
         configuration.refresh_api_key_hook = self._hook
 
     @property
@@ -289,15 +361,10 @@ class _InClusterConfig(ClusterConfig):
         return True
 
     def _due(self) -> bool:
-        return self._clock.monotonic() - self._loaded_at >= _TOKEN_FILE_PERIOD
+        return self._token_file.due(self._clock)
 
     async def _reload(self) -> None:
-        token = self._token_path.read_text().strip()
-        if not token:
-            msg = f"service account token file {self._token_path} is empty"
-            raise _layer().ConfigException(msg)
-        self.configuration.api_key[_BEARER] = f"Bearer {token}"
-        self._loaded_at = self._clock.monotonic()
+        self._token_file.reload(self._clock, self.source)
 
 
 def default_kubeconfig_path(environ: Mapping[str, str] | None = None) -> str:
@@ -329,7 +396,9 @@ def _merged(path_list: str) -> tuple[dict[str, Any], str | None]:
             msg = f"kubeconfig {path} is not a mapping"
             raise ConfigError(msg)
         merged["contexts"].extend(data.get("contexts") or [])
-        merged["users"].extend(data.get("users") or [])
+        # Each user keeps the directory of its file: a relative tokenFile is read from there.
+        users = data.get("users") or []
+        merged["users"].extend({**u, _HOME: path.parent} for u in users if isinstance(u, dict))
         current = current or data.get("current-context")
     return merged, current
 
@@ -364,13 +433,22 @@ def context_namespace(
     return namespace if isinstance(namespace, str) else ""
 
 
-def _read_user(path_list: str, context: str | None) -> Mapping[str, Any]:
-    """The ``user`` entry the chosen context refers to (first file that defines it wins)."""
+def _read_user(path_list: str, context: str | None) -> tuple[Mapping[str, Any], Path | None]:
+    """The ``user`` entry the chosen context refers to, and the token file it reads.
+
+    The first file that defines the user wins. A token file is read only when the user has no
+    token of its own (as client-go does), from the directory of the file that names it.
+    """
     merged, _ = _merged(path_list)
     user_name = _context(path_list, context).get("user")
-    user = next((u for u in merged["users"] if u.get("name") == user_name), None)
-    value = (user or {}).get("user") or {}
-    return value if isinstance(value, Mapping) else {}
+    user = next((u for u in merged["users"] if u.get("name") == user_name), None) or {}
+    value = user.get("user") or {}
+    if not isinstance(value, Mapping):
+        return {}, None
+    token_file = value.get("tokenFile")
+    if value.get("token") or not token_file:
+        return value, None
+    return value, Path(user[_HOME]) / Path(str(token_file)).expanduser()
 
 
 def _existing(paths: str) -> list[str]:
@@ -408,18 +486,21 @@ async def load_kubeconfig(
             client_configuration=configuration,
             persist_config=False,
         )
-        user = _read_user(paths, context)
+        user, token_file = _read_user(paths, context)
+        cluster = _KubeconfigCluster(
+            configuration,
+            loader,
+            source=f"kubeconfig {paths} context {context or 'current'}",
+            user=user,
+            token_file=token_file,
+            clock=clock or RealClock(),
+        )
     except layer.load_errors as exc:
         msg = f"kubeconfig {paths} (context {context or 'current'}) is unusable: {exc}"
         raise ConfigError(msg) from exc
     name = context or (loader.current_context or {}).get("name", "")
-    return _KubeconfigCluster(
-        configuration,
-        loader,
-        source=f"kubeconfig {paths} context {name}",
-        user=user,
-        clock=clock or RealClock(),
-    )
+    cluster.source = f"kubeconfig {paths} context {name}"
+    return cluster
 
 
 def load_in_cluster(
@@ -453,7 +534,9 @@ def load_in_cluster(
     )
     try:
         loader.load_and_set(configuration)
+        return _InClusterConfig(
+            configuration, token_path=Path(token_path), clock=clock or RealClock()
+        )
     except layer.load_errors as exc:
         msg = f"in-cluster configuration is unusable: {exc}"
         raise ConfigError(msg) from exc
-    return _InClusterConfig(configuration, token_path=Path(token_path), clock=clock or RealClock())

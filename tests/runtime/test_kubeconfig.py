@@ -140,18 +140,40 @@ async def test_exec_plugin_token_is_refreshed_on_401(tmp_path: Path) -> None:
     assert (tmp_path / "runs").read_text() == "3"
 
 
-async def test_exec_plugin_token_is_refreshed_before_it_expires(tmp_path: Path) -> None:
-    # The token expires within the five-minute skew: every request finds it due.
-    script = exec_plugin(tmp_path, expires_in=timedelta(minutes=4))
+async def test_exec_plugin_token_is_kept_until_it_expires(tmp_path: Path) -> None:
+    # A token that lives two minutes: client-go runs the plugin again only once it expired (a
+    # five-minute skew had the plugin run for every request, 22 runs for 20 GETs).
+    script = exec_plugin(tmp_path, expires_in=timedelta(minutes=2))
+    clock = FakeClock(start=datetime.now(UTC))
     async with scripted_server() as server:
         server.handler = json_response_always()
         path = write_kubeconfig(tmp_path / "config", server.url, token="", **exec_user(script))
-        opts = ClientOptions(clock=FakeClock(start=datetime.now(UTC)))
-        async with await Client.from_kubeconfig(path, options=opts) as client:
+        async with await Client.from_kubeconfig(path, options=ClientOptions(clock=clock)) as client:
+            for _ in range(20):
+                await client.get(PODS, "p", namespace="ns")
+            assert (tmp_path / "runs").read_text() == "1"
+            await clock.advance(118)  # before its expirationTimestamp (whole seconds): valid
             await client.get(PODS, "p", namespace="ns")
+            await clock.advance(3)  # past it
             await client.get(PODS, "p", namespace="ns")
     tokens = [s.headers["Authorization"] for s in server.seen]
-    assert tokens == ["Bearer tok-2", "Bearer tok-3"]
+    assert tokens == ["Bearer tok-1"] * 21 + ["Bearer tok-2"]
+    assert (tmp_path / "runs").read_text() == "2"
+
+
+async def test_a_burst_of_refusals_runs_the_plugin_once(tmp_path: Path) -> None:
+    script = exec_plugin(tmp_path, expires_in=None)
+    async with scripted_server() as server:
+        server.handler = accepting("tok-2")
+        path = write_kubeconfig(tmp_path / "config", server.url, token="", **exec_user(script))
+        opts = ClientOptions(clock=InstantClock())
+        async with await Client.from_kubeconfig(path, options=opts) as client:
+            gets = [client.get(PODS, "p", namespace="ns") for _ in range(8)]
+            assert await asyncio.gather(*gets) == [POD] * 8
+    # tok-1 refused eight times over, reloaded once: every request repeated with tok-2.
+    assert (tmp_path / "runs").read_text() == "2"
+    tokens = [s.headers["Authorization"] for s in server.seen]
+    assert sorted(tokens) == ["Bearer tok-1"] * 8 + ["Bearer tok-2"] * 8
 
 
 async def test_exec_plugin_token_with_a_distant_expiry_is_reused(tmp_path: Path) -> None:
@@ -185,9 +207,32 @@ async def test_token_files_are_reread_every_minute(tmp_path: Path) -> None:
     assert tokens == ["Bearer first", "Bearer first", "Bearer second"]
 
 
+async def test_token_files_are_trimmed_as_client_go_trims_them(tmp_path: Path) -> None:
+    # A token file written by echo or an editor ends in a newline: client-go trims it, and so
+    # the first requests in a pod (before any re-read) work too.
+    token_file = tmp_path / "token"
+    token_file.write_text("  first\n")
+    ca = tmp_path / "ca.crt"
+    ca.write_text("-----BEGIN CERTIFICATE-----\n")
+    env = {"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443"}
+    pod = load_in_cluster(token_path=token_file, ca_path=ca, environ=env, clock=FakeClock())
+    assert pod.configuration.api_key["BearerToken"] == "Bearer first"
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "relative").write_text("second\r\n")
+    async with scripted_server() as server:
+        server.handler = json_response_always()
+        path = write_kubeconfig(
+            tmp_path / "sub" / "config", server.url, token="", tokenFile="relative"
+        )
+        async with await Client.from_kubeconfig(path) as client:
+            await client.get(PODS, "p", namespace="ns")
+    assert [s.headers["Authorization"] for s in server.seen] == ["Bearer second"]
+
+
 async def test_in_cluster_service_account(tmp_path: Path) -> None:
     token = tmp_path / "token"
     token.write_text("sa-1")
+    token.with_name("blank").write_text(" \n")
     ca = tmp_path / "ca.crt"
     ca.write_text("-----BEGIN CERTIFICATE-----\n")
     env = {"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443"}
@@ -203,11 +248,18 @@ async def test_in_cluster_service_account(tmp_path: Path) -> None:
     await clock.advance(60)
     await cluster.refresh()
     assert cluster.configuration.api_key["BearerToken"] == "Bearer sa-2"
+    # A re-read that finds nothing keeps the last token, as client-go's cached token source does.
     token.write_text("")
-    with pytest.raises(ConfigError, match="empty"):
-        await cluster.refresh(force=True)
+    await cluster.refresh(force=True)
+    assert cluster.configuration.api_key["BearerToken"] == "Bearer sa-2"
+    token.write_text("sa-3\n")
+    await clock.advance(60)
+    await cluster.refresh()
+    assert cluster.configuration.api_key["BearerToken"] == "Bearer sa-3"
     with pytest.raises(ConfigError):
         load_in_cluster(token_path=tmp_path / "none", ca_path=ca, environ=env)
+    with pytest.raises(ConfigError, match="empty"):
+        load_in_cluster(token_path=token.with_name("blank"), ca_path=ca, environ=env)
     with pytest.raises(ConfigError):
         load_in_cluster(token_path=token, ca_path=ca, environ={})
 
