@@ -22,7 +22,8 @@ What llhttp leaves to its user is decided here:
 * a body larger than the ``limit`` given is refused: at once when ``Content-Length`` announces
   it, else as soon as the bytes that exceed it arrive (:class:`TooLarge`);
 * bytes beyond an answer's framing are never parsed as another answer: the answer stands and
-  :attr:`AnswerParser.keep_alive` turns false, so its connection is not reused.
+  :attr:`AnswerParser.keep_alive` turns false, so its connection is not reused (bare CRs and LFs
+  excepted, which llhttp skips between messages and which can carry nothing).
 """
 
 from __future__ import annotations
