@@ -14,7 +14,10 @@ The ClusterRole is the union of
   orders pods by priority).
 
 Leader election gets a namespaced Role in the operator's namespace only (get, create and update
-on Leases, and Events about them). Verbs are those the code uses, no more: the controller patches
+on Leases, and Events about them). Secure metrics get a ClusterRole of their own (create
+TokenReviews and SubjectAccessReviews, to authenticate and authorize scrapers), and scrapers the
+``metrics-reader`` ClusterRole (get the non-resource URL ``/metrics``), as kubebuilder scaffolds
+them. Verbs are those the code uses, no more: the controller patches
 children and jobs, it never updates them. Rules are merged and sorted, so the same plugins always
 render the same role, and a new permission shows up as a reviewable diff of the committed
 manifests. Nothing here grants secrets, ``pods/exec``, roles or bindings unless a plugin declares
@@ -41,6 +44,7 @@ __all__ = [
     "GANG_RULES",
     "GENERIC_RULES",
     "LEADER_ELECTION_RULES",
+    "METRICS_AUTH_RULES",
     "cluster_role_rules",
     "merge_rules",
     "rule_to_dict",
@@ -83,6 +87,18 @@ LEADER_ELECTION_RULES: tuple[PolicyRule, ...] = (
     PolicyRule(api_groups=("",), resources=("events",), verbs=("create", "patch")),
 )
 """The namespaced Role of leader election."""
+
+METRICS_AUTH_RULES: tuple[PolicyRule, ...] = (
+    PolicyRule(
+        api_groups=("authentication.k8s.io",), resources=("tokenreviews",), verbs=("create",)
+    ),
+    PolicyRule(
+        api_groups=("authorization.k8s.io",),
+        resources=("subjectaccessreviews",),
+        verbs=("create",),
+    ),
+)
+"""What secure metrics need: to review a scraper's token, and what its user may get."""
 
 
 def _kind_rules(resource: CustomResource) -> list[PolicyRule]:

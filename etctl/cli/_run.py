@@ -107,6 +107,10 @@ def manager_options(settings: RunSettings) -> ManagerOptions:
             raise ConfigError(msg)
     return ManagerOptions(
         metrics_bind_address=settings.metrics_bind_address,
+        metrics_secure=settings.metrics_secure,
+        metrics_cert_dir=settings.metrics_cert_path or None,
+        metrics_cert_name=settings.metrics_cert_name,
+        metrics_key_name=settings.metrics_cert_key,
         health_probe_bind_address=settings.health_probe_bind_address,
         leader_election=settings.leader_elect,
         leader_election_id=settings.leader_election_id,

@@ -56,6 +56,9 @@ class SandboxOptions:
             kubeconfig=str(kubeconfig),
             leader_elect=False,
             metrics_bind_address=self.metrics_bind_address,
+            # The sandbox's API server authenticates no one: its metrics are served as they
+            # were, plain, on loopback.
+            metrics_secure=False,
             health_probe_bind_address=self.health_probe_bind_address,
             cache_sync_timeout=self.ready_timeout,
             graceful_shutdown_timeout=self.shutdown_timeout,

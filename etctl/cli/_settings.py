@@ -77,8 +77,16 @@ class RunSettings(BaseModel):
     """Seconds the informers may take to list everything before the operator gives up."""
     graceful_shutdown_timeout: float = 30.0
     """Seconds a shutdown may take for in-flight reconciles to finish."""
-    metrics_bind_address: str = ":8080"
+    metrics_bind_address: str = ":8443"
     """Where /metrics is served; ``0`` disables it."""
+    metrics_secure: bool = True
+    """Serve /metrics over HTTPS to ServiceAccount tokens allowed to get it (else plain HTTP)."""
+    metrics_cert_path: str = ""
+    """Directory of the metrics serving certificate; empty: a self-signed one made at start."""
+    metrics_cert_name: str = "tls.crt"
+    """The certificate's file in the directory."""
+    metrics_cert_key: str = "tls.key"
+    """The key's file in the directory."""
     health_probe_bind_address: str = ":8081"
     """Where /healthz and /readyz are served; ``0`` disables them."""
     max_concurrent_reconciles: int = DEFAULT_JOB_WORKERS
@@ -252,8 +260,34 @@ OPTIONS: tuple[Option, ...] = (
     _option(
         "metrics_bind_address",
         parse_bind_address,
-        "address of the Prometheus /metrics endpoint; 0 disables it",
+        "address of the Prometheus /metrics endpoint (:8443 for HTTPS, :8080 for HTTP); 0 "
+        "disables it",
         metavar="ADDR",
+    ),
+    _option(
+        "metrics_secure",
+        parse_bool,
+        "serve /metrics over HTTPS to callers whose bearer token a TokenReview authenticates "
+        "and a SubjectAccessReview allows to get /metrics; --metrics-secure=false serves plain "
+        "HTTP to anyone",
+        metavar="BOOL",
+        switch=True,
+    ),
+    _option(
+        "metrics_cert_path",
+        _text,
+        "directory holding the metrics serving certificate and key",
+        metavar="DIR",
+        default_help="a self-signed certificate made at start",
+    ),
+    _option(
+        "metrics_cert_name",
+        _text,
+        "the certificate's file name in --metrics-cert-path",
+        metavar="NAME",
+    ),
+    _option(
+        "metrics_cert_key", _text, "the key's file name in --metrics-cert-path", metavar="NAME"
     ),
     _option(
         "health_probe_bind_address",

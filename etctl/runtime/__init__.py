@@ -125,6 +125,7 @@ from etctl.runtime._resources import (
 )
 from etctl.runtime._selectors import FieldSelector, LabelSelector, SelectorError
 from etctl.runtime._store import IndexFunc
+from etctl.runtime._tls import self_signed_pem, serving_context
 from etctl.runtime._transforms import Transform, compose, strip_managed_fields
 from etctl.runtime._workqueue import WorkQueue
 
@@ -238,6 +239,8 @@ __all__ = [
     "pod_restarts",
     "pod_running_and_ready",
     "predicate_func",
+    "self_signed_pem",
+    "serving_context",
     "stop_requested",
     "strip_managed_fields",
     "wait_event",

@@ -13,7 +13,11 @@ controller-runtime serves its probes:
   for an unknown name. A set without checks serves ``ping``, which always passes.
 
 :class:`HttpServer` binds these and ``/metrics`` (the Prometheus exposition of
-:data:`etctl.runtime.REGISTRY`, OpenMetrics when asked for) on the manager's event loop.
+:data:`etctl.runtime.REGISTRY`, OpenMetrics when asked for) on the manager's event loop. With
+:class:`SecureServing`, ``/metrics`` is served over HTTPS behind a guard (the manager's is
+controller-runtime's TokenReview and SubjectAccessReview filter), with a certificate from a
+directory or self-signed at start (:mod:`etctl.runtime._tls`); the probes stay plain HTTP, for the
+kubelet, on their own address.
 Bind addresses are ``host:port`` (``:8080`` for every interface, ``127.0.0.1:0`` for a free
 loopback port); ``0`` disables an endpoint. Metrics and probes on the same fixed address share
 one listener. Checks must be quick and must not block: they read state that other tasks maintain.
@@ -25,6 +29,7 @@ whatever the clients do; a failed :meth:`HttpServer.start` leaves nothing bound.
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
@@ -36,6 +41,7 @@ from etctl.log import get_logger
 from etctl.runtime import _metrics as metrics
 from etctl.runtime._http_server import (
     DEFAULT_TIMEOUT,
+    Guard,
     Handler,
     Listener,
     Request,
@@ -43,8 +49,9 @@ from etctl.runtime._http_server import (
     Router,
     text,
 )
+from etctl.runtime._tls import CERT_NAME, KEY_NAME, directory_context, self_signed_context
 
-__all__ = ["Checker", "Checks", "HttpServer", "parse_bind_address", "ping"]
+__all__ = ["Checker", "Checks", "HttpServer", "SecureServing", "parse_bind_address", "ping"]
 
 log = get_logger(__name__)
 
@@ -179,6 +186,34 @@ def parse_bind_address(address: str) -> tuple[str | None, int] | None:
     return (host or None), int(port_text)
 
 
+@dataclass(frozen=True, slots=True)
+class SecureServing:
+    """How ``/metrics`` is served securely: over HTTPS, behind a guard.
+
+    Attributes:
+        guard: what every request must pass (authentication and authorization).
+        cert_dir: the directory of the serving certificate and key; ``None``: a self-signed
+            certificate made at start.
+        cert_name: the certificate's file name in ``cert_dir``.
+        key_name: the key's file name in ``cert_dir``.
+    """
+
+    guard: Guard
+    cert_dir: str | None = None
+    cert_name: str = CERT_NAME
+    key_name: str = KEY_NAME
+
+    async def context(self) -> ssl.SSLContext:
+        """The TLS settings (the files read, or a certificate made, now).
+
+        Raises:
+            ConfigError: the files cannot be used, or no certificate could be made.
+        """
+        if self.cert_dir:
+            return directory_context(self.cert_dir, self.cert_name, self.key_name)
+        return await self_signed_context("etctl metrics")
+
+
 class HttpServer:
     """Serves ``/metrics`` and the probes of one manager.
 
@@ -190,6 +225,11 @@ class HttpServer:
         registry: the metrics served.
         timeout: seconds a client may take to send a request or to take an answer before its
             connection is dropped (idle keep-alive connections included).
+        secure: serve ``/metrics`` over HTTPS behind a guard (``None``: plain HTTP, open).
+
+    Raises:
+        ConfigError: a bad bind address, or secure metrics on the probes' fixed address (the
+            kubelet probes over plain HTTP).
     """
 
     def __init__(
@@ -201,9 +241,17 @@ class HttpServer:
         readyz: Checks,
         registry: CollectorRegistry = metrics.REGISTRY,
         timeout: float = DEFAULT_TIMEOUT,
+        secure: SecureServing | None = None,
     ) -> None:
         self._metrics_at = parse_bind_address(metrics_bind_address)
         self._probes_at = parse_bind_address(health_probe_bind_address)
+        self._secure = secure
+        if secure is not None and self._shared():
+            msg = (
+                f"secure metrics and the plain-HTTP probes cannot share {metrics_bind_address}: "
+                "give them different addresses"
+            )
+            raise ConfigError(msg)
         self.healthz = healthz
         self.readyz = readyz
         self._registry = registry
@@ -219,17 +267,18 @@ class HttpServer:
 
         Raises:
             OSError: an address is in use or cannot be bound (nothing stays bound then).
+            ConfigError: secure metrics without a usable certificate.
         """
-        # One fixed address serves both; ``:0`` twice means two free ports.
-        shared = (
-            self._metrics_at is not None
-            and self._metrics_at == self._probes_at
-            and self._metrics_at[1] != 0
-        )
+        shared = self._shared()
         try:
             if self._metrics_at is not None:
+                tls = await self._secure.context() if self._secure is not None else None
                 self.metrics_address = await self._serve(
-                    "metrics", self._router(metrics=True, probes=shared), self._metrics_at
+                    "metrics",
+                    self._router(metrics=True, probes=shared),
+                    self._metrics_at,
+                    tls=tls,
+                    guard=self._secure.guard if self._secure is not None else None,
                 )
                 if shared:
                     self.probe_address = self.metrics_address
@@ -241,6 +290,14 @@ class HttpServer:
             await self.stop()
             raise
 
+    def _shared(self) -> bool:
+        """One fixed address serves both (``:0`` twice means two free ports)."""
+        return (
+            self._metrics_at is not None
+            and self._metrics_at == self._probes_at
+            and self._metrics_at[1] != 0
+        )
+
     async def stop(self) -> None:
         """Close every listener and drop its connections; bounded, idempotent."""
         listeners, self._listeners = self._listeners, []
@@ -248,13 +305,20 @@ class HttpServer:
             await listener.close()
 
     async def _serve(
-        self, what: str, router: Router, address: tuple[str | None, int]
+        self,
+        what: str,
+        router: Router,
+        address: tuple[str | None, int],
+        *,
+        tls: ssl.SSLContext | None = None,
+        guard: Guard | None = None,
     ) -> tuple[str, int]:
-        listener = Listener(router, timeout=self._timeout)
+        listener = Listener(router, timeout=self._timeout, tls=tls, guard=guard)
         self._listeners.append(listener)
         host, port = address
         bound = await listener.start(host, port)
-        log.info("serving", endpoint=what, address=f"{bound[0]}:{bound[1]}")
+        scheme = "https" if tls is not None else "http"
+        log.info("serving", endpoint=what, address=f"{bound[0]}:{bound[1]}", scheme=scheme)
         return bound
 
     def _router(self, *, metrics: bool, probes: bool) -> Router:

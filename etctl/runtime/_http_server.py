@@ -2,7 +2,9 @@
 
 It serves quick, synchronous handlers that answer ``GET`` and ``HEAD`` (the scraper's and the
 kubelet's requests) and nothing else, without any web framework: the manager's idle footprint is
-part of the product. Invariants:
+part of the product. A listener may speak TLS (an :class:`ssl.SSLContext`) and may put a guard in
+front of every handler: an asynchronous check that answers in the handler's stead (401, 403) or
+lets the request through (:mod:`etctl.runtime._delegated_auth`). Invariants:
 
 * **Bounded input.** A request line over 8 KiB is answered 414, a header line over 8 KiB, a head
   over 16 KiB or over 100 fields 431; a request body is read and thrown away up to 4 KiB (413
@@ -17,8 +19,9 @@ part of the product. Invariants:
   in order.
 * **Timeouts.** From connecting, or from the end of the previous answer, a client has ``timeout``
   seconds to send a whole request (head and body), and each answer must be taken within
-  ``timeout``. An idle or silent connection is dropped without an answer, a request begun but not
-  finished in time gets 408; both close the connection.
+  ``timeout``. An idle or silent connection (not a byte of a request) is dropped without an
+  answer; a request begun but not finished in time, even a request line cut short, gets 408; both
+  close the connection. A TLS handshake must also end within ``timeout``.
 * **Owned connections.** Each connection runs in the task asyncio's stream server starts for it;
   :meth:`Listener.close` stops accepting, cancels every such task (a cancelled connection aborts
   its socket at once and ends normally) and waits a bounded time, so closing never hangs on a
@@ -31,15 +34,25 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+import ssl
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from etctl.log import get_logger
 
-__all__ = ["DEFAULT_TIMEOUT", "Handler", "Listener", "Request", "Response", "Router", "text"]
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "Guard",
+    "Handler",
+    "Listener",
+    "Request",
+    "Response",
+    "Router",
+    "text",
+]
 
 log = get_logger(__name__)
 
@@ -88,6 +101,9 @@ Handler = Callable[[Request], Response]
 Router = Callable[[str], Handler | None]
 """The handler of a decoded path, ``None`` for an unknown one (404)."""
 
+Guard = Callable[[Request], Awaitable[Response | None]]
+"""Runs before any handler: ``None`` lets the request through, an answer refuses it."""
+
 
 def text(status: int, body: str, *headers: tuple[str, str]) -> Response:
     """A plain-text answer that browsers must not sniff."""
@@ -119,11 +135,22 @@ class Listener:
     Args:
         router: finds the handler of a path.
         timeout: seconds a client may take to send a request or to take an answer.
+        tls: serve HTTPS with these settings (``None``: plain HTTP).
+        guard: what every request must pass before its handler (``None``: nothing).
     """
 
-    def __init__(self, router: Router, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(
+        self,
+        router: Router,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        tls: ssl.SSLContext | None = None,
+        guard: Guard | None = None,
+    ) -> None:
         self._router = router
         self._timeout = timeout
+        self._tls = tls
+        self._guard = guard
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[object]] = set()
         self._closing = False
@@ -134,7 +161,14 @@ class Listener:
         Raises:
             OSError: the address cannot be bound.
         """
-        self._server = await asyncio.start_server(self._connection, host, port, limit=_MAX_LINE)
+        self._server = await asyncio.start_server(
+            self._connection,
+            host,
+            port,
+            limit=_MAX_LINE,
+            ssl=self._tls,
+            ssl_handshake_timeout=self._timeout if self._tls is not None else None,
+        )
         bound = self._server.sockets[0].getsockname()
         return str(bound[0]), int(bound[1])
 
@@ -190,9 +224,10 @@ class Listener:
             if incoming is None:
                 return False
             keep_alive = incoming.keep_alive and not self._closing
+            refused = await self._guard(incoming.request) if self._guard is not None else None
             await self._send(
                 writer,
-                self._answer(incoming.request),
+                refused or self._answer(incoming.request),
                 head_only=incoming.request.method == "HEAD",
                 close=not keep_alive,
                 keep_alive_header=keep_alive and incoming.http10,
@@ -224,13 +259,16 @@ class Listener:
         deadline = asyncio.get_running_loop().time() + self._timeout
         try:
             async with asyncio.timeout_at(deadline):
-                line = await _request_line(reader)
+                first = await reader.read(1)  # silence until here is idleness, not a request
         except TimeoutError:
             return None
-        if line is None:
+        if not first:
             return None
         try:
             async with asyncio.timeout_at(deadline):
+                line = await _request_line(reader, first)
+                if line is None:
+                    raise _Reject(400)  # the client ended inside its request line
                 return await _read_request(reader, line)
         except TimeoutError:
             raise _Reject(408) from None
@@ -274,10 +312,15 @@ class Listener:
             await writer.drain()
 
 
-async def _line(reader: asyncio.StreamReader, too_long: int) -> bytes | None:
-    """One line without its ending; ``None`` at the end of the stream."""
+async def _line(reader: asyncio.StreamReader, too_long: int, first: bytes = b"") -> bytes | None:
+    """One line without its ending; ``None`` at the end of the stream.
+
+    ``first`` is the line's first byte when it was read already.
+    """
+    if first == b"\n":
+        return b""
     try:
-        raw = await reader.readuntil(b"\n")
+        raw = first + await reader.readuntil(b"\n")
     except asyncio.IncompleteReadError:
         return None
     except asyncio.LimitOverrunError:
@@ -288,10 +331,14 @@ async def _line(reader: asyncio.StreamReader, too_long: int) -> bytes | None:
     return line
 
 
-async def _request_line(reader: asyncio.StreamReader) -> bytes | None:
-    """The request line, past a few empty lines (RFC 9112 section 2.2); ``None`` at the end."""
+async def _request_line(reader: asyncio.StreamReader, first: bytes) -> bytes | None:
+    """The request line, past a few empty lines (RFC 9112 section 2.2); ``None`` at the end.
+
+    ``first`` is the line's first byte, read already.
+    """
     for _ in range(4):
-        line = await _line(reader, 414)
+        line = await _line(reader, 414, first)
+        first = b""
         if line != b"":
             return line
     raise _Reject(400)

@@ -53,8 +53,9 @@ from etctl.runtime._cache import Cache
 from etctl.runtime._client import Client
 from etctl.runtime._clock import Clock, RealClock
 from etctl.runtime._controller import Controller
+from etctl.runtime._delegated_auth import DelegatedAuth
 from etctl.runtime._fence import fenced_context
-from etctl.runtime._health import Checker, Checks, HttpServer, ping
+from etctl.runtime._health import Checker, Checks, HttpServer, SecureServing, ping
 from etctl.runtime._leader import LeaderElector, LeaderState
 from etctl.runtime._manager_options import ManagerOptions
 from etctl.runtime._recorder import ClientEventSink, EventRecorder
@@ -148,11 +149,21 @@ class Manager:
             )
             self.healthz.add("leader-election", self.elector.check)
             self.readyz.add("leader-election", self._election_known)
+        secure = None
+        if self.options.metrics_secure:
+            auth = DelegatedAuth(client, self.clock)
+            secure = SecureServing(
+                auth.check,
+                cert_dir=self.options.metrics_cert_dir,
+                cert_name=self.options.metrics_cert_name,
+                key_name=self.options.metrics_key_name,
+            )
         self._server = HttpServer(
             metrics_bind_address=self.options.metrics_bind_address,
             health_probe_bind_address=self.options.health_probe_bind_address,
             healthz=self.healthz,
             readyz=self.readyz,
+            secure=secure,
         )
 
     # -- setup

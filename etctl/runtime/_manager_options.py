@@ -29,12 +29,21 @@ class ManagerOptions:
     """How a :class:`Manager` serves, elects, starts and stops.
 
     The HTTP endpoints are off unless asked for: a library's manager must not claim a port (two
-    operators on one host would collide); ``etctl run`` serves ``:8080`` and ``:8081`` by flag
-    default, as a Deployment's probes expect.
+    operators on one host would collide); ``etctl run`` serves secure metrics on ``:8443`` and
+    the probes on ``:8081`` by flag default, as kubebuilder's scaffold and a Deployment's probes
+    expect.
 
     Attributes:
         metrics_bind_address: where ``/metrics`` listens (``host:port``, ``:port`` for every
             interface; ``0``, the default, disables it).
+        metrics_secure: serve ``/metrics`` over HTTPS, to requests whose bearer token a
+            TokenReview authenticates and whose user a SubjectAccessReview allows to ``get`` the
+            non-resource URL ``/metrics`` (controller-runtime's ``SecureServing`` with its
+            authentication and authorization filter). Off by default, as controller-runtime's.
+        metrics_cert_dir: the directory of the metrics certificate and key; unset, a self-signed
+            certificate is made at start.
+        metrics_cert_name: the certificate's file in ``metrics_cert_dir``.
+        metrics_key_name: the key's file in ``metrics_cert_dir``.
         health_probe_bind_address: where ``/healthz`` and ``/readyz`` listen (``0``, the default,
             disables them).
         leader_election: run leader-only work only while holding the lease.
@@ -52,6 +61,10 @@ class ManagerOptions:
     """
 
     metrics_bind_address: str = "0"
+    metrics_secure: bool = False
+    metrics_cert_dir: str | None = None
+    metrics_cert_name: str = "tls.crt"
+    metrics_key_name: str = "tls.key"
     health_probe_bind_address: str = "0"
     leader_election: bool = False
     leader_election_id: str = ""

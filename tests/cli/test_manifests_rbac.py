@@ -354,7 +354,7 @@ async def test_the_manifests_grant_everything_the_operator_does(tmp_path: Path) 
 async def test_a_missing_rule_fails_loudly_naming_the_resource(tmp_path: Path) -> None:
     def drop_services(doc: dict[str, Any]) -> None:
         if doc["kind"] == "ClusterRole":
-            doc["rules"] = [r for r in doc["rules"] if r["resources"] != ["services"]]
+            doc["rules"] = [r for r in doc["rules"] if r.get("resources") != ["services"]]
 
     clock = FakeClock()
     async with ApiServer(clock=clock, auth=AuthConfig()) as server:

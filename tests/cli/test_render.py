@@ -84,8 +84,8 @@ def test_operator_pod_is_locked_down(files: dict[str, str]) -> None:
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
     assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
-    assert ports == {"metrics": 8080, "health": 8081}
-    assert "--metrics-bind-address=:8080" in container["args"]
+    assert ports == {"metrics": 8443, "health": 8081}
+    assert "--metrics-bind-address=:8443" in container["args"]
     assert "--health-probe-bind-address=:8081" in container["args"]
     assert "--leader-elect" in container["args"]
     assert container["image"] == DEFAULT_IMAGE

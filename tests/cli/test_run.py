@@ -69,6 +69,7 @@ async def test_run_serves_probes_reconciles_and_drains_on_sigterm(tmp_path: Path
             f"--kubeconfig={target.kubeconfig}",
             f"--health-probe-bind-address=127.0.0.1:{probes}",
             f"--metrics-bind-address=127.0.0.1:{metrics}",
+            "--metrics-secure=false",  # the test server authenticates no one
             f"--namespace={team}",
             "--jobs=tfjob",
             "--leader-elect",
@@ -154,6 +155,7 @@ async def test_the_operator_process_never_loads_aiohttp(tmp_path: Path) -> None:
             f"--kubeconfig={target.kubeconfig}",
             f"--health-probe-bind-address=127.0.0.1:{probes}",
             f"--metrics-bind-address=127.0.0.1:{metrics}",
+            "--metrics-secure=false",  # the test server authenticates no one
             f"--namespace={target.namespace}",
             "--jobs=tfjob",
             prelude=_LOADED,

@@ -14,6 +14,7 @@ def test_the_operator_settings_are_etctl_runs_defaults_on_loopback() -> None:
         kubeconfig="/k",
         leader_elect=False,
         metrics_bind_address="127.0.0.1:0",
+        metrics_secure=False,  # the sandbox's server authenticates no one
         health_probe_bind_address="127.0.0.1:0",
         cache_sync_timeout=5,
         graceful_shutdown_timeout=2,

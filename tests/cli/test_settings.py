@@ -26,7 +26,13 @@ def settings(*argv: str, env: dict[str, str] | None = None) -> RunSettings:
 def test_defaults() -> None:
     s = settings()
     assert s == RunSettings()
-    assert (s.metrics_bind_address, s.health_probe_bind_address) == (":8080", ":8081")
+    assert (s.metrics_bind_address, s.health_probe_bind_address) == (":8443", ":8081")
+    assert s.metrics_secure  # kubebuilder's scaffold: HTTPS, authenticated and authorized
+    assert (s.metrics_cert_path, s.metrics_cert_name, s.metrics_cert_key) == (
+        "",
+        "tls.crt",
+        "tls.key",
+    )
     assert (s.leader_elect_lease_duration, s.leader_elect_renew_deadline) == (15.0, 10.0)
     assert s.leader_elect_retry_period == 2.0
     assert s.jobs == ()
@@ -149,7 +155,7 @@ def test_help_documents_every_flag_with_its_variable_and_default() -> None:
     for option in OPTIONS:
         assert option.flag in text
         assert f"env {option.env}" in text
-    assert "default: :8080" in text
+    assert "default: :8443" in text
     assert "default: :8081" in text
     assert "default: 15s" in text
     assert "CUSTOM_CLUSTER_DOMAIN" in text

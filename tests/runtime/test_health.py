@@ -440,16 +440,19 @@ async def test_silent_slow_and_idle_clients_are_dropped_after_the_timeout() -> N
             silent = await Conn.open(server.probe_address)
             slow = await Conn.open(server.probe_address)
             await slow.send(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")  # never the blank line
+            slower = await Conn.open(server.probe_address)
+            await slower.send(b"GET /hea")  # never the end of the request line
             idle = await Conn.open(server.probe_address)
             await idle.send(get("/healthz"))
             assert (await idle.answer()).body == b"ok"
 
             assert await silent.closed_by_server()  # without an answer
-            timed_out = await slow.answer()
-            assert (timed_out.status, timed_out.headers["connection"]) == (408, "close")
-            assert await slow.closed_by_server()
+            for begun in (slow, slower):  # a request begun, even its first line, is answered
+                timed_out = await begun.answer()
+                assert (timed_out.status, timed_out.headers["connection"]) == (408, "close")
+                assert await begun.closed_by_server()
             assert await idle.closed_by_server()
-            for conn in (silent, slow, idle):
+            for conn in (silent, slow, slower, idle):
                 conn.close()
     finally:
         await server.stop()

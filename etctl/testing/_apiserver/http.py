@@ -9,7 +9,9 @@ with the real server's codes; warnings become ``Warning: 299`` headers. Represen
 objects, ``meta.k8s.io`` Tables (``kubectl get``) or PartialObjectMetadata, chosen from ``Accept``.
 
 Subresources that belong to other components (``pods/exec``, ``pods/log``) are served by handlers
-registered with :meth:`HttpApi.add_subresource`.
+registered with :meth:`HttpApi.add_subresource`; resources that are created and never stored (the
+TokenReview and SubjectAccessReview of a server enforcing RBAC) by handlers in
+:attr:`HttpApi.reviews`.
 """
 
 from __future__ import annotations
@@ -88,6 +90,9 @@ class SubresourceRequest:
 SubresourceHandler = Callable[[web.Request, SubresourceRequest], Awaitable[web.StreamResponse]]
 """Serves one subresource request; raise an :class:`etctl.errors.ApiError` to answer a Status."""
 
+ReviewHandler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+"""Answers the create of a resource that is never stored (a review)."""
+
 
 class HttpApi:
     """The aiohttp application of one server.
@@ -126,6 +131,8 @@ class HttpApi:
         self._subresources: dict[tuple[str, str, str], SubresourceHandler] = {}
         # Authentication and RBAC, when the server enforces them (None: every request is served).
         self.guard: Guard | None = None
+        # Create-only resources answered and never stored, by (group, plural).
+        self.reviews: dict[tuple[str, str], ReviewHandler] = {}
         # Warnings every response to a request carries (a deprecated version, a webhook's), by
         # request id: an error answer carries them too.
         self._warnings: dict[int, list[str]] = {}
@@ -214,6 +221,11 @@ class HttpApi:
     ) -> web.StreamResponse:
         if not info.resource_request:
             return self._non_resource(request, info)
+        review = self.reviews.get((info.group, info.resource))
+        if review is not None and info.version == "v1" and not info.namespace and not info.name:
+            if info.verb != "create":
+                raise st.method_not_allowed()
+            return await review(request)
         resource = self.storage.registry.resolve(info.group, info.version, info.resource)
         if resource is None:
             raise st.resource_not_found()

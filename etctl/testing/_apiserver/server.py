@@ -44,6 +44,7 @@ from etctl.testing._apiserver.limits import DEFAULT_LIMITS, Limits
 from etctl.testing._apiserver.openapi import OpenAPI
 from etctl.testing._apiserver.registry import Registry
 from etctl.testing._apiserver.requestlog import RequestLog
+from etctl.testing._apiserver.reviews import review_handlers
 from etctl.testing._apiserver.services import ClusterIPAllocator
 from etctl.testing._apiserver.storage import Storage, WriteOptions
 from etctl.testing._apiserver.store import Event, Store
@@ -119,7 +120,8 @@ class ApiServer:
         limits: the size limits of request bodies, ConfigMap and Secret data and stored
             objects (a real cluster's by default; tests may lower them).
         auth: authenticate bearer tokens and enforce RBAC with these settings (None: every
-            request is served, whoever sends it); :attr:`guard` once set.
+            request is served, whoever sends it); :attr:`guard` once set. Such a server also
+            answers TokenReviews and SubjectAccessReviews from them.
         tls: serve HTTPS with a certificate made at start (:attr:`certificate`), which the
             kubeconfigs the server writes carry; kubectl sends tokens only over TLS.
     """
@@ -199,6 +201,7 @@ class ApiServer:
         self.guard: Guard | None = None
         if auth is not None:
             self.guard = self.http.guard = Guard(self.store, auth)
+            self.http.reviews.update(review_handlers(self.guard))
             if auth.bootstrap_policy:
                 for obj in bootstrap_policy():
                     self.apply_object(_RBAC_KINDS[obj["kind"]], obj)

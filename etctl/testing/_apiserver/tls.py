@@ -6,9 +6,9 @@ P-256 key, valid for a day, its own CA) for the server's loopback names; the kub
 writes carries it as ``certificate-authority-data``, so clients verify the server as they would a
 cluster's, with nothing to skip.
 
-Invariants: a new key every time (never one shipped in the package); the private key exists in
-this process's memory and, for the instant :class:`ssl.SSLContext` needs to load it, in a file only
-the current user can read, removed before :func:`serving_certificate` returns.
+The certificate is the runtime's (:func:`etctl.runtime.self_signed_pem`, made in this process:
+the test server has the memory to spare), and so are its invariants: a new key every time, on disk
+only for the instant :class:`ssl.SSLContext` loads it.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ import base64
 import datetime
 import ipaddress
 import ssl
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
+
+from etctl.runtime import self_signed_pem, serving_context
 
 __all__ = ["ServingCertificate", "serving_certificate"]
 
@@ -52,64 +52,15 @@ def serving_certificate(host: str, *, names: Sequence[str] = ()) -> ServingCerti
 
     ``names`` adds DNS names (a webhook's ``<service>.<namespace>.svc``, say).
     """
-    # Imported here: only a server asked for TLS needs it.
-    from cryptography import x509  # noqa: PLC0415
-    from cryptography.hazmat.primitives import hashes, serialization  # noqa: PLC0415
-    from cryptography.hazmat.primitives.asymmetric import ec  # noqa: PLC0415
-    from cryptography.x509.oid import NameOID  # noqa: PLC0415
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "etctl embedded apiserver")])
-    now = datetime.datetime.now(datetime.UTC)
-    sans: list[x509.GeneralName] = [x509.DNSName(dns) for dns in (*_NAMES, *names)]
-    addresses = set(_ADDRESSES)
+    addresses = list(_ADDRESSES)
+    dns = [*_NAMES, *names]
     try:
         ipaddress.ip_address(host)
-        addresses.add(host)
+        if host not in addresses:
+            addresses.append(host)
     except ValueError:
-        sans.append(x509.DNSName(host))
-    sans += [x509.IPAddress(ipaddress.ip_address(address)) for address in sorted(addresses)]
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + _VALIDITY)
-        .add_extension(x509.SubjectAlternativeName(sans), critical=False)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .add_extension(
-            x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False
-        )
-        .sign(key, hashes.SHA256())
+        dns.append(host)
+    cert_pem, key_pem = self_signed_pem(
+        "etctl embedded apiserver", dns, sorted(addresses), validity=_VALIDITY
     )
-    cert_pem = cert.public_bytes(serialization.Encoding.PEM)
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    # SSLContext loads a chain from files only: a private directory, gone when this returns.
-    with tempfile.TemporaryDirectory(prefix="etctl-tls-") as directory:
-        cert_file, key_file = Path(directory) / "tls.crt", Path(directory) / "tls.key"
-        cert_file.write_bytes(cert_pem)
-        key_file.touch(mode=0o600)
-        key_file.write_bytes(key_pem)
-        context.load_cert_chain(cert_file, key_file)
-    return ServingCertificate(context, cert_pem)
+    return ServingCertificate(serving_context(cert_pem, key_pem), cert_pem)

@@ -1,0 +1,95 @@
+"""Serving certificates: self-signed in a child process, or from a directory."""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from pathlib import Path
+
+import pytest
+
+from etctl.errors import ConfigError
+from etctl.runtime._health import Checks, HttpServer, SecureServing
+from etctl.runtime._http_server import Request, Response, text
+from etctl.runtime._tls import directory_context, self_signed_context, self_signed_pem
+
+
+async def allow(_request: Request) -> Response | None:
+    return None
+
+
+async def refuse(_request: Request) -> Response | None:
+    return text(401, "Unauthorized\n")
+
+
+async def https_get(address: tuple[str, int], trust: bytes | None = None) -> bytes:
+    context = ssl.create_default_context(cadata=trust.decode() if trust else None)
+    if trust is None:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    reader, writer = await asyncio.open_connection(
+        *address, ssl=context, server_hostname="localhost"
+    )
+    writer.write(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+    answer = await reader.read()
+    writer.close()
+    return answer
+
+
+def secure_server(secure: SecureServing) -> HttpServer:
+    return HttpServer(
+        metrics_bind_address="127.0.0.1:0",
+        health_probe_bind_address="127.0.0.1:0",
+        healthz=Checks("/healthz"),
+        readyz=Checks("/readyz"),
+        secure=secure,
+    )
+
+
+async def test_a_self_signed_certificate_serves_tls_behind_the_guard() -> None:
+    server = secure_server(SecureServing(refuse))
+    await server.start()
+    try:
+        assert server.metrics_address is not None
+        answer = await https_get(server.metrics_address)
+        assert answer.startswith(b"HTTP/1.1 401 Unauthorized\r\n")
+        assert answer.endswith(b"\r\n\r\nUnauthorized\n")
+    finally:
+        await server.stop()
+
+
+async def test_a_certificate_directory_is_served_and_verifies(tmp_path: Path) -> None:
+    cert, key = self_signed_pem("etctl test", names=("localhost",), addresses=("127.0.0.1",))
+    (tmp_path / "serving.crt").write_bytes(cert)
+    (tmp_path / "serving.key").write_bytes(key)
+    server = secure_server(
+        SecureServing(
+            allow, cert_dir=str(tmp_path), cert_name="serving.crt", key_name="serving.key"
+        )
+    )
+    await server.start()
+    try:
+        assert server.metrics_address is not None
+        answer = await https_get(server.metrics_address, trust=cert)
+        assert answer.startswith(b"HTTP/1.1 200 OK\r\n")
+    finally:
+        await server.stop()
+    with pytest.raises(ConfigError, match="cannot serve TLS"):
+        directory_context(tmp_path)  # tls.crt and tls.key are not there
+
+
+async def test_self_signed_contexts_are_fresh_and_tls_12_at_least() -> None:
+    first, second = await asyncio.gather(self_signed_context("a"), self_signed_context("b"))
+    assert first.minimum_version == ssl.TLSVersion.TLSv1_2
+    assert first is not second
+
+
+def test_secure_metrics_cannot_share_the_probes_address() -> None:
+    with pytest.raises(ConfigError, match="cannot share"):
+        HttpServer(
+            metrics_bind_address="127.0.0.1:18443",
+            health_probe_bind_address="127.0.0.1:18443",
+            healthz=Checks("/healthz"),
+            readyz=Checks("/readyz"),
+            secure=SecureServing(allow),
+        )
