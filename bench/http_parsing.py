@@ -14,6 +14,11 @@ three chunks. Per answer, each contender parses it from bytes to a status, heade
   server's dependency; the product never imports it);
 * h11, when installed.
 
+Then the metrics and probe server's side (:mod:`etctl.runtime._http_server`): a probe's request
+(``GET /readyz``, a kubelet's headers) parsed by the server's own strict reader, against llhttp's
+request parser, and the whole exchange over a kept-alive loopback connection, to judge whether
+parsing is worth moving to llhttp there too.
+
     .venv/bin/python bench/http_parsing.py [--answers N]
 """
 
@@ -31,6 +36,7 @@ import httptools
 
 from _report import figure, header
 from etctl.runtime._http_connection import Connection, Timeout
+from etctl.runtime._http_server import Listener, Request, Response, _read_request, _request_line
 
 _HEADERS = (
     b"Audit-Id: 6c3d0c58-5d4d-4b1c-9d2a-5b8f0b7b2f6e\r\n"
@@ -188,6 +194,95 @@ _CONTENDERS: dict[str, tuple[Callable[[bytes, int], float], str | None]] = {
 }
 
 
+_PROBE = (
+    b"GET /readyz HTTP/1.1\r\nHost: 10.0.0.7:8081\r\nUser-Agent: kube-probe/1.32\r\n"
+    b"Accept: */*\r\nConnection: keep-alive\r\n\r\n"
+)
+
+
+def _server_parser(count: int) -> float:
+    async def run() -> float:
+        reader = asyncio.StreamReader(limit=8192)
+        reader.feed_data(_PROBE * count)
+        start = time.perf_counter()
+        for _ in range(count):
+            first = await reader.read(1)
+            line = await _request_line(reader, first)
+            assert line is not None
+            incoming = await _read_request(reader, line)
+            if incoming.request.path != "/readyz":
+                msg = "the server did not parse the request"
+                raise AssertionError(msg)
+        return time.perf_counter() - start
+
+    return asyncio.run(run())
+
+
+class _RequestSink:
+    def __init__(self) -> None:
+        self.url = b""
+        self.headers: dict[str, str] = {}
+
+    def on_url(self, url: bytes) -> None:
+        self.url += url
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self.headers[name.decode("latin-1").lower()] = value.decode("latin-1")
+
+
+def _llhttp_requests(count: int) -> float:
+    sink = _RequestSink()
+    parser = httptools.HttpRequestParser(sink)
+    start = time.perf_counter()
+    for _ in range(count):
+        sink.url, sink.headers = b"", {}
+        parser.feed_data(_PROBE)
+        if sink.url != b"/readyz":
+            msg = "llhttp did not parse the request"
+            raise AssertionError(msg)
+    return time.perf_counter() - start
+
+
+def _exchanges(count: int) -> float:
+    async def run() -> float:
+        def ok(_: Request) -> Response:
+            return Response(200, b"ok")
+
+        listener = Listener(lambda path: ok if path == "/readyz" else None)
+        host, port = await listener.start("127.0.0.1", 0)
+        reader, writer = await asyncio.open_connection(host, port)
+        try:
+            start = time.perf_counter()
+            for _ in range(count):
+                writer.write(_PROBE)
+                head = await reader.readuntil(b"\r\n\r\n")
+                await reader.readexactly(2)
+                if not head.startswith(b"HTTP/1.1 200"):
+                    msg = "the server did not answer"
+                    raise AssertionError(msg)
+            return time.perf_counter() - start
+        finally:
+            writer.close()
+            await listener.close()
+
+    return asyncio.run(run())
+
+
+def _server_side(count: int) -> None:
+    print(f"   -- the metrics and probe server: a probe's request ({len(_PROBE)} bytes)")
+    ours = min(_server_parser(count) for _ in range(3)) / count * 1e6
+    figure("the server's request reader", ours, "us per request")
+    llhttp = min(_llhttp_requests(count) for _ in range(3)) / count * 1e6
+    figure("llhttp's request parser", llhttp, "us per request", compare=f"{llhttp / ours:.2f}x")
+    whole = min(_exchanges(count // 4 or 1) for _ in range(3)) / (count // 4 or 1) * 1e6
+    figure(
+        "a whole exchange on loopback (both ends)",
+        whole,
+        "us per request",
+        compare=f"parsing {ours / whole:.0%} of it",
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--answers", type=int, default=20_000)
@@ -207,6 +302,7 @@ def main() -> None:
                 figure(name, micros, "us per answer")
             else:
                 figure(name, micros, "us per answer", compare=f"{micros / baseline:.2f}x etctl's")
+    _server_side(args.answers)
 
 
 if __name__ == "__main__":
