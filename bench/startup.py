@@ -7,8 +7,11 @@ Three figures, each the median of ``--runs`` fresh processes:
   (``python -m etctl.testing`` with the CRDs of ``manifests/base/crds``, already listening) until it
   logs ``caches synced`` (interpreter start, imports, kubeconfig, every informer's list and watch);
 * idle RSS of ``etctl run``: the process's resident memory once its caches have synced and it has
-  idled for ``--idle`` seconds, with the default plugins, metrics and probes (on free ports); then
-  again after ``/metrics`` and ``/readyz`` were each fetched once, as a scrape and a probe would.
+  idled for ``--idle`` seconds, with the default plugins, metrics and probes (on free ports): the
+  metrics secure, over HTTPS with a self-signed certificate, behind TokenReviews and
+  SubjectAccessReviews (the cluster authenticates tokens and enforces RBAC, over plain HTTP); then
+  again after ``/metrics`` (with a token) and ``/readyz`` were each fetched once, as a scrape and
+  a probe would.
 
 The memory depends on what is installed beside etctl: a package the process loads without being
 one of etctl's dependencies (structlog imports ``rich`` whenever it is installed, and the test
@@ -30,6 +33,7 @@ import compileall
 import json
 import os
 import signal
+import ssl
 import statistics
 import subprocess
 import sys
@@ -38,6 +42,8 @@ import time
 import urllib.request
 from importlib import metadata
 from pathlib import Path
+
+import yaml
 
 import etctl
 from _cluster import CRDS, cpu_seconds, free_port, rss_bytes
@@ -88,9 +94,17 @@ def run_once(kubeconfig: Path, idle: float) -> tuple[float, float, float, float]
             raise RuntimeError(msg)
         time.sleep(idle)
         idle_rss = rss_bytes(process.pid) / 2**20
-        for url in (f"http://127.0.0.1:{metrics}/metrics", f"http://127.0.0.1:{probes}/readyz"):
-            with urllib.request.urlopen(url, timeout=10) as answer:
-                answer.read()
+        token = yaml.safe_load(kubeconfig.read_text())["users"][0]["user"]["token"]
+        scrape = urllib.request.Request(
+            f"https://127.0.0.1:{metrics}/metrics", headers={"Authorization": f"Bearer {token}"}
+        )
+        unverified = ssl.create_default_context()
+        unverified.check_hostname = False
+        unverified.verify_mode = ssl.CERT_NONE  # the operator's self-signed certificate
+        with urllib.request.urlopen(scrape, timeout=10, context=unverified) as answer:
+            answer.read()
+        with urllib.request.urlopen(f"http://127.0.0.1:{probes}/readyz", timeout=10) as answer:
+            answer.read()
         time.sleep(0.5)
         return synced, cpu, idle_rss, rss_bytes(process.pid) / 2**20
     finally:
@@ -185,6 +199,8 @@ def main() -> None:
                 "--crds",
                 str(CRDS),
                 "--no-kubelet",
+                "--auth",
+                "--no-tls",
             ],
             stdout=subprocess.PIPE,
             text=True,

@@ -16,8 +16,8 @@ controller-runtime serves its probes:
 :data:`etctl.runtime.REGISTRY`, OpenMetrics when asked for) on the manager's event loop. With
 :class:`SecureServing`, ``/metrics`` is served over HTTPS behind a guard (the manager's is
 controller-runtime's TokenReview and SubjectAccessReview filter), with a certificate from a
-directory or self-signed at start (:mod:`etctl.runtime._tls`); the probes stay plain HTTP, for the
-kubelet, on their own address.
+directory or self-signed (:mod:`etctl.runtime._tls`), loaded or made at the first connection (the
+files are checked at start); the probes stay plain HTTP, for the kubelet, on their own address.
 Bind addresses are ``host:port`` (``:8080`` for every interface, ``127.0.0.1:0`` for a free
 loopback port); ``0`` disables an endpoint. Metrics and probes on the same fixed address share
 one listener. Checks must be quick and must not block: they read state that other tasks maintain.
@@ -32,6 +32,7 @@ from __future__ import annotations
 import ssl
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
@@ -47,6 +48,7 @@ from etctl.runtime._http_server import (
     Request,
     Response,
     Router,
+    TlsSettings,
     text,
 )
 from etctl.runtime._tls import CERT_NAME, KEY_NAME, directory_context, self_signed_context
@@ -203,8 +205,25 @@ class SecureServing:
     cert_name: str = CERT_NAME
     key_name: str = KEY_NAME
 
+    def check(self) -> None:
+        """Fail at start, not at the first scrape, when the certificate files cannot be read.
+
+        Raises:
+            ConfigError: a file is missing or unreadable.
+        """
+        if not self.cert_dir:
+            return
+        for name in (self.cert_name, self.key_name):
+            path = Path(self.cert_dir) / name
+            try:
+                with path.open("rb"):
+                    pass
+            except OSError as exc:
+                msg = f"the metrics certificate file {path} cannot be read: {exc}"
+                raise ConfigError(msg) from exc
+
     async def context(self) -> ssl.SSLContext:
-        """The TLS settings (the files read, or a certificate made, now).
+        """The TLS settings: the files read, or a self-signed certificate made, now.
 
         Raises:
             ConfigError: the files cannot be used, or no certificate could be made.
@@ -270,15 +289,17 @@ class HttpServer:
             ConfigError: secure metrics without a usable certificate.
         """
         shared = self._shared()
+        secure = self._secure
         try:
             if self._metrics_at is not None:
-                tls = await self._secure.context() if self._secure is not None else None
+                if secure is not None:
+                    secure.check()
                 self.metrics_address = await self._serve(
                     "metrics",
                     self._router(metrics=True, probes=shared),
                     self._metrics_at,
-                    tls=tls,
-                    guard=self._secure.guard if self._secure is not None else None,
+                    tls=secure.context if secure is not None else None,
+                    guard=secure.guard if secure is not None else None,
                 )
                 if shared:
                     self.probe_address = self.metrics_address
@@ -310,7 +331,7 @@ class HttpServer:
         router: Router,
         address: tuple[str | None, int],
         *,
-        tls: ssl.SSLContext | None = None,
+        tls: TlsSettings | None = None,
         guard: Guard | None = None,
     ) -> tuple[str, int]:
         listener = Listener(router, timeout=self._timeout, tls=tls, guard=guard)

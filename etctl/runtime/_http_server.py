@@ -2,9 +2,11 @@
 
 It serves quick, synchronous handlers that answer ``GET`` and ``HEAD`` (the scraper's and the
 kubelet's requests) and nothing else, without any web framework: the manager's idle footprint is
-part of the product. A listener may speak TLS (an :class:`ssl.SSLContext`) and may put a guard in
-front of every handler: an asynchronous check that answers in the handler's stead (401, 403) or
-lets the request through (:mod:`etctl.runtime._delegated_auth`). Invariants:
+part of the product. A listener may speak TLS and may put a guard in front of every handler: an
+asynchronous check that answers in the handler's stead (401, 403) or lets the request through
+(:mod:`etctl.runtime._delegated_auth`). Its TLS settings are asked for when the first connection
+arrives, not at start: OpenSSL's server side and a loaded certificate weigh about a megabyte,
+which an operator nobody scrapes never needs. Invariants:
 
 * **Bounded input.** A request line over 8 KiB is answered 414, a header line over 8 KiB, a head
   over 16 KiB or over 100 fields 431; a request body is read and thrown away up to 4 KiB (413
@@ -41,6 +43,7 @@ from dataclasses import dataclass, field
 from http import HTTPStatus
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from etctl.errors import EtctlError
 from etctl.log import get_logger
 
 __all__ = [
@@ -51,6 +54,7 @@ __all__ = [
     "Request",
     "Response",
     "Router",
+    "TlsSettings",
     "text",
 ]
 
@@ -104,6 +108,9 @@ Router = Callable[[str], Handler | None]
 Guard = Callable[[Request], Awaitable[Response | None]]
 """Runs before any handler: ``None`` lets the request through, an answer refuses it."""
 
+TlsSettings = Callable[[], Awaitable[ssl.SSLContext]]
+"""Makes a listener's TLS settings (asked once, at its first connection)."""
+
 
 def text(status: int, body: str, *headers: tuple[str, str]) -> Response:
     """A plain-text answer that browsers must not sniff."""
@@ -135,7 +142,7 @@ class Listener:
     Args:
         router: finds the handler of a path.
         timeout: seconds a client may take to send a request or to take an answer.
-        tls: serve HTTPS with these settings (``None``: plain HTTP).
+        tls: serve HTTPS with the settings this makes (``None``: plain HTTP).
         guard: what every request must pass before its handler (``None``: nothing).
     """
 
@@ -144,12 +151,14 @@ class Listener:
         router: Router,
         *,
         timeout: float = DEFAULT_TIMEOUT,
-        tls: ssl.SSLContext | None = None,
+        tls: TlsSettings | None = None,
         guard: Guard | None = None,
     ) -> None:
         self._router = router
         self._timeout = timeout
         self._tls = tls
+        self._context: ssl.SSLContext | None = None
+        self._making = asyncio.Lock()
         self._guard = guard
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[object]] = set()
@@ -166,8 +175,6 @@ class Listener:
             host,
             port,
             limit=_MAX_LINE,
-            ssl=self._tls,
-            ssl_handshake_timeout=self._timeout if self._tls is not None else None,
         )
         bound = self._server.sockets[0].getsockname()
         return str(bound[0]), int(bound[1])
@@ -193,7 +200,13 @@ class Listener:
         task = asyncio.current_task()
         assert task is not None
         self._connections.add(task)
+        if self._tls is not None:
+            # Before anything is read: the client's hello must reach TLS, not the plain stream.
+            # (The connection's first step runs before the loop first reads its socket.)
+            writer.transport.pause_reading()
         try:
+            if self._tls is not None and not self._closing:
+                await self._secure(writer)
             # A connection accepted just before close() is not served.
             if not self._closing and await self._converse(reader, writer):
                 await self._linger(reader, writer)
@@ -201,8 +214,13 @@ class Listener:
             async with asyncio.timeout(self._timeout):
                 await writer.wait_closed()
         except (OSError, TimeoutError) as exc:
-            # The client went away, or would not take the rest of an answer: its loss alone.
+            # The client went away, would not take the rest of an answer or could not shake
+            # hands: its loss alone.
             log.debug("a metrics or probe client left early", error=repr(exc))
+        except EtctlError as exc:
+            # The TLS settings could not be made (a certificate that vanished): said, and tried
+            # again at the next connection.
+            log.error("the metrics server cannot serve TLS", error=str(exc))
         except asyncio.CancelledError:
             # close() dropped the connection. The task ends normally: asyncio's stream server
             # (Python 3.11) reports a cancelled connection task as an unhandled error.
@@ -212,6 +230,19 @@ class Listener:
         finally:
             writer.transport.abort()  # a no-op once closed; drops the socket otherwise
             self._connections.discard(task)
+
+    async def _secure(self, writer: asyncio.StreamWriter) -> None:
+        """Speak TLS on a fresh connection (its settings made once, for the first one).
+
+        Raises:
+            OSError: the handshake failed (a client speaking plain HTTP, say).
+            TimeoutError: it took longer than the timeout.
+        """
+        assert self._tls is not None
+        async with self._making:  # concurrent first connections wait for one making
+            if self._context is None:
+                self._context = await self._tls()
+        await writer.start_tls(self._context, ssl_handshake_timeout=self._timeout)
 
     async def _converse(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
         """Answer requests until either side closes; True after an error answer."""

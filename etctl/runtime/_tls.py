@@ -12,8 +12,9 @@ A server that speaks TLS (the manager's metrics endpoint; the embedded API serve
 
 The ``cryptography`` package that makes the certificate costs about 11 MB of resident memory once
 imported, a quarter of an idle operator: :func:`self_signed_context` makes it in a short-lived
-child process (``python -m etctl.runtime._tls``) whose output, the PEMs, comes back through a
-pipe; :func:`self_signed_pem` does the same in process, for whoever has the memory to spare.
+child process (``python -m etctl._certificates``, which imports nothing else of etctl) whose
+output, the PEMs, comes back through a pipe; :func:`self_signed_pem` does the same in process, for
+whoever has the memory to spare.
 
 Invariants: a new key every time (never one shipped in the package); a private key touches the
 disk only for the instant :meth:`ssl.SSLContext.load_cert_chain` needs a file, in a directory only
@@ -23,16 +24,15 @@ this user can read, removed before the context is returned; TLS 1.2 is the oldes
 from __future__ import annotations
 
 import asyncio
-import datetime
-import ipaddress
 import json
 import ssl
 import sys
 import tempfile
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
+from etctl import _certificates
+from etctl._certificates import self_signed_pem
 from etctl.errors import ConfigError
 
 __all__ = [
@@ -46,69 +46,13 @@ __all__ = [
 
 CERT_NAME: Final = "tls.crt"
 KEY_NAME: Final = "tls.key"
-_VALIDITY: Final = datetime.timedelta(days=365)
-_NAMES: Final = ("localhost",)
-_ADDRESSES: Final = ("127.0.0.1",)
 _CHILD_TIMEOUT: Final = 60.0
 
 
-def self_signed_pem(
-    common_name: str,
-    names: Sequence[str] = _NAMES,
-    addresses: Sequence[str] = _ADDRESSES,
-    validity: datetime.timedelta = _VALIDITY,
-) -> tuple[bytes, bytes]:
-    """A fresh self-signed certificate and its private key, PEM-encoded.
-
-    The certificate is its own CA (so a client may trust it as one) and serves ``names`` and
-    ``addresses``.
-    """
-    # Imported here: see the module docstring for what it weighs.
-    from cryptography import x509  # noqa: PLC0415
-    from cryptography.hazmat.primitives import hashes, serialization  # noqa: PLC0415
-    from cryptography.hazmat.primitives.asymmetric import ec  # noqa: PLC0415
-    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID  # noqa: PLC0415
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-    now = datetime.datetime.now(datetime.UTC)
-    sans: list[x509.GeneralName] = [x509.DNSName(dns) for dns in names]
-    sans += [x509.IPAddress(ipaddress.ip_address(address)) for address in addresses]
-    usage = x509.KeyUsage(
-        digital_signature=True,
-        content_commitment=False,
-        key_encipherment=False,
-        data_encipherment=False,
-        key_agreement=False,
-        key_cert_sign=True,
-        crl_sign=False,
-        encipher_only=False,
-        decipher_only=False,
-    )
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + validity)
-        .add_extension(x509.SubjectAlternativeName(sans), critical=False)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(usage, critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .sign(key, hashes.SHA256())
-    )
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )
-    return cert.public_bytes(serialization.Encoding.PEM), key_pem
-
-
 def _serving() -> ssl.SSLContext:
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    # Not create_default_context(Purpose.CLIENT_AUTH): that loads the system's CA bundle (about
+    # 1 MB resident) to verify client certificates, which these servers never ask for.
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     return context
 
@@ -153,7 +97,7 @@ async def self_signed_context(common_name: str) -> ssl.SSLContext:
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        __name__,
+        _certificates.__name__,
         common_name,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
@@ -172,8 +116,3 @@ async def self_signed_context(common_name: str) -> ssl.SSLContext:
         raise ConfigError(msg)
     made = json.loads(out)
     return serving_context(made["cert"].encode(), made["key"].encode())
-
-
-if __name__ == "__main__":
-    cert_pem, key_pem = self_signed_pem(sys.argv[1])
-    sys.stdout.write(json.dumps({"cert": cert_pem.decode(), "key": key_pem.decode()}))

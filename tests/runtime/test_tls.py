@@ -58,6 +58,19 @@ async def test_a_self_signed_certificate_serves_tls_behind_the_guard() -> None:
         await server.stop()
 
 
+async def test_concurrent_first_connections_share_one_certificate() -> None:
+    # The certificate is made when the first connection arrives; those arriving meanwhile wait
+    # for it, their hellos held until TLS takes the connection.
+    server = secure_server(SecureServing(refuse))
+    await server.start()
+    try:
+        assert server.metrics_address is not None
+        answers = await asyncio.gather(*(https_get(server.metrics_address) for _ in range(12)))
+        assert all(answer.startswith(b"HTTP/1.1 401 Unauthorized\r\n") for answer in answers)
+    finally:
+        await server.stop()
+
+
 async def test_a_certificate_directory_is_served_and_verifies(tmp_path: Path) -> None:
     cert, key = self_signed_pem("etctl test", names=("localhost",), addresses=("127.0.0.1",))
     (tmp_path / "serving.crt").write_bytes(cert)
@@ -76,6 +89,9 @@ async def test_a_certificate_directory_is_served_and_verifies(tmp_path: Path) ->
         await server.stop()
     with pytest.raises(ConfigError, match="cannot serve TLS"):
         directory_context(tmp_path)  # tls.crt and tls.key are not there
+    missing = secure_server(SecureServing(allow, cert_dir=str(tmp_path)))
+    with pytest.raises(ConfigError, match="cannot be read"):
+        await missing.start()  # at start, not at the first scrape
 
 
 async def test_self_signed_contexts_are_fresh_and_tls_12_at_least() -> None:
