@@ -203,7 +203,9 @@ class Listener:
         if self._tls is not None:
             # Before anything is read: the client's hello must reach TLS, not the plain stream.
             # (The connection's first step runs before the loop first reads its socket.)
-            writer.transport.pause_reading()
+            transport = writer.transport
+            assert isinstance(transport, asyncio.ReadTransport)
+            transport.pause_reading()
         try:
             if self._tls is not None and not self._closing:
                 await self._secure(writer)
