@@ -120,7 +120,9 @@ async def operator(
     """``etctl run`` against ``server`` with ``extra`` flags, entered once its caches synced."""
     probes, metrics = free_port(), free_port()
     args = ["run", "--kubeconfig", str(server.kubeconfig), "--log-level", "warning"]
-    args += ["--metrics-bind-address", f"127.0.0.1:{metrics}"]
+    # Plain metrics: the benchmarks' API server authenticates no one, so no token could be
+    # reviewed (bench/startup.py measures the default, secure metrics).
+    args += ["--metrics-bind-address", f"127.0.0.1:{metrics}", "--metrics-secure=false"]
     args += ["--health-probe-bind-address", f"127.0.0.1:{probes}", *extra]
     process = await asyncio.create_subprocess_exec(sys.executable, "-m", "etctl.cli", *args)
     try:
