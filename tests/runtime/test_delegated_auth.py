@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from etctl.runtime import SERVICEACCOUNTS, Client, FakeClock, Resource
@@ -54,12 +57,26 @@ def reviews(server: ApiServer, resource: str) -> int:
     return len(server.requests.find(resource=resource, code=201))
 
 
-async def test_allowed_denied_and_unauthenticated_requests(tmp_path: Path) -> None:
-    clock = FakeClock()
+@asynccontextmanager
+async def reviewing(tmp_path: Path, clock: FakeClock) -> AsyncIterator[Reviewing]:
+    """A server enforcing RBAC, reader allowed /metrics, nosy not, and an admin's DelegatedAuth."""
     async with ApiServer(auth=AuthConfig()) as server, client_of(server, tmp_path) as admin:
         reader, nosy = accounts(server, "reader", "nosy")
         grant_metrics(server, "reader")
-        auth = DelegatedAuth(admin, clock)
+        yield Reviewing(server, DelegatedAuth(admin, clock), reader, nosy)
+
+
+@dataclass
+class Reviewing:
+    server: ApiServer
+    auth: DelegatedAuth
+    reader: str
+    nosy: str
+
+
+async def test_allowed_denied_and_unauthenticated_requests(tmp_path: Path) -> None:
+    async with reviewing(tmp_path, FakeClock()) as env:
+        auth, reader, nosy = env.auth, env.reader, env.nosy
         assert await auth.check(metrics_request(reader)) is None
         denied = await auth.check(metrics_request(nosy))
         assert denied is not None
@@ -78,10 +95,8 @@ async def test_allowed_denied_and_unauthenticated_requests(tmp_path: Path) -> No
 
 async def test_reviews_are_cached_as_the_delegating_filters_cache_them(tmp_path: Path) -> None:
     clock = FakeClock()
-    async with ApiServer(auth=AuthConfig()) as server, client_of(server, tmp_path) as admin:
-        reader, nosy = accounts(server, "reader", "nosy")
-        grant_metrics(server, "reader")
-        auth = DelegatedAuth(admin, clock)
+    async with reviewing(tmp_path, clock) as env:
+        server, auth, reader, nosy = env.server, env.auth, env.reader, env.nosy
         for _ in range(3):
             assert await auth.check(metrics_request(reader)) is None
             assert await auth.check(metrics_request(nosy)) is not None

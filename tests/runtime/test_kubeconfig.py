@@ -9,6 +9,8 @@ import os
 import stat
 import subprocess
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -27,6 +29,7 @@ from etctl.runtime._kubeconfig import (
 from tests.runtime.scripted import (
     Handler,
     InstantClock,
+    ScriptedServer,
     json_response,
     scripted_server,
     status_body,
@@ -115,20 +118,27 @@ async def test_kubeconfig_env_merges_files_and_auto_uses_it(
             assert await named.get(PODS, "p", namespace="ns") == POD
 
 
-async def test_exec_plugin_token_is_refreshed_on_401(tmp_path: Path) -> None:
+@asynccontextmanager
+async def plugin_client(tmp_path: Path) -> AsyncIterator[tuple[ScriptedServer, Client]]:
+    """A client whose token comes from an exec plugin without expiry; the server takes tok-2."""
     script = exec_plugin(tmp_path, expires_in=None)
     async with scripted_server() as server:
         server.handler = accepting("tok-2")
         path = write_kubeconfig(tmp_path / "config", server.url, token="", **exec_user(script))
         opts = ClientOptions(clock=InstantClock())
         async with await Client.from_kubeconfig(path, options=opts) as client:
-            assert client.cluster.refreshable
-            # tok-1 is rejected: the plugin runs again and the request is repeated once.
-            assert await client.get(PODS, "p", namespace="ns") == POD
-            assert await client.get(PODS, "p", namespace="ns") == POD
-            server.handler = accepting("never")
-            with pytest.raises(Unauthorized):
-                await client.get(PODS, "p", namespace="ns")
+            yield server, client
+
+
+async def test_exec_plugin_token_is_refreshed_on_401(tmp_path: Path) -> None:
+    async with plugin_client(tmp_path) as (server, client):
+        assert client.cluster.refreshable
+        # tok-1 is rejected: the plugin runs again and the request is repeated once.
+        assert await client.get(PODS, "p", namespace="ns") == POD
+        assert await client.get(PODS, "p", namespace="ns") == POD
+        server.handler = accepting("never")
+        with pytest.raises(Unauthorized):
+            await client.get(PODS, "p", namespace="ns")
     tokens = [s.headers["Authorization"] for s in server.seen]
     assert tokens == [
         "Bearer tok-1",
@@ -162,14 +172,9 @@ async def test_exec_plugin_token_is_kept_until_it_expires(tmp_path: Path) -> Non
 
 
 async def test_a_burst_of_refusals_runs_the_plugin_once(tmp_path: Path) -> None:
-    script = exec_plugin(tmp_path, expires_in=None)
-    async with scripted_server() as server:
-        server.handler = accepting("tok-2")
-        path = write_kubeconfig(tmp_path / "config", server.url, token="", **exec_user(script))
-        opts = ClientOptions(clock=InstantClock())
-        async with await Client.from_kubeconfig(path, options=opts) as client:
-            gets = [client.get(PODS, "p", namespace="ns") for _ in range(8)]
-            assert await asyncio.gather(*gets) == [POD] * 8
+    async with plugin_client(tmp_path) as (server, client):
+        gets = [client.get(PODS, "p", namespace="ns") for _ in range(8)]
+        assert await asyncio.gather(*gets) == [POD] * 8
     # tok-1 refused eight times over, reloaded once: every request repeated with tok-2.
     assert (tmp_path / "runs").read_text() == "2"
     tokens = [s.headers["Authorization"] for s in server.seen]
