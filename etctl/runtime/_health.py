@@ -285,8 +285,8 @@ class HttpServer:
         """Bind every enabled endpoint.
 
         Raises:
-            OSError: an address is in use or cannot be bound (nothing stays bound then).
-            ConfigError: secure metrics without a usable certificate.
+            ConfigError: an address is in use or cannot be bound, naming the endpoint and the
+                address (nothing stays bound then); secure metrics without a usable certificate.
         """
         shared = self._shared()
         secure = self._secure
@@ -337,7 +337,13 @@ class HttpServer:
         listener = Listener(router, timeout=self._timeout, tls=tls, guard=guard)
         self._listeners.append(listener)
         host, port = address
-        bound = await listener.start(host, port)
+        try:
+            bound = await listener.start(host, port)
+        except OSError as exc:
+            # A port in use (another operator on the node, a second `etctl run`) is a setting
+            # to change, not a bug: one line naming the endpoint, never a traceback.
+            msg = f"cannot serve {what} on {host or ''}:{port}: {exc.strerror or exc}"
+            raise ConfigError(msg) from exc
         scheme = "https" if tls is not None else "http"
         log.info("serving", endpoint=what, address=f"{bound[0]}:{bound[1]}", scheme=scheme)
         return bound

@@ -321,6 +321,30 @@ async def test_bad_usage_in_a_process_is_one_line_not_a_traceback() -> None:
     assert b"Traceback" not in err
 
 
+@pytest.mark.etctl_hooks("a port held by another process on this machine")
+async def test_a_metrics_port_in_use_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    async with ApiServer() as server:
+        kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
+        with socket.socket() as holder:
+            holder.bind(("127.0.0.1", 0))
+            holder.listen()
+            port = holder.getsockname()[1]
+            async with operator_process(
+                f"--kubeconfig={kubeconfig}",
+                "--health-probe-bind-address=0",
+                f"--metrics-bind-address=127.0.0.1:{port}",
+            ) as process:
+                _, err = await asyncio.wait_for(process.communicate(), timeout=20)
+    assert process.returncode == 2, err.decode()
+    assert (
+        err.decode()
+        .strip()
+        .splitlines()[-1]
+        .startswith(f"etctl run: error: cannot serve metrics on 127.0.0.1:{port}: ")
+    )
+    assert b"Traceback" not in err
+
+
 async def test_the_library_keeps_prometheus_created_series() -> None:
     # The switch is process-wide: only the operator binary may turn it off, never an import.
     probe = (
