@@ -43,9 +43,11 @@ from etctl.common._api import (
     to_timestamp,
 )
 from etctl.common._conditions import (
+    PODS_CREATED,
     get_condition,
     is_finished,
     is_true,
+    pods_created,
     set_condition,
 )
 from etctl.common._control import (
@@ -225,6 +227,7 @@ __all__ = [
     "ObjectMeta",
     "OmitEmptyModel",
     "OwnerReference",
+    "PODS_CREATED",
     "PlansReplicas",
     "PodTemplate",
     "PolicyRule",
@@ -287,6 +290,7 @@ __all__ = [
     "phase_of",
     "planned",
     "pod_containers",
+    "pods_created",
     "progress_first",
     "render_manifests",
     "replica_labels",

@@ -8,9 +8,10 @@ batch that had a failure: the rest is retried by the next reconcile, with backof
 
 The write function reports its own failure by returning the error (it must not raise): a failure
 of one write never cancels its siblings half-way. Once the controller running the reconcile begins
-to stop (:func:`~etctl.runtime.stop_requested`), no further batch starts: a burst of
-hundreds of creates never holds a shutdown for its grace period, and the next reconcile creates
-the rest.
+to stop (:func:`~etctl.runtime.stop_requested`), no further batch starts (logged: which writes,
+how many were left): a burst of hundreds of creates never holds a shutdown for its grace period,
+and the next reconcile creates the rest. The caller records only what the writes that ran made:
+nothing that was not written is taken as done.
 """
 
 from __future__ import annotations
@@ -20,9 +21,12 @@ from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 
 from etctl.errors import EtctlError
+from etctl.log import get_logger
 from etctl.runtime import stop_requested
 
 __all__ = ["slow_start"]
+
+log = get_logger(__name__)
 
 T = TypeVar("T")
 
@@ -46,7 +50,15 @@ async def slow_start(
     """
     size = max(initial, 1)
     start = 0
-    while start < len(items) and not stop_requested():
+    while start < len(items):
+        if stop_requested():
+            log.info(
+                "stopping: writes not started are left to the next reconcile",
+                writes=name,
+                done=start,
+                not_started=len(items) - start,
+            )
+            break
         batch = items[start : start + size]
         async with asyncio.TaskGroup() as group:
             tasks = [

@@ -28,12 +28,22 @@ from datetime import datetime
 from etctl.common._api import ConditionStatus, JobCondition, JobConditionType, to_timestamp
 
 __all__ = [
+    "PODS_CREATED",
     "get_condition",
     "is_finished",
     "is_true",
+    "pods_created",
     "set_condition",
     "set_job_condition",
 ]
+
+PODS_CREATED = "PodsCreated"
+"""The reason of a gated replica type's ``<Type>Created`` condition when it is True.
+
+The job controller writes it only from pods that exist (a create's answer, or the cache), never
+from the decision to create them; earlier versions wrote ``GateOpened`` when the gate opened,
+before the create, so that reason proves nothing.
+"""
 
 
 def get_condition(conditions: Sequence[JobCondition], cond_type: str) -> JobCondition | None:
@@ -45,6 +55,21 @@ def is_true(conditions: Sequence[JobCondition], cond_type: str) -> bool:
     """True when the condition of type ``cond_type`` exists and its status is True."""
     condition = get_condition(conditions, cond_type)
     return condition is not None and condition.status is ConditionStatus.TRUE
+
+
+def pods_created(conditions: Sequence[JobCondition], replica_type: str) -> bool:
+    """True when the job recorded that pods of ``replica_type`` existed.
+
+    That is ``<Type>Created`` True with reason :data:`PODS_CREATED`, written from pods the
+    controller saw: the proof a pod of the type was created, against which a missing one is judged
+    as having vanished.
+    """
+    condition = get_condition(conditions, f"{replica_type}Created")
+    return (
+        condition is not None
+        and condition.status is ConditionStatus.TRUE
+        and condition.reason == PODS_CREATED
+    )
 
 
 def is_finished(conditions: Sequence[JobCondition]) -> bool:

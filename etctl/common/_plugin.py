@@ -201,17 +201,21 @@ class Gate:
     message: str = ""
     fail_at: datetime | None = None
     record: bool = False
+    vanished: str = ""
 
     @classmethod
-    def opened(cls, *, record: bool = False) -> Gate:
+    def opened(cls, *, record: bool = False, vanished: str = "") -> Gate:
         """A gate that lets pods be created.
 
         Args:
-            record: report the ``<Type>Created`` condition True as the pods are created even if
-                no closed gate was ever written (for a type that always waits first: whether
+            record: report the ``<Type>Created`` condition True once pods of the type exist even
+                if no closed gate was ever written (for a type that always waits first: whether
                 its wait reached the status depends on timing, what the job remembers must not).
+            vanished: the pods about to be created replace pods of the type that provably
+                existed and vanished; this message says so. The controller records it as a
+                Warning Event (``<Kind><Type>Vanished``) once they are created.
         """
-        return cls(open=True, record=record)
+        return cls(open=True, record=record, vanished=vanished)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,14 +16,21 @@ For every replica type, in the order the job's model lists them:
 
    * the plugin's gate (:class:`~etctl.common.GatesCreation`) is closed: a
      ``<Type>Created`` condition (False) carries the gate's reason and message, a gate past its
-     ``fail_at`` fails the job with them, and a reconcile is scheduled for ``fail_at``; once it
-     opens the condition turns True (``GateOpened``), and a gate opened with ``record`` sets it
-     True even if its closed state was never written (a lost status write must not change what
-     the job remembers). This is applied on every round, pods missing or not: a process that
-     died between creating the pods and writing the status leaves pods the next round finds, and
-     their condition follows them (a closed gate, with nothing to create, changes nothing);
+     ``fail_at`` fails the job with them, and a reconcile is scheduled for ``fail_at``;
    * a pod of that name exists that the job does not control (a Warning ``ErrResourceExists``;
      it is never touched).
+
+   ``<Type>Created`` turns True (reason :data:`~etctl.common.PODS_CREATED`, naming a pod and its
+   uid) only from pods that exist once the creation step is over: created by this round (the
+   create's answer) or found by it (the cache), while the gate is open. The decision to create is
+   never recorded as the creation: a create that failed, or that a stopping controller never sent,
+   leaves the condition as it was, and the next round creates the pod. A gate opened with
+   ``record`` sets it True even if its closed state was never written (a lost status write must
+   not change what the job remembers); this is applied on every round, pods missing or not: a
+   process that died between creating the pods and writing the status leaves pods the next round
+   finds, and their condition follows them. A gate opened with ``vanished`` says the pods it lets
+   be created replace ones that provably existed: once they are created, a Warning Event
+   ``<Kind><Type>Vanished`` carries its message.
 
    Pods are built by :func:`~etctl.common._pods.build_pod`, bound to the gang
    (:func:`~etctl.common._gang.decorate_pod`), then decorated by the plugin, and created in
@@ -45,7 +52,7 @@ from typing import Any, Generic, TypeVar
 from etctl.common import _gang as gang
 from etctl.common._api import ConditionStatus, ReplicaSpec, ReplicatedJob
 from etctl.common._batches import slow_start
-from etctl.common._conditions import get_condition
+from etctl.common._conditions import PODS_CREATED, get_condition
 from etctl.common._control import ChildControl, ChildReader
 from etctl.common._plugin import Capabilities, Gate, JobPlugin, JobState, ReplicaRef
 from etctl.common._pods import build_pod
@@ -244,16 +251,20 @@ class ReplicaSync(Generic[JobT]):
         pending = [ref for ref in slots.missing if ref.index not in completed]
         if not rnd.judge:
             return 0
+        gater = self._caps.gate
+        gate = gater.gate(rnd.job, rtype, state) if gater is not None else None
         if not pending:
             # The pods exist: what the job remembers of their creation follows them, whichever
             # status write recorded it (or was lost, the process dying after the create).
-            self._record_open_gate(rnd, rtype, state)
+            _record_created(rnd, rtype, gate)
             return 0
-        if not self._gate_open(rnd, rtype, state):
+        if gate is not None and not gate.open:
+            _closed(rnd, rtype, gate)
             return 0
         missing = [ref for ref in pending if self._may_create(rnd, ref)][: max(budget, 0)]
         drafts = [self._build(rnd, ref, spec, state) for ref in missing]
         key = replica_key(rnd.namespace, rnd.name, rnd.uid, rtype, PODS)
+        made: list[ObjectView] = []
 
         async def write(pod: KubeObject) -> EtctlError | None:
             try:
@@ -265,34 +276,27 @@ class ReplicaSync(Generic[JobT]):
                 return exc
             if created is not None:
                 rnd.pod_created(created)
+                made.append(created)
             return None
 
         rnd.errors.extend(await slow_start(drafts, write, name=f"create-{rnd.name}-{rtype}"))
+        # Only now, from what exists: the decision to create is not the creation.
+        _record_created(rnd, rtype, gate)
+        if made and gate is not None and gate.vanished:
+            self._vanished(rnd, rtype, gate.vanished)
         return len(drafts)
 
-    def _gate_open(self, rnd: Round[JobT], rtype: str, state: JobState[JobT]) -> bool:
-        condition = f"{rtype}Created"
-        if self._caps.gate is None:
-            return True
-        gate = self._caps.gate.gate(rnd.job, rtype, state)
-        if gate.open:
-            _opened(rnd, rtype, gate)
-            return True
-        if gate.fail_at is not None and rnd.now >= gate.fail_at:
-            rnd.fail(gate.reason or f"{rnd.kind}Failed", gate.message or f"{rtype} never started")
-            return False
-        rnd.change(condition, ConditionStatus.FALSE, gate.reason, gate.message)
-        if gate.fail_at is not None:
-            rnd.wake_in((gate.fail_at - rnd.now).total_seconds())
-        return False
-
-    def _record_open_gate(self, rnd: Round[JobT], rtype: str, state: JobState[JobT]) -> None:
-        """Nothing to create: an open gate makes ``<Type>Created`` True; a closed one, nothing."""
-        if self._caps.gate is None:
-            return
-        gate = self._caps.gate.gate(rnd.job, rtype, state)
-        if gate.open:
-            _opened(rnd, rtype, gate)
+    def _vanished(self, rnd: Round[JobT], rtype: str, message: str) -> None:
+        reason = f"{rnd.kind}{rtype}Vanished"
+        self._control.recorder.event(rnd.raw, "Warning", reason, message)
+        log.warning(
+            "pod vanished and was created again",
+            kind=rnd.kind,
+            namespace=rnd.namespace,
+            name=rnd.name,
+            reason=reason,
+            message=message,
+        )
 
     def _may_create(self, rnd: Round[JobT], ref: ReplicaRef) -> bool:
         owner = f"{rnd.kind} {rnd.name}"
@@ -384,15 +388,41 @@ class ReplicaSync(Generic[JobT]):
         return not self._control.name_taken(self._reader, rnd.raw, SERVICES, name, owner=owner)
 
 
-def _opened(rnd: Round[Any], rtype: str, gate: Gate) -> None:
-    """``<Type>Created`` True for an open gate: from False, or from nothing if it records."""
+def _closed(rnd: Round[Any], rtype: str, gate: Gate) -> None:
+    """A closed gate: ``<Type>Created`` False with its reason, or the job failed past its time."""
+    if gate.fail_at is not None and rnd.now >= gate.fail_at:
+        rnd.fail(gate.reason or f"{rnd.kind}Failed", gate.message or f"{rtype} never started")
+        return
+    rnd.change(f"{rtype}Created", ConditionStatus.FALSE, gate.reason, gate.message)
+    if gate.fail_at is not None:
+        rnd.wake_in((gate.fail_at - rnd.now).total_seconds())
+
+
+def _record_created(rnd: Round[Any], rtype: str, gate: Gate | None) -> None:
+    """``<Type>Created`` True from the pods of ``rtype`` that exist, under an open gate.
+
+    From False, or from nothing when the gate records. A True condition is left as it is: the
+    ``GateOpened`` of earlier versions is not rewritten (a changed condition would move last and
+    change the state the job shows); it simply proves nothing (:func:`~etctl.common.pods_created`).
+    """
+    if gate is None or not gate.open:
+        return
+    pods = sorted(rnd.pods_of(rtype), key=objects.name)
+    if not pods:
+        return  # nothing exists: nothing was created, whatever was decided
     condition = f"{rtype}Created"
     current = get_condition(rnd.job.status.conditions, condition)
-    if (current is None and gate.record) or (
-        current is not None and current.status is not ConditionStatus.TRUE
-    ):
-        message = f"{rnd.kind} {rnd.name} is creating its {rtype.lower()} pods."
-        rnd.change(condition, ConditionStatus.TRUE, "GateOpened", message)
+    if current is None and not gate.record:
+        return
+    if current is not None and current.status is ConditionStatus.TRUE:
+        return
+    first = pods[0]
+    more = f" and {len(pods) - 1} more" if len(pods) > 1 else ""
+    message = (
+        f"{rnd.kind} {rnd.name} has created its {rtype.lower()} pod {objects.name(first)} "
+        f"(uid {objects.uid(first)}){more}."
+    )
+    rnd.change(condition, ConditionStatus.TRUE, PODS_CREATED, message)
 
 
 def _restarting(rnd: Round[Any], rtype: str) -> ConditionChange:

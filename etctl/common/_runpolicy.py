@@ -127,10 +127,17 @@ class RunPolicyEnforcer:
         )
 
     async def suspend(self, rnd: Round[Any]) -> None:
-        """Stop a suspended job: no pods, no services, no PodGroup; Running False, Suspended."""
+        """Stop a suspended job: no pods, no services, no PodGroup; Running False, Suspended.
+
+        The conditions are recorded once every delete went through: a job is not said to be
+        suspended while a delete of its pods failed (the retry deletes what is left, then says so).
+        """
         rnd.judge = False
+        before = len(rnd.errors)
         await delete_all(self._control, rnd)
         await self._drop_podgroup(rnd)
+        if len(rnd.errors) > before:
+            return
         conditions = rnd.job.status.conditions
         message = f"{rnd.kind} {rnd.name} is suspended."
         reason = f"{rnd.kind}Suspended"

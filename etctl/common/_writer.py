@@ -9,7 +9,9 @@ cached job is not the version a status write returned, the job is read from the 
 **Writing.** The status is written as one merge patch to the ``/status`` subresource carrying the
 ``resourceVersion`` the reconcile read, so it applies only to the version that was judged. A
 Conflict (the job changed meanwhile) is not an error: nothing is logged above debug, and the key
-is requeued shortly (the change's own watch event usually gets there first).
+is requeued shortly (the change's own watch event usually gets there first). A Conflict may also
+be the write itself, committed by an attempt whose answer was lost: it is read back first
+(:mod:`etctl.common._readback`), and a job that carries the patch counts as written.
 
 **Recording what was done.** A reconcile that acted before its status write (deleted a failed pod
 for a restart, deleted every pod to enforce a limit) cannot leave the record of it to the next
@@ -40,6 +42,7 @@ from typing import Any
 from etctl.common import _jobmetrics as jobmetrics
 from etctl.common._api import ConditionStatus, JobCondition, JobConditionType
 from etctl.common._control import ChildReader, Recorder
+from etctl.common._readback import AMBIGUOUS, read_back
 from etctl.common._recent_writes import RecentWrites
 from etctl.common._status import StatusDelta, parse_status, status_patch, stored_status
 from etctl.errors import Conflict, NotFound
@@ -119,7 +122,16 @@ class JobWriter:
         return found if objects.uid(found) == objects.uid(job) else None
 
     async def write_status(self, job: ObjectView, patch: Mapping[str, Any]) -> KubeObject | None:
-        """Apply a status merge patch guarded by the job's resourceVersion; None on a conflict."""
+        """Apply a status merge patch guarded by the job's resourceVersion; None on a conflict.
+
+        A failure that does not say whether the patch was applied (a Conflict met by the retry of
+        a write whose answer was lost, no answer, a 5xx) is read back first: a job that carries
+        the patch was written (:mod:`etctl.common._readback`), so what the reconcile did is never
+        recorded twice (a restart counted again by :meth:`record`).
+
+        Raises:
+            EtctlError: the write failed otherwise, or its outcome is unknown.
+        """
         body = {
             "metadata": {"resourceVersion": objects.resource_version(job)},
             "status": dict(patch),
@@ -129,11 +141,14 @@ class JobWriter:
             stored = await self._client.patch_status(
                 self._resource, name, body, namespace=namespace
             )
-        except Conflict:
-            log.debug("job changed while it was reconciled; trying again", name=name)
-            return None
         except NotFound:
             return None
+        except AMBIGUOUS as exc:
+            try:
+                stored = await read_back(self._client, self._resource, job, body, exc)
+            except Conflict:
+                log.debug("job changed while it was reconciled; trying again", name=name)
+                return None
         self._recent.remember(self._resource, stored)
         return stored
 

@@ -30,9 +30,11 @@ semantics:
 * **Context.** Each reconcile runs inside ``bind_context(controller, namespace, name,
   reconcile_id)``, so every line it logs names the key and the attempt.
 * **Stop.** Cancelling :meth:`run` stops handing out work, drops queued keys, lets reconciles in
-  flight finish for up to ``shutdown_grace`` seconds, then cancels what is left. No reconcile
-  starts after the stop began, and those in flight see
-  :func:`~etctl.runtime.stop_requested` turn True, so a long one can end early.
+  flight finish for up to ``shutdown_grace`` seconds, then cancels what is left (each one logs a
+  warning naming its key: ``reconcile cut short``). No reconcile starts after the stop began, and
+  those in flight see :func:`~etctl.runtime.stop_requested` turn True, so a long one can end
+  early: it should start no new act and write no new decision from then on, only complete the act
+  under way with its record.
 
 A controller runs once; a manager that regains leadership builds a new one.
 """
@@ -341,7 +343,13 @@ class Controller:
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if task is not None and task.cancelling():
-                raise  # this worker is being stopped
+                # This worker is being stopped without grace (the grace period ran out, or the
+                # lease was lost): say which reconcile was cut short, in the middle of what.
+                log.warning(
+                    "reconcile cut short: cancelled before it finished; the next run of the "
+                    "controller judges the object again"
+                )
+                raise
             # Nobody cancelled this worker: the reconciler let a stray cancellation escape. Treat
             # it as the bug it is instead of letting it end the worker silently.
             msg = "the reconciler raised CancelledError without being cancelled"

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 
+from etctl.errors import ServerError
 from etctl.runtime import CONFIGMAPS, SERVICES, objects
+from etctl.runtime._reconcile import STOPPING
+from etctl.testing import Fault
 from tests.common._harness import harness, simplejob
 from tests.common._plugins import (
     PHASEDJOBS,
@@ -73,7 +77,7 @@ async def test_a_job_runs_to_success_leader_after_workers(tmp_path: Path) -> Non
         await h.step("train")
         assert sorted(await h.pods()) == ["train-leader-0", "train-worker-0", "train-worker-1"]
         conditions = await h.conditions("train")
-        assert conditions["LeaderCreated"] == ("True", "GateOpened")
+        assert conditions["LeaderCreated"] == ("True", "PodsCreated")
         assert conditions["Running"] == ("True", "SimpleJobRunning")
         for name in ("train-worker-0", "train-worker-1", "train-leader-0"):
             await h.set_phase(name, "Succeeded", exit_code=0)
@@ -266,7 +270,7 @@ async def test_a_recorded_gate_is_reported_though_it_was_never_seen_closed(
         await h.step("train")
         assert sorted(await h.pods()) == ["train-leader-0", "train-worker-0"]
         conditions = await h.conditions("train")
-        assert conditions["LeaderCreated"] == ("True", "GateOpened")
+        assert conditions["LeaderCreated"] == ("True", "PodsCreated")
         assert "WorkerCreated" not in conditions  # not recorded: never gated
 
 
@@ -286,7 +290,7 @@ async def test_pods_created_before_a_lost_status_write_get_their_condition_next_
         )
         assert (await h.conditions("train"))["LeaderCreated"] == ("False", "WaitingForWorkers")
         await h.step("train")
-        assert (await h.conditions("train"))["LeaderCreated"] == ("True", "GateOpened")
+        assert (await h.conditions("train"))["LeaderCreated"] == ("True", "PodsCreated")
 
 
 async def test_planned_replicas_and_extended_status(tmp_path: Path) -> None:
@@ -311,3 +315,51 @@ async def test_planned_replicas_and_extended_status(tmp_path: Path) -> None:
         assert sorted(await h.pods()) == ["train-worker-5", "train-worker-6"]
         job = await h.client.get(PHASEDJOBS, "train", namespace=h.ns)
         assert job["status"]["members"] == ["train-worker-5", "train-worker-6"]
+
+
+async def test_a_create_the_stop_cut_short_is_not_recorded_as_done(tmp_path: Path) -> None:
+    async with harness(tmp_path) as h:
+        await h.submit(simplejob("train", workers=2, leader=True))
+        await h.step("train")
+        for name in ("train-worker-0", "train-worker-1"):
+            await h.set_phase(name, "Running")
+        # The workers run, so the leader's gate opens: but the controller is stopping, and no
+        # further create starts. Nothing may say the leader was created.
+        stopping = asyncio.Event()
+        stopping.set()
+        token = STOPPING.set(stopping)
+        try:
+            await h.step("train")
+        finally:
+            STOPPING.reset(token)
+        assert "train-leader-0" not in await h.pods()
+        assert (await h.conditions("train"))["LeaderCreated"] == ("False", "WaitingForWorkers")
+        # The next run creates it, and records it from the pod the create returned.
+        await h.step("train")
+        assert "train-leader-0" in await h.pods()
+        leader = (await h.pods())["train-leader-0"]
+        created = {c["type"]: c for c in (await h.job("train"))["status"]["conditions"]}
+        assert created["LeaderCreated"]["reason"] == "PodsCreated"
+        assert objects.uid(leader) in created["LeaderCreated"]["message"]
+
+
+@pytest.mark.etctl_hooks("fault injection: a refused leader create")
+async def test_a_create_the_server_refused_is_not_recorded_as_done(tmp_path: Path) -> None:
+    async with harness(tmp_path) as h:
+        await h.submit(simplejob("train", workers=1, leader=True))
+        await h.step("train")
+        await h.set_phase("train-worker-0", "Running")
+        refused = h.server.inject(
+            Fault(
+                verb="create",
+                resource="pods",
+                body_contains="train-leader-0",
+                status=500,
+                times=None,
+            )
+        )
+        with pytest.raises(ServerError):
+            await h.step("train")
+        assert refused.fired >= 1
+        assert "train-leader-0" not in await h.pods()
+        assert (await h.conditions("train"))["LeaderCreated"] == ("False", "WaitingForWorkers")

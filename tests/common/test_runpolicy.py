@@ -102,6 +102,30 @@ async def test_suspend_and_resume(tmp_path: Path) -> None:
 
 
 @pytest.mark.etctl_hooks("fault injection: a refused pod delete")
+async def test_a_job_is_said_suspended_only_once_its_pods_are_deleted(tmp_path: Path) -> None:
+    async with harness(tmp_path) as h:
+        await h.submit(simplejob("train", workers=2))
+        await h.step("train")
+        for name in ("train-worker-0", "train-worker-1"):
+            await h.set_phase(name, "Running")
+        await h.step("train")
+        job = await h.job("train")
+        job["spec"]["runPolicy"]["suspend"] = True
+        await h.client.replace(SIMPLEJOBS, job)
+        h.server.inject(Fault(verb="delete", resource="pods", status=403, times=1))
+        with pytest.raises(Forbidden):
+            await h.step("train")
+        assert len(await h.pods()) == 1  # the delete that was refused: that pod still runs
+        conditions = await h.conditions("train")
+        assert "Suspended" not in conditions
+        assert conditions["Running"] == ("True", "SimpleJobRunning")
+        # The retry deletes what is left, then says so.
+        await h.step("train")
+        assert await h.pods() == {}
+        assert (await h.conditions("train"))["Suspended"] == ("True", "SimpleJobSuspended")
+
+
+@pytest.mark.etctl_hooks("fault injection: a refused pod delete")
 async def test_a_job_failed_by_its_limits_loses_the_pods_a_refused_delete_left(
     tmp_path: Path,
 ) -> None:

@@ -23,6 +23,13 @@ Every write is guarded by the version read; a Conflict ends the reconcile quietl
 own event brings the job back. The reconcile asks to be requeued when the active scaler's timeout
 expires, so timeouts fire without polling.
 
+**Stopping** (SIGTERM, a rolling update): once the controller begins to stop
+(:func:`~etctl.runtime.stop_requested`), no new decision is written: the reconcile ends before the
+next membership write, scaler pick, transition or ``/scale`` follow-up, and logs where it paused.
+The transition under way is completed with its acts (a script whose marker is stored is sent,
+and its outcome recorded), so a decision and its act are written together or not at all; the next
+operator resumes from what is stored.
+
 Events: on the job (``ScalingStart``, ``Scaling<Dir>Succeeded``/``Failed``, ``<Kind>WorkerFailed``
 for every replacement, ``ReplicasClamped``, ``ScalerCreated``) and on the scalers (every step:
 ``ScalingStart``, ``ScriptSucceeded``, ``ScriptFailed``, ``ScaleOutTimeout``, ...). Metrics:
@@ -56,7 +63,17 @@ from etctl.common._scaling.steps import ScalerSteps
 from etctl.common._scaling.writes import GuardedWriter
 from etctl.errors import ConfigError, Conflict
 from etctl.log import get_logger
-from etctl.runtime import PODS, CacheReader, Client, Clock, ObjectView, Request, Result, objects
+from etctl.runtime import (
+    PODS,
+    CacheReader,
+    Client,
+    Clock,
+    ObjectView,
+    Request,
+    Result,
+    objects,
+    stop_requested,
+)
 
 __all__ = ["ScalingController"]
 
@@ -188,21 +205,43 @@ class ScalingController:
         active = self._active(seen)
         waits: list[float] = []
         for _ in range(_MAX_STEPS):
+            if self._stopping(seen, active):
+                return Result()
             await self._settle(seen, active)
             if active is None:
+                if self._stopping(seen, active):
+                    return Result()
                 active = await self._steps.pick(seen)
                 if active is None:
                     break
                 continue
-            transition = advance(active.scaler, seen.view, seen.now)
+            unsent = self._steps.unsent(active)
+            transition = advance(active.scaler, seen.view, seen.now, unsent=unsent)
             if transition.idle:
                 if transition.wait is not None:
                     waits.append(transition.wait)
                 break
+            if self._stopping(seen, active):
+                return Result()
             active = await self._steps.apply(seen, active, transition)
-        if active is None:
+        if active is None and not self._stopping(seen, active):
             await self._desired.sync(seen)
         return Result(requeue_after=max(min(waits), 0.001)) if waits else Result()
+
+    def _stopping(self, seen: Observation, active: ObservedScaler | None) -> bool:
+        """True once the controller stops: no new decision is written after that (logged)."""
+        if not stop_requested():
+            return False
+        scaler = active.scaler if active is not None else None
+        log.info(
+            "stopping: the scaling of the job pauses here; the next operator resumes it",
+            kind=self.kind,
+            namespace=seen.namespace,
+            name=seen.name,
+            scaler=scaler.full_name if scaler is not None else None,
+            step=scaler.status.step.value if scaler is not None and scaler.status.step else None,
+        )
+        return True
 
     # -- 2. membership
 

@@ -54,5 +54,8 @@ def scaler_changed(
         before.conditions, JobConditionType.SCRIPT_EXECUTED
     ):
         fields.update(reason=executed.reason, message=executed.message)
+        if executed.status is ConditionStatus.UNKNOWN:
+            log.info("scaler script being sent", **fields)  # its attempt marker is stored
+            return
         failed = executed.status is not ConditionStatus.TRUE
         (log.warning if failed else log.info)("scaler script ended", **fields)

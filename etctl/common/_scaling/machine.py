@@ -31,10 +31,22 @@ it applies anything else the transition asks for (new targets, the spec, the scr
 operator therefore finds every decision it acted on, and re-applying a step's action is
 idempotent (targets are set, not appended).
 
-At most once: the Script step is written before the script runs, and its outcome after. A scaler
-found in the Script step with no outcome was interrupted (the operator stopped while the script
-ran): the script is *not* run again, its outcome is unknown, and the scaler fails with reason
-``ScriptInterrupted`` (a scale-out rolls its workers back; a scale-in keeps them).
+At most once, and never judged from a guess: the Script step is written before the script runs,
+with its ``ScriptExecuted`` condition Unknown, reason ``ScriptPending`` (decided, not sent). Then
+an *attempt marker* is written, reason ``ScriptSending``, and only once it is stored is the exec
+sent; its outcome (True ``ScriptSucceeded``, False ``ScriptFailed``...) is written after. So a
+scaler found in the Script step tells what happened to it:
+
+* ``ScriptPending``: the exec was never sent (the operator stopped, or the write of the marker
+  failed): it is sent now, marker first;
+* ``ScriptSending`` with no outcome: the exec may have been sent, and the script may have run. It
+  is *not* run again, its outcome is unknown, and the scaler fails with reason
+  ``ScriptInterrupted`` (a scale-out rolls its workers back; a scale-in keeps them). The one
+  exception is the process that wrote the marker and knows it never sent the exec (the marker's
+  write failed without saying whether it was stored, and read back, was): it sends it
+  (``unsent``, :func:`advance`);
+* no ``ScriptExecuted`` at all: a Script step written by an earlier version, which sent the exec
+  right after the step; judged as ``ScriptSending``.
 
 Time: every wait that can time out returns the seconds left as ``Transition.wait``, so the
 controller requeues exactly then; nothing polls.
@@ -73,7 +85,12 @@ from etctl.common._scaling.transitions import (
     updated,
 )
 
-__all__ = ["advance", "script_finished"]
+__all__ = ["PENDING", "SENDING", "advance", "awaits_outcome", "script_finished"]
+
+PENDING = "ScriptPending"
+"""``ScriptExecuted`` Unknown: the Script step is decided and its exec not sent."""
+SENDING = "ScriptSending"
+"""``ScriptExecuted`` Unknown: the attempt marker, stored before the exec is sent."""
 
 
 # --- finishing ----------------------------------------------------------------------------------
@@ -178,14 +195,38 @@ def _after_membership(scaler: Scaler, job: JobView, now: datetime) -> Transition
         if executor is None:
             message = f"{job.title} has no running launcher to run the script {script} on"
             return _fail(scaler, job, now, "NoLauncher", message)
-        hosts = host_list(job.current, job.elasticity.slots)
-        command = script_command(
-            script, timeout=scaler.spec.timeout, env=scaler.spec.env or (), hosts=hosts
+        message = (
+            f"script {script} is to run on launcher {executor.pod} of {job.title}; not sent yet"
         )
-        run = ScriptRun(command, float(scaler.spec.timeout) + EXEC_GRACE_SECONDS)
-        status = updated(scaler.status, now, step=ScaleStep.SCRIPT)
-        return Transition(status=status, script=run)
+        pending = (JobConditionType.SCRIPT_EXECUTED, ConditionStatus.UNKNOWN, PENDING, message)
+        status = updated(scaler.status, now, step=ScaleStep.SCRIPT, conditions=[pending])
+        return Transition(status=status)
     return _next_after_script(scaler, job, now)
+
+
+def _send_script(scaler: Scaler, job: JobView, now: datetime, *, marked: bool) -> Transition:
+    """Send the script: its attempt marker first (unless ``marked``: stored), then the exec."""
+    script = scaler.spec.script
+    executor = job.elasticity.executor
+    if executor is None:
+        message = (
+            f"script {script} never started on {job.title}: it has no running launcher to run "
+            "it on; it did not run"
+        )
+        return _script_failed(scaler, job, now, "ScriptNotStarted", message)
+    hosts = host_list(job.current, job.elasticity.slots)
+    command = script_command(
+        script or "", timeout=scaler.spec.timeout, env=scaler.spec.env or (), hosts=hosts
+    )
+    run = ScriptRun(command, float(scaler.spec.timeout) + EXEC_GRACE_SECONDS)
+    if marked:
+        return Transition(script=run)
+    message = (
+        f"script {script} is being sent to launcher {executor.pod} of {job.title}; from here on "
+        "it may run, and it is never sent again"
+    )
+    sending = (JobConditionType.SCRIPT_EXECUTED, ConditionStatus.UNKNOWN, SENDING, message)
+    return Transition(status=updated(scaler.status, now, conditions=[sending]), script=run)
 
 
 def _next_after_script(
@@ -201,8 +242,9 @@ def _next_after_script(
 
 def _script_interrupted(scaler: Scaler, job: JobView, now: datetime) -> Transition:
     message = (
-        f"the operator stopped while the script {scaler.spec.script} ran on {job.title}; it is "
-        "not run again (at most once) and its outcome is unknown"
+        f"the operator stopped after it sent the script {scaler.spec.script} to {job.title} (or "
+        "began to), before its outcome was recorded; it is not run again (at most once) and its "
+        "outcome is unknown"
     )
     return _script_failed(scaler, job, now, "ScriptInterrupted", message)
 
@@ -252,8 +294,15 @@ def _finish(scaler: Scaler, job: JobView, now: datetime) -> Transition:
 # --- the machine --------------------------------------------------------------------------------
 
 
-def _script_step(scaler: Scaler, job: JobView, now: datetime) -> Transition:
-    if get_condition(scaler.status.conditions, JobConditionType.SCRIPT_EXECUTED) is None:
+def _script_step(scaler: Scaler, job: JobView, now: datetime, *, unsent: bool) -> Transition:
+    executed = get_condition(scaler.status.conditions, JobConditionType.SCRIPT_EXECUTED)
+    if executed is None:
+        return _script_interrupted(scaler, job, now)  # an earlier version's step: it may have run
+    if executed.status is ConditionStatus.UNKNOWN:
+        if executed.reason == PENDING:
+            return _send_script(scaler, job, now, marked=False)
+        if unsent:
+            return _send_script(scaler, job, now, marked=True)
         return _script_interrupted(scaler, job, now)
     return _next_after_script(scaler, job, now)
 
@@ -266,7 +315,6 @@ _STEPS = {
     ScaleStep.CREATING: _creating,
     ScaleStep.JOINING: _joining_or_draining,
     ScaleStep.DRAINING: _joining_or_draining,
-    ScaleStep.SCRIPT: _script_step,
     ScaleStep.DELETING: _draining_done,
     ScaleStep.ROLLING_BACK: _rolled_back,
     ScaleStep.FINISHING: _finish,
@@ -274,12 +322,30 @@ _STEPS = {
 }
 
 
-def advance(scaler: Scaler, job: JobView, now: datetime) -> Transition:
-    """The next transition of the job's active ``scaler`` (idle while it waits)."""
+def advance(scaler: Scaler, job: JobView, now: datetime, *, unsent: bool = False) -> Transition:
+    """The next transition of the job's active ``scaler`` (idle while it waits).
+
+    Args:
+        scaler: the active scaler.
+        job: the job.
+        now: the time.
+        unsent: the calling process wrote this scaler's attempt marker and knows it never sent
+            the exec: a marker found with no outcome is sent, not judged interrupted.
+    """
     step = scaler.status.step
     if step is None:
         return start(scaler, job, now)
+    if step is ScaleStep.SCRIPT:
+        return _script_step(scaler, job, now, unsent=unsent)
     return _STEPS[step](scaler, job, now)
+
+
+def awaits_outcome(scaler: Scaler) -> bool:
+    """In the Script step with no outcome recorded yet (pending, being sent, or from before)."""
+    status = scaler.status
+    executed = get_condition(status.conditions, JobConditionType.SCRIPT_EXECUTED)
+    unknown = executed is None or executed.status is ConditionStatus.UNKNOWN
+    return status.step is ScaleStep.SCRIPT and unknown
 
 
 def script_finished(

@@ -8,11 +8,15 @@
 * **applying** a transition of the state machine (:func:`~etctl.common._scaling.machine.advance`):
   its decision to the scaler's status first, then its targets to the job's membership, its desired
   count to the job's spec, its events; then its script on the launcher (``pods/exec``, hard
-  timeout), whose outcome is written over a fresh read of the scaler if it changed meanwhile (only
-  this reconcile knows the outcome); an exec refused before the script started (429, 5xx, no
-  connection) is tried again with backoff, since it ran nothing, while anything that may have
-  started is never repeated; a finished scaler clears the job's scaler field and turns
-  ``Scaling`` False with the outcome as reason;
+  timeout), sent only once its attempt marker is stored (the transition's status), whose outcome is
+  written over a fresh read of the scaler if it changed meanwhile (only this reconcile knows the
+  outcome); an exec refused before the script started (429, 5xx, no connection) is tried again
+  with backoff, since it ran nothing, while anything that may have started is never repeated; a
+  finished scaler clears the job's scaler field and turns ``Scaling`` False with the outcome as
+  reason. The process remembers the scalers whose marker it wrote without sending the exec (the
+  marker's write failed, so the exec was withheld): :meth:`ScalerSteps.unsent` lets it send the
+  script when it finds the marker stored after all, where any other process judges it
+  interrupted;
 * **closing**: a finished job fails its unfinished scalers (reason ``JobFinished``).
 
 Every write is guarded by the version read; a Conflict propagates to the controller, which ends
@@ -21,6 +25,7 @@ the reconcile quietly.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
@@ -31,7 +36,7 @@ from etctl.common._scaling import metrics
 from etctl.common._scaling.api import SCALEINS, SCALEOUTS, ScaleStep, phase_of
 from etctl.common._scaling.desired import DesiredCount
 from etctl.common._scaling.journal import scaler_changed
-from etctl.common._scaling.machine import script_finished
+from etctl.common._scaling.machine import awaits_outcome, script_finished
 from etctl.common._scaling.observe import Observation, ObservedScaler, parse_scaler
 from etctl.common._scaling.scaler import Direction, Note, Outcome, Scaler, ScriptRun, Transition
 from etctl.common._scaling.selection import fifo
@@ -41,6 +46,7 @@ from etctl.errors import (
     Conflict,
     EtctlError,
     ExecFailed,
+    Fenced,
     NotFound,
     RequestNotSent,
     ServerError,
@@ -99,6 +105,7 @@ class ScalerSteps:
         self._clock = clock
         self._desired = desired
         self._settle = settle
+        self._unsent: set[str] = set()  # uids of scalers whose marker was written, exec unsent
 
     async def pick(self, seen: Observation) -> ObservedScaler | None:
         """Close a finished or vanished current scaler, then make the oldest pending one active."""
@@ -157,11 +164,20 @@ class ScalerSteps:
             message=message,
         )
 
+    def unsent(self, observed: ObservedScaler) -> bool:
+        """Whether this process wrote the scaler's attempt marker and never sent its exec."""
+        return objects.uid(observed.raw) in self._unsent
+
     async def apply(
         self, seen: Observation, active: ObservedScaler, t: Transition
     ) -> ObservedScaler | None:
         """Apply transition ``t`` of the active scaler; the scaler after it, None once finished."""
         res = SCALEOUTS if active.scaler.direction is Direction.OUT else SCALEINS
+        uid = objects.uid(active.raw)
+        if t.script is not None:
+            # Until the exec goes out, this process knows it did not: a marker whose write fails
+            # below may be stored nonetheless, and then only this knowledge tells it was not sent.
+            self._unsent.add(uid)
         if t.status is not None:
             written = await self._writer.patch_status(res, active.raw, t.status.to_dict())
             scaler_changed(res.kind, active.raw, active.scaler.status, t.status, job=seen.name)
@@ -172,9 +188,13 @@ class ScalerSteps:
             await self._desired.write(seen, t.replicas)
         self._notes(seen, active, t.notes)
         if t.script is not None:
+            # The marker is stored: from here the exec and the record of its outcome go together
+            # (a stop does not cut them apart; only the grace period's end or a lost lease does).
+            self._unsent.discard(uid)
             code, detail, started = await self._run(seen, t.script)
             return await self._script_ran(seen, active, code, detail, started=started)
         if t.outcome is not None:
+            self._unsent.discard(uid)
             await self._finished(seen, active, t.outcome)
             return None
         return active
@@ -209,7 +229,7 @@ class ScalerSteps:
             except Conflict:
                 attempts -= 1
                 fresh = await self._reread(active) if attempts else None
-                if fresh is None or not _awaits_outcome(fresh.scaler):
+                if fresh is None or not awaits_outcome(fresh.scaler):
                     raise  # the outcome was written and a later write met the change, or gave up
                 active = seen.scaler_written(active, fresh.raw)
 
@@ -246,6 +266,12 @@ class ScalerSteps:
         started = self._clock.monotonic()
         give_up = started + run.timeout
         delay = _NOT_STARTED_BACKOFF
+        where = {
+            "kind": self.kind,
+            "namespace": seen.namespace,
+            "name": seen.name,
+            "launcher": executor.pod,
+        }
         try:
             while True:
                 try:
@@ -264,10 +290,7 @@ class ScalerSteps:
                         return None, str(exc), False
                     log.warning(
                         "the script's exec was refused before it started; trying again",
-                        kind=self.kind,
-                        namespace=seen.namespace,
-                        name=seen.name,
-                        launcher=executor.pod,
+                        **where,
                         error=str(exc),
                         delay=delay,
                     )
@@ -276,6 +299,21 @@ class ScalerSteps:
                     continue
                 except TransportError as exc:
                     return None, str(exc), True  # the answer was lost: it may have run
+                except Fenced:
+                    log.warning(
+                        "the lease was lost before the script's exec was sent: it did not run, "
+                        "but its attempt marker is stored, so the next leader judges it "
+                        "interrupted and does not run it",
+                        **where,
+                    )
+                    raise
+                except asyncio.CancelledError:
+                    log.warning(
+                        "the script's exec was cut short by the stop: its outcome is unknown; "
+                        "the next operator judges it interrupted and does not run it again",
+                        **where,
+                    )
+                    raise
                 break
         finally:
             elapsed = self._clock.monotonic() - started
@@ -340,13 +378,6 @@ class ScalerSteps:
 
 def _transient(exc: EtctlError) -> bool:
     return isinstance(exc, RequestNotSent | TooManyRequests | ServerError)
-
-
-def _awaits_outcome(scaler: Scaler) -> bool:
-    """In the Script step with no outcome recorded yet."""
-    status = scaler.status
-    executed = get_condition(status.conditions, JobConditionType.SCRIPT_EXECUTED)
-    return status.step is ScaleStep.SCRIPT and executed is None
 
 
 def _failed_status(observed: ObservedScaler, seen: Observation, message: str) -> dict[str, Any]:

@@ -9,6 +9,12 @@ Reads come from the informer cache, except right after this process wrote an obj
 version the cache does not show yet: acting on the older version would only produce Conflicts, so
 :class:`GuardedWriter` reads through :class:`~etctl.common._recent_writes.RecentWrites`, from the
 API server until the cache holds the version a write returned (or something newer).
+
+A write that fails without saying whether it was applied (its answer lost, so a retry met the
+write itself as a Conflict; no answer at all; a 5xx) is read back
+(:func:`~etctl.common._readback.read_back`): when the object carries it, the write succeeded and
+the caller goes on from the object read; otherwise the error stands. A decision is therefore never
+taken as unwritten while it is stored.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from etctl.common._readback import AMBIGUOUS, read_back
 from etctl.common._recent_writes import RecentWrites
 from etctl.runtime import CacheReader, Client, KubeObject, ObjectView, Resource, objects
 
@@ -56,23 +63,32 @@ class GuardedWriter:
         """Merge ``status`` into ``obj``'s status, only over the version of ``obj``.
 
         Raises:
-            Conflict: ``obj`` changed since it was read.
+            Conflict: ``obj`` changed since it was read (and does not carry the write).
+            TransportError: the write's outcome is unknown: no answer, and no read back.
         """
         patch = _guarded(obj, {"status": dict(status)})
-        written = await self._client.patch_status(
-            res, objects.name(obj), patch, namespace=objects.namespace(obj)
-        )
+        try:
+            written = await self._client.patch_status(
+                res, objects.name(obj), patch, namespace=objects.namespace(obj)
+            )
+        except AMBIGUOUS as exc:
+            written = await read_back(self._client, res, obj, patch, exc)
         return self._remember(res, written)
 
     async def patch(self, res: Resource, obj: ObjectView, patch: Mapping[str, Any]) -> KubeObject:
         """Merge ``patch`` into ``obj``, only over the version of ``obj``.
 
         Raises:
-            Conflict: ``obj`` changed since it was read.
+            Conflict: ``obj`` changed since it was read (and does not carry the write).
+            TransportError: the write's outcome is unknown: no answer, and no read back.
         """
-        written = await self._client.patch(
-            res, objects.name(obj), _guarded(obj, patch), namespace=objects.namespace(obj)
-        )
+        guarded = _guarded(obj, patch)
+        try:
+            written = await self._client.patch(
+                res, objects.name(obj), guarded, namespace=objects.namespace(obj)
+            )
+        except AMBIGUOUS as exc:
+            written = await read_back(self._client, res, obj, guarded, exc)
         return self._remember(res, written)
 
     def forget(self, res: Resource, namespace: str, name: str) -> None:

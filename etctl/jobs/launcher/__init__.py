@@ -56,7 +56,9 @@ from etctl.jobs.launcher._lifecycle import (
     DEFAULT_WORKERS_READY_TIMEOUT,
     LauncherJob,
     launcher_gate,
+    launcher_vanished,
     launcher_verdict,
+    vanished_message,
     workers_ready,
 )
 from etctl.jobs.launcher._names import LauncherNames
@@ -136,6 +138,7 @@ __all__ = [
     "launcher_role",
     "launcher_role_binding",
     "launcher_service_account",
+    "launcher_vanished",
     "launcher_verdict",
     "live_hosts",
     "member_host",
@@ -152,6 +155,7 @@ __all__ = [
     "slots_hostfile",
     "slots_per_worker",
     "ssh_secret",
+    "vanished_message",
     "worker_plan",
     "workers_ready",
     "workers_to_replace",

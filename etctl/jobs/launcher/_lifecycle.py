@@ -8,13 +8,21 @@ that ask, runs and is Ready) and is a member; meanwhile ``<Launcher>Created`` is
 ``WorkersNotReady`` and a message counting them, and the job fails with that message when the
 workers are not all up ``timeout`` seconds after the job started (or restarted).
 
-**A launcher that vanished** (created, as ``<Launcher>Created`` or the launcher's replica status
-says, and no pod any more while workers remain) is created again when the launcher's restartPolicy
-is Always; otherwise the job fails at once, reason ``<Kind>Failed`` (et-operator's rule, whatever
-phase the launcher had reached). A launcher gone together with every worker is a restart: the job
-waits for its workers again. A whole-job restart deletes the launcher on purpose, and so does a
-suspension: neither makes it vanish. A resumed job starts over (workers, then a new launcher), and
-only that launcher's vanishing fails it.
+**A launcher that vanished** (:func:`launcher_vanished`: it provably existed and there is no pod
+any more while workers remain) is created again when the launcher's restartPolicy is Always, with
+a Warning Event ``<Kind><Launcher>Vanished`` once it is; otherwise the job fails at once, reason
+``<Kind>Failed`` (et-operator's rule, whatever phase the launcher had reached). A launcher gone
+together with every worker is a restart: the job waits for its workers again. A whole-job restart
+deletes the launcher on purpose, and so does a suspension: neither makes it vanish. A resumed job
+starts over (workers, then a new launcher), and only that launcher's vanishing fails it.
+
+*Provably existed* means recorded from the launcher pod itself: ``<Launcher>Created`` True with
+reason :data:`~etctl.common.PODS_CREATED` (the job controller writes it only from a pod it created
+or found, with that pod's name and uid), or the launcher counted in the job's recorded replica
+status (a Running, Succeeded or Failed pod). The decision to create a launcher proves nothing: a
+create that failed, or that a stopping operator never sent, leaves no such record, and a job whose
+launcher was never created gets one. (Earlier versions wrote ``<Launcher>Created`` True, reason
+``GateOpened``, before the create; such a record is not taken as proof.)
 
 ``<Launcher>Created`` is derived from the world: every round that finds the launcher pod records
 it (the gate opens with ``record``, and the job controller asks the gate even when nothing is to be
@@ -44,6 +52,7 @@ from etctl.common import (
     Verdict,
     get_condition,
     is_true,
+    pods_created,
 )
 from etctl.runtime import (
     ObjectView,
@@ -58,7 +67,9 @@ __all__ = [
     "DEFAULT_WORKERS_READY_TIMEOUT",
     "LauncherJob",
     "launcher_gate",
+    "launcher_vanished",
     "launcher_verdict",
+    "vanished_message",
     "workers_ready",
 ]
 
@@ -112,7 +123,13 @@ def workers_ready(job: LauncherJob, state: JobState[Any]) -> tuple[bool, int, in
     return ready, count, len(job.targets)
 
 
-def _launcher_vanished(job: LauncherJob, state: JobState[Any]) -> bool:
+def launcher_vanished(job: LauncherJob, state: JobState[Any]) -> bool:
+    """The launcher provably existed and has no pod now, while workers remain.
+
+    Not when a whole-job restart or a suspension deleted it on purpose (see the module docstring).
+    """
+    if state.pods_of(job.launcher_type):
+        return False
     conditions = job.status.conditions
     if is_true(conditions, JobConditionType.RESTARTING):
         return False  # a whole-job restart deleted it on purpose
@@ -125,10 +142,18 @@ def _launcher_vanished(job: LauncherJob, state: JobState[Any]) -> bool:
         # Gone with every worker: a whole-job restart whose record was not written yet (or a
         # loss of everything). The job starts again rather than failing.
         return False
-    if is_true(conditions, job.created_condition):
+    if pods_created(conditions, job.launcher_type):
         return True  # created, whatever its phase was: a Pending pod is in no count
     recorded = job.status.replica_statuses.get(job.launcher_type)
     return recorded is not None and recorded.active + recorded.succeeded + recorded.failed > 0
+
+
+def vanished_message(job: LauncherJob, *, again: str) -> str:
+    """The Warning Event's message when a vanished launcher is created again (``again``: why)."""
+    return (
+        f"launcher pod {job.launcher} of {job.kind} {job.name} vanished after it was created; "
+        f"it is created again ({again})"
+    )
 
 
 def _waiting_since(job: LauncherJob, now: datetime) -> datetime:
@@ -149,10 +174,11 @@ def launcher_gate(job: LauncherJob, state: JobState[Any], *, timeout: float) -> 
         # It exists: <Launcher>Created is recorded from the world on every round, whichever
         # status write recorded it before (or was lost: a crash between the create and the write).
         return Gate.opened(record=True)
-    if _launcher_vanished(job, state):
+    if launcher_vanished(job, state):
         policy = job.launcher_restart_policy
         if policy is RestartPolicy.ALWAYS:
-            return Gate.opened(record=True)
+            again = vanished_message(job, again="its restartPolicy is Always")
+            return Gate.opened(record=True, vanished=again)
         return Gate(
             open=False,
             reason=f"{job.kind}Failed",
@@ -164,8 +190,9 @@ def launcher_gate(job: LauncherJob, state: JobState[Any], *, timeout: float) -> 
         )
     ready, up, total = workers_ready(job, state)
     if ready:
-        # <Launcher>Created is what tells a vanished Pending launcher from one never created:
-        # it must be recorded even when the round that saw the gate closed lost its status write.
+        # <Launcher>Created, written once the launcher exists, is what tells a vanished Pending
+        # launcher from one never created: it must be recorded even when the round that saw the
+        # gate closed lost its status write.
         return Gate.opened(record=True)
     what = "running and ready" if job.wait_for_ready else "running"
     return Gate(

@@ -7,9 +7,15 @@ see ``docs/jobs/mpijob.md`` for what a user sees instead). It is created (:func:
 * ``WaitForWorkersReady``, and always in kubexec mode (mpi-operator v1's ``kubectl-delivery``
   init container waited the same way): once every target worker is Running and Ready. The
   condition ``LauncherCreated`` is False meanwhile (reason ``WorkersNotReady``, a message counting
-  the ready workers) and turns True when it is created. There is no deadline, as in mpi-operator:
-  ``runPolicy.activeDeadlineSeconds`` bounds the wait when wanted. A launcher that was created
-  once is created again at once if it vanishes (a batch Job replaces a deleted pod too).
+  the ready workers). There is no deadline, as in mpi-operator:
+  ``runPolicy.activeDeadlineSeconds`` bounds the wait when wanted.
+
+Either way ``LauncherCreated`` turns True (reason ``PodsCreated``, with the pod's name and uid)
+once the launcher pod exists, never on the decision to create it. A launcher that provably existed
+(that record, or the launcher counted in the recorded replica status) and vanished while workers
+remain is created again at once (a batch Job replaces a deleted pod too), with a Warning Event
+``MPIJobLauncherVanished``; a suspension or a whole-job restart deletes it on purpose, and a
+resumed job waits for its workers again (:func:`~etctl.jobs.launcher.launcher_vanished`).
 
 **Verdict** (:func:`verdict`), from the launcher, as mpi-operator's ``updateMPIJobStatus``:
 
@@ -35,16 +41,19 @@ from etctl.common import (
     Gate,
     JobConditionType,
     JobState,
+    RestartPolicy,
     Verdict,
     is_true,
     phase_of,
 )
+from etctl.jobs.launcher import LauncherJob, launcher_vanished, vanished_message
 from etctl.jobs.mpijob._api import (
     LauncherAttachMode,
     LauncherCreationPolicy,
     MPIJob,
     MPIReplicaType,
 )
+from etctl.jobs.mpijob._names import launcher_name
 from etctl.runtime import (
     objects,
     pod_failure,
@@ -53,7 +62,14 @@ from etctl.runtime import (
     pod_running_and_ready,
 )
 
-__all__ = ["LAUNCHER_CREATED", "extra_status", "launcher_gate", "verdict", "waits_for_workers"]
+__all__ = [
+    "LAUNCHER_CREATED",
+    "extra_status",
+    "launcher_gate",
+    "launcher_job",
+    "verdict",
+    "waits_for_workers",
+]
 
 WORKER = MPIReplicaType.WORKER
 LAUNCHER = MPIReplicaType.LAUNCHER
@@ -70,17 +86,37 @@ def waits_for_workers(job: MPIJob) -> bool:
     )
 
 
+def launcher_job(job: MPIJob) -> LauncherJob:
+    """What the launcher/worker layer reads of ``job``."""
+    return LauncherJob(
+        kind="MPIJob",
+        name=job.metadata.name,
+        status=job.status,
+        targets=tuple(job.status.target_workers),
+        current=tuple(job.status.current_workers),
+        launcher=launcher_name(job.metadata.name),
+        launcher_restart_policy=RestartPolicy.ALWAYS,  # a batch Job replaces its pod
+        launcher_type=LAUNCHER,
+        worker_type=WORKER,
+        wait_for_ready=True,
+    )
+
+
 def launcher_gate(job: MPIJob, state: JobState[Any]) -> Gate:
     """Whether the launcher pod may be created now (see the module docstring)."""
-    if state.pods_of(LAUNCHER) or not waits_for_workers(job):
-        return Gate.opened()
-    if is_true(job.status.conditions, LAUNCHER_CREATED):
+    if state.pods_of(LAUNCHER):
+        return Gate.opened(record=True)
+    shared = launcher_job(job)
+    if launcher_vanished(shared, state):
+        again = vanished_message(shared, again="as the batch Job of mpi-operator would")
+        return Gate.opened(record=True, vanished=again)
+    if not waits_for_workers(job):
         return Gate.opened(record=True)
     targets = job.status.target_workers
     ready = {objects.name(p) for p in state.pods_of(WORKER) if pod_running_and_ready(p)}
     up = sum(1 for name in targets if name in ready)
     if targets and up == len(targets):
-        return Gate.opened(record=True)
+        return Gate.opened(record=True)  # recorded once the launcher pod exists
     return Gate(
         open=False,
         reason="WorkersNotReady",

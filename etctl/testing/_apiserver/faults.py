@@ -1,12 +1,15 @@
 """Fault injection: make chosen requests fail, stall, or have their watch cut.
 
-A :class:`Fault` matches requests by verb, resource, namespace, name, subresource and query text
-(unset means any) and fires a number of times (``times``, or forever with None). When it fires
-it may wait (``delay``, on the server's clock), then either answer with an error ``Status``
+A :class:`Fault` matches requests by verb, resource, namespace, name, subresource, query text and
+body text (unset means any) and fires a number of times (``times``, or forever with None). When it
+fires it may wait (``delay``, on the server's clock), then either answer with an error ``Status``
 (``status``, ``reason``, ``message``), cut a watch (``drop_watch``: the stream ends at once, as
 when a connection drops), or end a watch with a 410 ``Expired`` ERROR event (``expire_watch``). A
-fault with only a delay lets the request proceed afterwards. The injector can also pause the whole
-server: every request waits until it is resumed.
+fault with only a delay lets the request proceed afterwards. A fault may also act *after* the
+request was served, which is what makes an answer ambiguous: its write is committed, and then the
+answer waits (``answer_delay``) or never comes (``drop_answer``: the connection is closed without
+one, as a reset after the server acted). The injector can also pause the whole server: every
+request waits until it is resumed.
 
 Faults are checked in the order they were added; the first that matches and has firings left
 wins.
@@ -63,6 +66,8 @@ class Fault:
         query_contains: query parameters the request must carry, each as text its values
             (joined with spaces) contain: ``{"command": "scale.sh"}`` picks the execs that run
             that script out of all the execs into a pod.
+        body_contains: text the request's body must contain (a create names its object in its
+            body, and a status patch says what it records there).
         times: how many requests it fires for; None for every one until removed.
         status: the HTTP status to answer with (None: no error).
         reason: the Status reason (derived from ``status`` when empty).
@@ -70,6 +75,9 @@ class Fault:
         delay: seconds (of the server's clock) to wait before answering or proceeding.
         drop_watch: end a watch stream at once with no event.
         expire_watch: end a watch stream with a 410 Expired ERROR event.
+        answer_delay: seconds (of the server's clock) to hold the answer of a request that was
+            served (its write is committed).
+        drop_answer: close the connection instead of answering a request that was served.
     """
 
     verb: str | None = None
@@ -78,6 +86,7 @@ class Fault:
     name: str | None = None
     subresource: str | None = None
     query_contains: Mapping[str, str] | None = None
+    body_contains: str | None = None
     times: int | None = 1
     status: int | None = None
     reason: str = ""
@@ -85,16 +94,23 @@ class Fault:
     delay: float = 0.0
     drop_watch: bool = False
     expire_watch: bool = False
+    answer_delay: float = 0.0
+    drop_answer: bool = False
     fired: int = field(default=0, init=False)
 
-    def matches(self, info: RequestInfo, query: QueryValues | None = None) -> bool:
+    def matches(
+        self, info: RequestInfo, query: QueryValues | None = None, body: bytes = b""
+    ) -> bool:
         """Whether the fault applies to a request (ignoring how many firings remain).
 
         Args:
             info: what the request's path names.
             query: the request's values of a query parameter (none when not given).
+            body: the request's body (read only when some fault looks into bodies).
         """
         if not info.resource_request:
+            return False
+        if self.body_contains is not None and self.body_contains.encode() not in body:
             return False
         for key, text in (self.query_contains or {}).items():
             values = query(key) if query is not None else ()
@@ -157,10 +173,17 @@ class FaultInjector:
     def __len__(self) -> int:
         return len(self._faults)
 
-    def take(self, info: RequestInfo, query: QueryValues | None = None) -> Fault | None:
+    @property
+    def reads_bodies(self) -> bool:
+        """True when some fault matches on the request body (so the body must be read first)."""
+        return any(fault.body_contains is not None for fault in self._faults)
+
+    def take(
+        self, info: RequestInfo, query: QueryValues | None = None, body: bytes = b""
+    ) -> Fault | None:
         """The fault that fires for this request, counting the firing; None if none does."""
         for fault in self._faults:
-            if not fault.exhausted and fault.matches(info, query):
+            if not fault.exhausted and fault.matches(info, query, body):
                 fault.fired += 1
                 if fault.times is not None and fault.fired >= fault.times:
                     self._faults.remove(fault)

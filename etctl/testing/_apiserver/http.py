@@ -181,16 +181,7 @@ class HttpApi:
                 user = self.guard.authenticate(request.headers.get("Authorization"))
                 record.user = user.name
                 self.guard.authorize(user, info, request.path, query)
-            if self.faults.paused:
-                await self.faults.wait_running()
-            fault = self.faults.take(info, lambda key: query.getall(key, []))
-            if fault is not None and fault.delay > 0:
-                await self.clock.sleep(fault.delay)
-            if fault is not None:
-                error = fault.error()
-                if error is not None:
-                    raise error
-            response = await self._dispatch(request, info, record, fault, user)
+            response = await self._serve(request, info, record, user)
         except ApiError as error:
             response = error_response(error)
         except web.HTTPException:
@@ -210,6 +201,40 @@ class HttpApi:
         if not record.code:
             record.code = response.status
         return response
+
+    async def _serve(
+        self, request: web.Request, info: RequestInfo, record: RequestRecord, user: UserInfo
+    ) -> web.StreamResponse:
+        """Serve the request with the injected faults that match it (see ``faults``)."""
+        if self.faults.paused:
+            await self.faults.wait_running()
+        reads = self.faults.reads_bodies and request.can_read_body
+        body = await verbs.keep_body(request, read=reads)
+        query = request.rel_url.query
+        fault = self.faults.take(info, lambda key: query.getall(key, []), body)
+        if fault is None:
+            return await self._dispatch(request, info, record, None, user)
+        if fault.delay > 0:
+            await self.clock.sleep(fault.delay)
+        error = fault.error()
+        if error is not None:
+            raise error
+        response = await self._dispatch(request, info, record, fault, user)
+        if fault.answer_delay > 0:
+            await self.clock.sleep(fault.answer_delay)
+        if fault.drop_answer:
+            return self._drop(request, record, response)
+        return response
+
+    def _drop(
+        self, request: web.Request, record: RequestRecord, response: web.StreamResponse
+    ) -> web.StreamResponse:
+        """Close the connection of a served request instead of answering it (a dropped answer)."""
+        record.code = response.status
+        record.dropped = True
+        if request.transport is not None:
+            request.transport.abort()
+        return response  # written to nobody: the connection is gone
 
     async def _dispatch(
         self,

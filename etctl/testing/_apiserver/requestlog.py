@@ -36,6 +36,8 @@ class RequestRecord:
         field_manager: the ``fieldManager`` query parameter.
         user: the authenticated user when the server enforces RBAC (``""`` otherwise, and for a
             request that failed authentication).
+        dropped: the request was served and its answer dropped (an injected fault): ``code`` is
+            the answer the client never got.
     """
 
     method: str
@@ -51,6 +53,7 @@ class RequestRecord:
     user_agent: str = ""
     field_manager: str = ""
     user: str = ""
+    dropped: bool = False
 
 
 class RequestLog:

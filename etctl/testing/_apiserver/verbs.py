@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Mapping
+from contextvars import ContextVar
 from typing import Any
 
 import yaml
@@ -52,6 +53,7 @@ __all__ = [
     "delete",
     "delete_collection",
     "delete_options",
+    "keep_body",
     "patch",
     "read_body",
     "read_raw",
@@ -60,12 +62,26 @@ __all__ = [
 ]
 
 
+# The body of the request being served, once read (a fault looked into it): a body is a stream,
+# read once. Set (or cleared) by the HTTP layer as each request starts (keep_body).
+_RAW_BODY: ContextVar[bytes | None] = ContextVar("etctl_raw_body", default=None)
+
+
+async def keep_body(request: web.Request, *, read: bool) -> bytes:
+    """Start serving ``request``: its body, read now and kept for the verb (``read``), or b""."""
+    _RAW_BODY.set(None)
+    return await read_raw(request) if read else b""
+
+
 async def read_raw(request: web.Request) -> bytes:
     """The request body, read up to the server's body limit.
 
     Raises:
         etctl.errors.RequestEntityTooLarge: the body is longer than the limit.
     """
+    cached = _RAW_BODY.get()
+    if cached is not None:
+        return cached
     limit = request.app.get(BODY_LIMIT, MAX_REQUEST_BODY_BYTES)
     declared = request.content_length
     if declared is not None and declared > limit:
@@ -73,6 +89,7 @@ async def read_raw(request: web.Request) -> bytes:
     try:
         await request.content.readexactly(limit + 1)
     except asyncio.IncompleteReadError as short:
+        _RAW_BODY.set(short.partial)
         return short.partial
     raise request_entity_too_large(limit)
 

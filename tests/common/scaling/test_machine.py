@@ -8,7 +8,7 @@ from datetime import timedelta
 from etctl.common import ConditionStatus, get_condition
 from etctl.common._scaling.api import ScaleStep
 from etctl.common._scaling.machine import advance, script_finished
-from etctl.common._scaling.scaler import Outcome, Transition
+from etctl.common._scaling.scaler import JobView, Outcome, Scaler, Transition
 from tests.common.scaling._views import (
     T0,
     all_running,
@@ -196,9 +196,20 @@ def test_script_runs_once_with_the_new_hosts() -> None:
     s, j = apply(s, j, advance(s, j, T0))
     assert s.status.step is ScaleStep.JOINING
     j = dataclasses.replace(j, current=(*j.targets,))
+    # The decision: the Script step, its script pending (not sent).
     t = advance(s, j, T0 + timedelta(seconds=1))
     assert t.status is not None
     assert t.status.step is ScaleStep.SCRIPT
+    assert t.script is None
+    s, j = apply(s, j, t)
+    assert condition(s, "ScriptExecuted") == (ConditionStatus.UNKNOWN, "ScriptPending")
+    # Then the attempt marker, written before the exec it comes with.
+    t = advance(s, j, T0 + timedelta(seconds=1))
+    assert t.status is not None
+    assert condition(s.with_status(t.status), "ScriptExecuted") == (
+        ConditionStatus.UNKNOWN,
+        "ScriptSending",
+    )
     assert t.script is not None
     assert t.script.timeout == 40
     assert t.script.command[2] == (
@@ -212,13 +223,36 @@ def test_script_runs_once_with_the_new_hosts() -> None:
     assert s.status.step is ScaleStep.FINISHING
 
 
-def test_an_interrupted_script_is_not_run_again() -> None:
+def script_step() -> tuple[Scaler, JobView]:
+    """A scale-in in its Script step, pending (decided, never sent)."""
     s, j = scale_in(names=["j-worker-2"], script="/s.sh"), job()
     s, j = apply(s, j, advance(s, j, T0))
     j = dataclasses.replace(j, current=("j-worker-0", "j-worker-1"))
     t = advance(s, j, T0)
+    assert t.script is None
+    s, j = apply(s, j, t)
+    assert s.status.step is ScaleStep.SCRIPT
+    return s, j
+
+
+def test_a_script_decided_but_never_sent_is_sent() -> None:
+    s, j = script_step()
+    # The operator stopped after the decision, before the marker: the script never left.
+    t = advance(s, j, T0 + timedelta(seconds=30))
     assert t.script is not None
-    # The Script step was written; the operator stopped before the outcome was.
+    assert t.outcome is None
+    assert t.status is not None
+    assert condition(s.with_status(t.status), "ScriptExecuted") == (
+        ConditionStatus.UNKNOWN,
+        "ScriptSending",
+    )
+
+
+def test_an_interrupted_script_is_not_run_again() -> None:
+    s, j = script_step()
+    t = advance(s, j, T0)
+    assert t.script is not None
+    # The marker was written; the operator stopped before the outcome was.
     s, j = apply(s, j, dataclasses.replace(t, script=None))
     t = advance(s, j, T0 + timedelta(seconds=30))
     assert t.script is None
@@ -229,6 +263,43 @@ def test_an_interrupted_script_is_not_run_again() -> None:
     assert "j-worker-2" in j.targets
 
 
+def test_the_process_that_withheld_the_exec_sends_it_after_all() -> None:
+    s, j = script_step()
+    t = advance(s, j, T0)
+    s, j = apply(s, j, dataclasses.replace(t, script=None))
+    # Its marker write failed (and was stored after all): this process knows it sent nothing.
+    t = advance(s, j, T0 + timedelta(seconds=1), unsent=True)
+    assert t.script is not None
+    assert t.status is None  # the marker is stored already
+    assert t.outcome is None
+
+
+def test_a_script_step_of_an_earlier_version_may_have_run() -> None:
+    s, j = script_step()
+    # An earlier version wrote the step without ScriptExecuted and sent the exec right after.
+    legacy = [c for c in s.status.conditions if c.type != "ScriptExecuted"]
+    s = s.with_status(s.status.model_copy(update={"conditions": legacy}))
+    t = advance(s, j, T0 + timedelta(seconds=1))
+    assert t.script is None
+    assert t.outcome is Outcome.FAILED
+    s, j = apply(s, j, t)
+    assert condition(s, "ScriptExecuted") == (ConditionStatus.FALSE, "ScriptInterrupted")
+
+
+def test_a_script_whose_launcher_went_before_it_was_sent_never_ran() -> None:
+    s, j = script_step()
+    t = advance(
+        s, dataclasses.replace(j, elasticity=dataclasses.replace(j.elasticity, executor=None)), T0
+    )
+    assert t.script is None
+    assert t.outcome is Outcome.FAILED
+    assert t.status is not None
+    assert condition(s.with_status(t.status), "ScriptExecuted") == (
+        ConditionStatus.FALSE,
+        "ScriptNotStarted",
+    )
+
+
 def test_a_failed_script_rolls_a_scale_out_back() -> None:
     s, j = scale_out(1, script="/s.sh"), job()
     s, j = apply(s, j, advance(s, j, T0))
@@ -237,6 +308,7 @@ def test_a_failed_script_rolls_a_scale_out_back() -> None:
     j = dataclasses.replace(j, current=j.targets)
     s, j = apply(s, j, advance(s, j, T0))
     assert s.status.step is ScaleStep.SCRIPT
+    s, j = apply(s, j, dataclasses.replace(advance(s, j, T0), script=None))
     t = script_finished(s, j, T0, exit_code=3, detail="boom")
     assert t.status is not None
     assert t.status.step is ScaleStep.ROLLING_BACK

@@ -125,7 +125,7 @@ async def test_a_second_kind_runs_scales_and_heals_on_the_shared_layer(tmp_path:
         env.server.storage.create(ELASTICJOBS, copy.deepcopy(elasticjob()), namespace=NS)
         await eventually(lambda: env.running(LAUNCHER))
         await eventually(lambda: condition(env, "Running") == ("True", "ElasticJobRunning"))
-        assert condition(env, "LauncherCreated") == ("True", "GateOpened")
+        assert condition(env, "LauncherCreated") == ("True", "PodsCreated")
         await eventually(lambda: status(env).get("activeMembers") == [w(0), w(1)])
         # Its own fields, not et-operator's.
         assert status(env)["memberPods"] == [w(0), w(1)]

@@ -60,7 +60,9 @@ def test_a_kind_may_wait_for_ready_workers() -> None:
 
 
 def test_reasons_and_messages_are_the_kinds() -> None:
-    created = {"conditions": [{"type": "LauncherCreated", "status": "True"}]}
+    created = {
+        "conditions": [{"type": "LauncherCreated", "status": "True", "reason": "PodsCreated"}]
+    }
     gate = launcher_gate(job(created), state([pod("pi-worker-0")]), timeout=60)
     assert (gate.open, gate.reason) == (False, "MPIJobFailed")
     assert gate.message.startswith("launcher pod pi-launcher of MPIJob pi vanished")
@@ -75,7 +77,7 @@ def test_a_suspension_or_a_restart_does_not_make_it_vanish() -> None:
     for held in ("Suspended", "Restarting"):
         status = {
             "conditions": [
-                {"type": "LauncherCreated", "status": "True"},
+                {"type": "LauncherCreated", "status": "True", "reason": "PodsCreated"},
                 {"type": held, "status": "True"},
             ]
         }

@@ -171,7 +171,7 @@ async def test_the_launcher_waits_for_ready_workers_when_asked(
         assert f"{job}-launcher" not in env.pods()
         await env.clock.advance(30)
         await eventually(lambda: env.running(f"{job}-launcher"))
-        await eventually(lambda: env.condition(job, "LauncherCreated") == ("True", "GateOpened"))
+        await eventually(lambda: env.condition(job, "LauncherCreated") == ("True", "PodsCreated"))
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ does not own must not have been written to; and deleting the job must leave no p
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,7 @@ TARGETS = (
 )
 WATCHED = ("pods", "trainingjobs", "scaleouts", "scaleins", "configmaps", "services")
 SEEDS = range(5)
+UID = re.compile(r"\(uid [0-9a-f-]+\)")
 LABELS = {
     "training.kubeflow.org/job-name": JOB,
     "training.kubeflow.org/operator-name": "etctl",
@@ -87,14 +89,14 @@ class Outcome:
 
 
 def timeless(status: dict[str, Any]) -> dict[str, Any]:
-    """A status without its timestamps and recorded resourceVersions (both differ by run)."""
+    """A status without its timestamps, recorded resourceVersions and uids (they differ by run)."""
     kept = {
         k: v
         for k, v in status.items()
         if not k.endswith("Time") and not k.endswith("ResourceVersion")
     }
     kept["conditions"] = [
-        (c["type"], c["status"], c.get("reason", ""), c.get("message", ""))
+        (c["type"], c["status"], c.get("reason", ""), UID.sub("(uid)", c.get("message", "")))
         for c in status.get("conditions", [])
     ]
     return kept

@@ -62,7 +62,7 @@ async def test_a_launcher_the_status_lost_is_recorded_and_its_vanishing_fails_th
         async with operator(env):
             env.apply(example())
             await eventually(lambda: env.pods().get(LAUNCHER) == "Pending")
-            await eventually(lambda: env.condition("LauncherCreated") == ("True", "GateOpened"))
+            await eventually(lambda: env.condition("LauncherCreated") == ("True", "PodsCreated"))
         # The operator is gone; the status it wrote after creating the launcher is lost.
         forget_the_launcher(env, before)
         assert env.condition("LauncherCreated") == (
@@ -71,7 +71,7 @@ async def test_a_launcher_the_status_lost_is_recorded_and_its_vanishing_fails_th
         launcher = objects.uid(env.get(PODS, LAUNCHER) or {})
         async with operator(env) as manager:
             await eventually(manager.cache.has_synced)
-            await eventually(lambda: env.condition("LauncherCreated") == ("True", "GateOpened"))
+            await eventually(lambda: env.condition("LauncherCreated") == ("True", "PodsCreated"))
             await wait_idle(env.server, manager)
             assert objects.uid(env.get(PODS, LAUNCHER) or {}) == launcher
             # Afterwards the launcher vanishes: the job fails, no new launcher is made.

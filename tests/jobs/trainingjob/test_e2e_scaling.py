@@ -421,7 +421,8 @@ async def test_a_script_exec_refused_for_good_fails_the_scaler_as_never_started(
         ("info", "scaler adopted", None, "Adopted"),
         ("info", "scaler step changed", "Creating", "ScalingStart"),
         ("info", "scaler step changed", "Joining", "ScalingStart"),
-        ("info", "scaler step changed", "Script", "ScalingStart"),
+        ("info", "scaler step changed", "Script", "ScriptPending"),
+        ("info", "scaler script being sent", "Script", "ScriptSending"),
         ("warning", "scaler step changed", "RollingBack", "ScriptNotStarted"),
         ("warning", "scaler failed", "Done", "ScriptNotStarted"),
     ], "\n".join(map(str, lines))

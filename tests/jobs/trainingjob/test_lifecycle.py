@@ -46,7 +46,9 @@ def test_a_vanished_launcher_fails_the_job_unless_always() -> None:
     document = job_document(status=recorded)
     document["spec"]["etReplicaSpecs"]["launcher"]["restartPolicy"] = "Always"
     always = parse(document)
-    assert launcher_gate(always, state(always, workers=WORKERS), timeout=600).open
+    again = launcher_gate(always, state(always, workers=WORKERS), timeout=600)
+    assert again.open
+    assert "tj-launcher of TrainingJob tj vanished" in again.vanished
 
 
 def test_a_launcher_created_then_gone_before_it_ran_fails_the_job() -> None:
@@ -55,13 +57,27 @@ def test_a_launcher_created_then_gone_before_it_ran_fails_the_job() -> None:
     created = {
         **MEMBERS,
         "replicaStatuses": {"Launcher": {}},
-        "conditions": [{"type": "LauncherCreated", "status": "True", "reason": "GateOpened"}],
+        "conditions": [{"type": "LauncherCreated", "status": "True", "reason": "PodsCreated"}],
     }
     job = parse(job_document(status=created))
     gate = launcher_gate(job, state(job, workers=WORKERS), timeout=600)
     assert not gate.open
     assert gate.fail_at == NOW
     assert "vanished" in gate.message
+
+
+def test_a_launcher_only_decided_on_is_created_not_judged_vanished() -> None:
+    # Earlier versions wrote LauncherCreated (GateOpened) when the gate opened, before the create:
+    # a create cut short by a stop left that record and no pod. It proves nothing.
+    decided = {
+        **MEMBERS,
+        "replicaStatuses": {"Launcher": {}},
+        "conditions": [{"type": "LauncherCreated", "status": "True", "reason": "GateOpened"}],
+    }
+    job = parse(job_document(status=decided))
+    gate = launcher_gate(job, state(job, workers=WORKERS), timeout=600)
+    assert gate.open
+    assert not gate.vanished
 
 
 def test_after_a_whole_job_restart_the_launcher_waits_again() -> None:
@@ -88,7 +104,7 @@ def test_a_launcher_deleted_by_a_suspension_did_not_vanish() -> None:
     suspended = {
         **MEMBERS,
         "conditions": [
-            {"type": "LauncherCreated", "status": "True", "reason": "GateOpened"},
+            {"type": "LauncherCreated", "status": "True", "reason": "PodsCreated"},
             {"type": "Suspended", "status": "True", "reason": "TrainingJobSuspended"},
         ],
     }

@@ -77,6 +77,40 @@ async def test_faults_match_on_text_in_the_query(api: Api, server: ApiServer) ->
     assert (await api.get(CM, params={"labelSelector": "x,team=b"})).status == 503
 
 
+async def test_faults_match_on_text_in_the_body(api: Api, server: ApiServer) -> None:
+    fault = server.inject(Fault(verb="create", body_contains='"bee"', status=500))
+    assert (await api.post(CM, configmap("a"))).status == 201  # the body is read only once
+    assert (await api.post(CM, configmap("bee"))).status == 500
+    assert fault.fired == 1
+    assert (await api.get(f"{CM}/a")).body["data"] == configmap("a")["data"]
+
+
+async def test_a_dropped_answer_comes_after_the_write(api: Api, server: ApiServer) -> None:
+    created = await api.create(CM, configmap("a"))
+    server.inject(Fault(verb="patch", resource="configmaps", name="a", drop_answer=True))
+    guarded = {"metadata": {"resourceVersion": created["metadata"]["resourceVersion"]}}
+    with pytest.raises(aiohttp.ClientError):
+        await api.patch(f"{CM}/a", {**guarded, "data": {"k": "written"}})
+    # The write was committed before the answer was dropped: a retry meets it as a Conflict.
+    assert (await api.get(f"{CM}/a")).body["data"] == {"k": "written"}
+    assert (await api.patch(f"{CM}/a", {**guarded, "data": {"k": "again"}})).status == 409
+    record = next(r for r in server.requests if r.verb == "patch")
+    assert (record.code, record.dropped) == (200, True)
+
+
+async def test_a_held_answer_comes_after_the_write(
+    api: Api, server: ApiServer, clock: FakeClock
+) -> None:
+    server.inject(Fault(verb="create", resource="configmaps", answer_delay=10))
+    request = asyncio.create_task(api.post(CM, configmap("a")), name="held-answer")
+    await clock.settle()
+    await asyncio.sleep(0.05)
+    assert not request.done()
+    assert (await api.get(f"{CM}/a")).status == 200  # committed; only its answer waits
+    await clock.advance(10)
+    assert (await asyncio.wait_for(request, 5)).status == 201
+
+
 async def test_a_delay_uses_the_server_clock(api: Api, server: ApiServer, clock: FakeClock) -> None:
     server.inject(Fault(verb="list", resource="configmaps", delay=10))
     request = asyncio.create_task(api.get(CM), name="delayed-list")
