@@ -363,3 +363,27 @@ async def test_a_create_the_server_refused_is_not_recorded_as_done(tmp_path: Pat
         assert refused.fired >= 1
         assert "train-leader-0" not in await h.pods()
         assert (await h.conditions("train"))["LeaderCreated"] == ("False", "WaitingForWorkers")
+
+
+@pytest.mark.etctl_hooks("fault injection: a status write committed and its answer dropped")
+async def test_a_restart_whose_status_answer_was_lost_is_counted_once(tmp_path: Path) -> None:
+    async with harness(tmp_path) as h:
+        await h.submit(simplejob("train", workers=1, restart="OnFailure"))
+        await h.step("train")
+        await h.set_phase("train-worker-0", "Failed", exit_code=1)
+        # The status write recording the restart is committed; its answer is lost, so the
+        # client's retry meets that very write as a Conflict.
+        lost = h.server.inject(
+            Fault(
+                verb="patch",
+                resource="simplejobs",
+                subresource="status",
+                body_contains='"restartCount":1',
+                drop_answer=True,
+            )
+        )
+        await h.step("train")
+        assert lost.fired == 1
+        assert (await h.job("train"))["status"]["restartCount"] == 1
+        await h.step("train")
+        assert (await h.job("train"))["status"]["restartCount"] == 1

@@ -195,6 +195,33 @@ async def test_clean_pod_policy_applies_when_the_launcher_finishes(
         await eventually(lambda: sorted(env.pods()) == left)
 
 
+@pytest.mark.parametrize(
+    "document",
+    [example("pi.yaml"), wait_for_ready(example("pi.yaml"))],
+    ids=["AtStartup", "WaitForWorkersReady"],
+)
+async def test_a_vanished_launcher_is_created_again_with_a_warning(
+    tmp_path: Path, document: dict[str, Any]
+) -> None:
+    async with cluster(tmp_path) as env, operator(env):
+        env.apply(document)
+        await eventually(lambda: env.running("pi-worker-0", "pi-worker-1", "pi-launcher"))
+        await eventually(lambda: env.condition("pi", "LauncherCreated") == ("True", "PodsCreated"))
+        first = env.pod("pi-launcher")["metadata"]["uid"]
+        env.server.storage.delete(PODS, "pi-launcher", namespace=NS)
+        await eventually(
+            lambda: env.get(PODS, "pi-launcher") not in (None, {})
+            and env.pod("pi-launcher")["metadata"]["uid"] != first
+        )
+        await eventually(lambda: len(env.events("MPIJobLauncherVanished")) == 1)
+        (event,) = env.events("MPIJobLauncherVanished")
+        assert event["type"] == "Warning"
+        assert event["message"].startswith(
+            "launcher pod pi-launcher of MPIJob pi vanished after it was created; it is created "
+            "again"
+        )
+
+
 async def test_a_failed_launcher_fails_the_job(tmp_path: Path) -> None:
     async with cluster(tmp_path) as env, operator(env):
         env.apply(example("tensorflow-mnist-elastic.yaml"))  # v1: the launcher runs Never

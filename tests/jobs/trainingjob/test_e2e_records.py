@@ -15,7 +15,7 @@ import pytest
 
 from etctl.jobs.trainingjob._api import TRAININGJOBS
 from etctl.runtime import PODS, objects
-from etctl.testing import Behaviour, PodPolicy, wait_idle
+from etctl.testing import Behaviour, Fault, PodPolicy, wait_idle
 from tests.jobs.trainingjob._operator import (
     JOB,
     LAUNCHER,
@@ -82,3 +82,48 @@ async def test_a_launcher_the_status_lost_is_recorded_and_its_vanishing_fails_th
         failed = next(c for c in env.status()["conditions"] if c["type"] == "Failed")
         assert f"launcher pod {LAUNCHER} of TrainingJob {JOB} vanished" in failed["message"]
         assert LAUNCHER not in env.pods()
+
+
+async def test_a_launcher_only_decided_on_is_created_and_the_job_runs(tmp_path: Path) -> None:
+    # An operator of an earlier version opened the gate, wrote LauncherCreated (GateOpened), and
+    # stopped before it sent the create: the status says created, and there is no launcher.
+    async with cluster(tmp_path) as env:
+        refused = env.server.inject(
+            Fault(verb="create", resource="pods", body_contains=LAUNCHER, status=403, times=None)
+        )
+        async with operator(env):
+            env.apply(example())
+            await eventually(lambda: refused.fired > 0)
+            await eventually(lambda: env.status().get("currentWorkers") is not None)
+        env.server.faults.remove(refused)
+        assert LAUNCHER not in env.pods()
+        assert env.condition("LauncherCreated") != ("True", "PodsCreated")
+        job = env.job()
+        status = job["status"]
+        kept = [c for c in status["conditions"] if c["type"] != "LauncherCreated"]
+        decided = {"type": "LauncherCreated", "status": "True", "reason": "GateOpened"}
+        status["conditions"] = [*kept, decided]
+        env.server.storage.update(TRAININGJOBS, job, namespace=NS, subresource="status")
+        async with operator(env):
+            await eventually(lambda: env.running(LAUNCHER))
+            await eventually(lambda: env.condition("Running") == ("True", "TrainingJobRunning"))
+        assert env.condition("Failed") is None
+
+
+async def test_a_vanished_launcher_created_again_is_a_warning(tmp_path: Path) -> None:
+    document = example()
+    document["spec"]["etReplicaSpecs"]["launcher"]["restartPolicy"] = "Always"
+    async with cluster(tmp_path) as env, operator(env):
+        env.apply(document)
+        await eventually(lambda: env.running(LAUNCHER))
+        first = objects.uid(env.get(PODS, LAUNCHER) or {})
+        env.server.storage.delete(PODS, LAUNCHER, namespace=NS)
+        await eventually(lambda: objects.uid(env.get(PODS, LAUNCHER) or {}) not in ("", first))
+        await eventually(lambda: len(env.events("TrainingJobLauncherVanished")) == 1)
+        (event,) = env.events("TrainingJobLauncherVanished")
+        assert event["type"] == "Warning"
+        assert event["message"] == (
+            f"launcher pod {LAUNCHER} of TrainingJob {JOB} vanished after it was created; it is "
+            "created again (its restartPolicy is Always)"
+        )
+        assert env.condition("Failed") is None

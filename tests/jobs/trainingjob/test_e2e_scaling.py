@@ -448,3 +448,38 @@ async def _refused_for_good(tmp_path: Path) -> None:
         assert outcome(done)[:2] == ("ScaleFailed", "ScriptNotStarted")
         runs = await env.client.exec(NS, LAUNCHER, ["cat", "/scripts/runs"], timeout=10)
         assert runs.exit_code != 0  # the script never ran: no file
+
+
+@pytest.mark.parametrize(
+    "dropped",
+    [
+        pytest.param('"step":"Script"', id="the-step"),
+        pytest.param("ScriptSending", id="the-attempt-marker"),
+    ],
+)
+async def test_a_script_step_whose_answer_was_lost_still_runs_the_script_once(
+    tmp_path: Path, dropped: str
+) -> None:
+    async with cluster(tmp_path) as env, operator(env):
+        await started(env)
+        await install_script(env)
+        # The server commits the write that records the step (its decision, or the attempt
+        # marker before the exec) and drops the answer: the client's retry meets a Conflict.
+        lost = env.server.inject(
+            Fault(
+                verb="patch",
+                resource="scaleouts",
+                subresource="status",
+                body_contains=dropped,
+                drop_answer=True,
+            )
+        )
+        env.apply(example("scale-out-script.yaml"))
+        done = await finished(env, SCALEOUTS, "elastic-training-scaleout-script")
+        assert lost.fired == 1
+        assert outcome(done)[:2] == ("ScaleSucceeded", "ScalingOutSucceeded")
+        executed = next(c for c in done["conditions"] if c["type"] == "ScriptExecuted")
+        assert (executed["status"], executed["reason"]) == ("True", "ScriptSucceeded")
+        runs = await env.client.exec(NS, LAUNCHER, ["cat", "/scripts/runs"], timeout=10)
+        assert runs.stdout.decode().count("\n") == 1  # exactly once
+        assert set(done["addPods"]) <= set(env.status()["targetWorkers"])  # not rolled back
