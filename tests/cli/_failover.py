@@ -17,15 +17,17 @@ took and every write the deposed leader sent after it (which must be none).
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
+import socket
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from etctl.common import crd_manifest
+from etctl.common import CustomResource, crd_manifest
 from etctl.jobs.tfjob._api import TFJOB, TFJOBS
 from etctl.runtime import NAMESPACES, PODS
 from etctl.testing import ApiServer, AuthConfig, Fault, KubeletConfig, RequestRecord
@@ -61,10 +63,22 @@ class Replica:
     user: str
     process: asyncio.subprocess.Process
     log: Path
+    probe_port: int | None = None
+    """Where its ``/healthz`` and ``/readyz`` are served (None: not served)."""
 
     @property
     def pid(self) -> int:
         return self.process.pid
+
+    def lines(self) -> list[dict[str, Any]]:
+        """Its JSON log lines so far."""
+        found = []
+        for line in self.log.read_text(errors="replace").splitlines():
+            try:
+                found.append(json.loads(line))
+            except ValueError:
+                continue  # a traceback or a line cut by a kill
+        return found
 
 
 @dataclass
@@ -93,23 +107,38 @@ class Drill:
     """
 
     def __init__(
-        self, server: ApiServer, workdir: Path, *, lease: tuple[float, float, float]
+        self,
+        server: ApiServer,
+        workdir: Path,
+        *,
+        lease: tuple[float, float, float],
+        jobs: str = "tfjob",
     ) -> None:
         self.server = server
         self.workdir = workdir
         self.lease_duration, self.renew_deadline, self.retry_period = lease
+        self.jobs = jobs
         self.replicas: dict[str, Replica] = {}
         self._jobs = 0
         self._tokens = 0
 
-    async def start(self, user: str) -> Replica:
-        """Start (or restart) the replica named ``user``."""
+    async def start(self, user: str, *, leader_elect: bool = True, probes: bool = False) -> Replica:
+        """Start (or restart) the replica named ``user`` (serving its probes, if asked)."""
         self._tokens += 1
         token = f"token-{user}-{self._tokens}"
         self.server.add_token(token, user=user, groups=["system:masters"])
         kubeconfig = self.server.write_kubeconfig(self.workdir / f"kubeconfig-{user}", token=token)
         log = self.workdir / f"{user}-{self._tokens}.log"
         env = {k: v for k, v in os.environ.items() if not k.startswith("ETCTL_")}
+        port = free_port() if probes else None
+        election = [
+            "--leader-elect",
+            f"--leader-election-namespace={NAMESPACE}",
+            f"--leader-election-id={LEASE}",
+            f"--leader-elect-lease-duration={self.lease_duration}s",
+            f"--leader-elect-renew-deadline={self.renew_deadline}s",
+            f"--leader-elect-retry-period={self.retry_period}s",
+        ]
         with log.open("wb") as out:
             process = await asyncio.create_subprocess_exec(
                 sys.executable,
@@ -120,21 +149,16 @@ class Drill:
                 "--log-level=info",
                 f"--kubeconfig={kubeconfig}",
                 "--metrics-bind-address=0",
-                "--health-probe-bind-address=0",
+                f"--health-probe-bind-address={f'127.0.0.1:{port}' if port else 0}",
                 f"--namespace={NAMESPACE}",
-                "--jobs=tfjob",
-                "--leader-elect",
-                f"--leader-election-namespace={NAMESPACE}",
-                f"--leader-election-id={LEASE}",
-                f"--leader-elect-lease-duration={self.lease_duration}s",
-                f"--leader-elect-renew-deadline={self.renew_deadline}s",
-                f"--leader-elect-retry-period={self.retry_period}s",
+                f"--jobs={self.jobs}",
+                *(election if leader_elect else []),
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=out,
                 stderr=out,
                 env=env,
             )
-        replica = Replica(user, process, log)
+        replica = Replica(user, process, log, port)
         self.replicas[user] = replica
         return replica
 
@@ -229,12 +253,22 @@ class Drill:
         )
 
 
-def server(*, nodes: int = 4) -> ApiServer:
-    """The drill's server: RBAC on (each replica is its own user), TFJobs, a simulated kubelet."""
+def free_port() -> int:
+    """A TCP port nothing listens on now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def server(
+    *, nodes: int = 4, crds: Sequence[CustomResource] = (TFJOB,), gpus: int = 0
+) -> ApiServer:
+    """The drill's server: RBAC on (each replica is its own user), CRDs, a simulated kubelet."""
     return ApiServer(
         auth=AuthConfig(),
-        crds=[crd_manifest(TFJOB)],
-        kubelet=KubeletConfig.uniform(nodes, cpu="64", memory="256Gi", pods=500),
+        crds=[crd_manifest(crd) for crd in crds],
+        kubelet=KubeletConfig.uniform(nodes, cpu="64", memory="256Gi", pods=500, gpus=gpus),
         request_log_size=1_000_000,
     )
 
@@ -244,4 +278,14 @@ async def prepare(api: ApiServer) -> None:
     api.storage.create(NAMESPACES, {"metadata": {"name": NAMESPACE}})
 
 
-__all__ = ["NAMESPACE", "Drill", "Replica", "Round", "is_write", "prepare", "server", "tfjob"]
+__all__ = [
+    "NAMESPACE",
+    "Drill",
+    "Replica",
+    "Round",
+    "free_port",
+    "is_write",
+    "prepare",
+    "server",
+    "tfjob",
+]

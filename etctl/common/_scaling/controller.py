@@ -234,7 +234,8 @@ class ScalingController:
             return False
         scaler = active.scaler if active is not None else None
         log.info(
-            "stopping: the scaling of the job pauses here; the next operator resumes it",
+            "stopping: no new scaling decision is written for the job; the next operator "
+            "takes it from what is stored",
             kind=self.kind,
             namespace=seen.namespace,
             name=seen.name,
