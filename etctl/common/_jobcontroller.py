@@ -36,6 +36,12 @@ The reconcile returns ``Result(requeue_after=...)`` for the earliest timer (dead
 deadline, expectation expiry), so time-based policies fire with no other event. Errors of writes
 are raised after the status is written, so the controller retries with backoff without losing
 what the reconcile recorded.
+
+**Stopping.** A reconcile in flight when its controller begins to stop starts no further creation
+batch (:mod:`etctl.common._batches`), and its status records only what exists and what it did: a
+pod's creation is recorded from the pod (the create's answer or the cache), never from the
+decision to create it, so a creation the stop cut short leaves nothing claiming it happened, and
+the next process creates it.
 """
 
 from __future__ import annotations

@@ -19,7 +19,9 @@ raise.
 A reconcile that runs long (hundreds of writes) may ask :func:`stop_requested` between steps: once
 its controller has begun to stop, it should end early rather than hold the shutdown for its whole
 grace period. Ending early loses nothing: the next controller to run reads the world again and
-carries on (controller-runtime gets the same effect by cancelling the reconcile's context).
+carries on (controller-runtime gets the same effect by cancelling the reconcile's context). From
+then on it starts no new act and records no new decision; an act under way is completed with its
+record, so the two are written together or not at all.
 """
 
 from __future__ import annotations
