@@ -242,9 +242,9 @@ def _next_after_script(
 
 def _script_interrupted(scaler: Scaler, job: JobView, now: datetime) -> Transition:
     message = (
-        f"the operator stopped after it sent the script {scaler.spec.script} to {job.title} (or "
-        "began to), before its outcome was recorded; it is not run again (at most once) and its "
-        "outcome is unknown"
+        f"the script {scaler.spec.script} was sent to {job.title}, or about to be, by an operator "
+        "that did not record its outcome; it is not run again (at most once) and its outcome is "
+        "unknown"
     )
     return _script_failed(scaler, job, now, "ScriptInterrupted", message)
 

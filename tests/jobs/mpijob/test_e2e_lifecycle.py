@@ -210,8 +210,10 @@ async def test_a_vanished_launcher_is_created_again_with_a_warning(
         first = env.pod("pi-launcher")["metadata"]["uid"]
         env.server.storage.delete(PODS, "pi-launcher", namespace=NS)
         await eventually(
-            lambda: env.get(PODS, "pi-launcher") not in (None, {})
-            and env.pod("pi-launcher")["metadata"]["uid"] != first
+            lambda: (
+                env.get(PODS, "pi-launcher") not in (None, {})
+                and env.pod("pi-launcher")["metadata"]["uid"] != first
+            )
         )
         await eventually(lambda: len(env.events("MPIJobLauncherVanished")) == 1)
         (event,) = env.events("MPIJobLauncherVanished")

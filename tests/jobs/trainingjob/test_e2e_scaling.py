@@ -483,3 +483,42 @@ async def test_a_script_step_whose_answer_was_lost_still_runs_the_script_once(
         runs = await env.client.exec(NS, LAUNCHER, ["cat", "/scripts/runs"], timeout=10)
         assert runs.stdout.decode().count("\n") == 1  # exactly once
         assert set(done["addPods"]) <= set(env.status()["targetWorkers"])  # not rolled back
+
+
+async def test_the_operator_that_withheld_an_exec_sends_it_when_its_marker_turns_up(
+    tmp_path: Path,
+) -> None:
+    name = "elastic-training-scaleout-script"
+    async with cluster(tmp_path) as env, operator(env):
+        await started(env)
+        await install_script(env)
+        unreadable = Fault(verb="get", resource="scaleouts", name=name, status=500, times=5)
+        injected: list[Fault] = []
+
+        def marked(event: Any) -> None:
+            # The attempt marker is committed: its answer will be dropped, and reading the scaler
+            # back fails as long as the client retries. The operator cannot know the marker is
+            # stored, so it does not send the exec; it only knows it did not.
+            marker = event.resource[1] == "scaleouts" and "ScriptSending" in str(event.object)
+            if marker and not injected:
+                injected.append(env.server.inject(unreadable))
+
+        unsubscribe = env.server.subscribe(marked)
+        lost = env.server.inject(
+            Fault(
+                verb="patch",
+                resource="scaleouts",
+                subresource="status",
+                body_contains="ScriptSending",
+                drop_answer=True,
+            )
+        )
+        env.apply(example("scale-out-script.yaml"))
+        await eventually(lambda: unreadable.fired == 5)
+        await advance_idle(env, 1.0)  # the reconcile that met the Conflict comes back in 1 s
+        done = await finished(env, SCALEOUTS, name)
+        unsubscribe()
+        assert lost.fired == 1
+        assert outcome(done)[:2] == ("ScaleSucceeded", "ScalingOutSucceeded")
+        runs = await env.client.exec(NS, LAUNCHER, ["cat", "/scripts/runs"], timeout=10)
+        assert runs.stdout.decode().count("\n") == 1
