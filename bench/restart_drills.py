@@ -11,6 +11,9 @@ stops' exit statuses and durations. What must hold, every run:
   (2 stops per run), a new operator after each: 0 Failed, 0 launchers recorded as created before
   their pod existed. Before launcher records came from the pod, 4 of 40 TrainingJobs failed per
   run of this drill, and MPIJobs were recorded ``LauncherCreated`` with no launcher;
+* ``lease-lost``: two replicas with leader election (3/2/0.4 s); the leader frozen (SIGSTOP) past
+  its Lease at a seeded point of a burst (TrainingJobs on odd seeds, MPIJobs on even ones), then
+  resumed: 0 Failed, 0 writes by the deposed leader after the takeover, which exits 1;
 * ``rolling``: two replicas with leader election replaced one by one while jobs of both kinds
   start: 0 Failed (1-2 of 40 before);
 * ``lost``: every Script step's decision and attempt marker committed with its answer dropped:
@@ -36,15 +39,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the drills live 
 from tests.cli._failover import Drill, prepare, server
 from tests.cli._restart import (
     CRDS,
+    LEASE,
+    LOST_LEASE,
     Stop,
     drill_for,
     killed_between,
+    lease_lost_burst,
     lost_answers,
     rolling_update,
     sigterm_burst,
 )
 
-DRILLS = ("burst-trainingjob", "burst-mpijob", "rolling", "lost", "killed")
+DRILLS = ("burst-trainingjob", "burst-mpijob", "lease-lost", "rolling", "lost", "killed")
 
 
 class Tally:
@@ -82,6 +88,14 @@ async def run(name: str, drill: Drill, seed: int, jobs: int, tally: Tally) -> No
         tally.wrong += len(burst.jobs.failed) + burst.jobs.states["Starting"]
         tally.notes["launchers recorded before their pod"] += len(burst.premature)
         tally.stops += burst.stops
+    elif name == "lease-lost":
+        kind = "trainingjob" if seed % 2 else "mpijob"
+        takeover = await lease_lost_burst(drill, kind, jobs=jobs, seed=seed)
+        tally.items += takeover.jobs.total
+        tally.wrong += len(takeover.jobs.failed) + takeover.jobs.states["Starting"]
+        tally.notes["launchers recorded before their pod"] += len(takeover.premature)
+        tally.notes["writes by a deposed leader"] += len(takeover.deposed_writes)
+        tally.notes[f"deposed leaders that exited {takeover.deposed_exit}"] += 1
     elif name == "rolling":
         rollout = await rolling_update(drill, jobs=jobs, seed=seed)
         tally.items += rollout.jobs.total
@@ -120,7 +134,8 @@ async def main(runs: int, jobs: int, drills: list[str]) -> None:
             with tempfile.TemporaryDirectory() as tmp:
                 async with server(nodes=4, crds=CRDS, gpus=64) as api:
                     await prepare(api)
-                    drill = drill_for(api, Path(tmp))
+                    lease = LOST_LEASE if name == "lease-lost" else LEASE
+                    drill = drill_for(api, Path(tmp), lease=lease)
                     try:
                         await run(name, drill, seed, jobs, tally)
                     finally:

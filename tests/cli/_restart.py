@@ -42,7 +42,7 @@ from etctl.jobs.trainingjob import TRAININGJOB, TRAININGJOBS
 from etctl.runtime import PODS
 from etctl.testing import ApiServer, Fault
 from etctl.testing._apiserver.store import Event
-from tests.cli._failover import NAMESPACE, Drill, Replica
+from tests.cli._failover import NAMESPACE, Drill, Replica, is_write
 from tests.schema_support import EXAMPLES, load_yaml
 
 CRDS: tuple[CustomResource, ...] = (TRAININGJOB, MPIJOB, SCALEIN, SCALEOUT)
@@ -75,9 +75,11 @@ def mpijob(name: str) -> dict[str, Any]:
 _JOBS = {"trainingjob": (TRAININGJOBS, trainingjob), "mpijob": (MPIJOBS, mpijob)}
 
 
-def drill_for(server: ApiServer, workdir: Any) -> Drill:
+def drill_for(
+    server: ApiServer, workdir: Any, *, lease: tuple[float, float, float] = LEASE
+) -> Drill:
     """A drill running TrainingJobs and MPIJobs on ``server``."""
-    return Drill(server, workdir, lease=LEASE, jobs=KINDS)
+    return Drill(server, workdir, lease=lease, jobs=KINDS)
 
 
 def _conditions(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -356,6 +358,87 @@ async def rolling_update(drill: Drill, *, jobs: int, seed: int, spacing: float =
     return Rollout(settled_jobs, stops, witness.premature)
 
 
+# -- a lost Lease ---------------------------------------------------------------------------------
+
+LOST_LEASE = (3.0, 2.0, 0.4)
+"""Short durations, so the standby takes over within seconds of the leader's pause."""
+
+
+@dataclass
+class Takeover:
+    """What a burst during which the leader lost its Lease left."""
+
+    jobs: Jobs
+    premature: list[str]
+    deposed_exit: int | None
+    """The paused leader's exit status once resumed (1: leadership lost)."""
+    deposed_writes: list[str]
+    """Writes it sent after the standby took over (fenced: must be none)."""
+
+
+async def lease_lost_burst(drill: Drill, kind: str, *, jobs: int, seed: int) -> Takeover:
+    """Two replicas; the leader frozen (SIGSTOP) past its Lease at a seeded launcher moment.
+
+    The standby takes over while the burst goes on; then the old leader resumes (SIGCONT) with its
+    reconciles overdue, and must write nothing and exit.
+    """
+    rng = random.Random(seed)
+    witness = Witness(drill.server)
+    due = GateOpening(drill.server, kind)
+    replicas = [await drill.start(f"replica-{i}", probes=True) for i in range(2)]
+    for replica in replicas:
+        await ready(replica)
+    threshold = rng.randrange(jobs // 4, 3 * jobs // 4)
+
+    async def burst() -> None:
+        for index in range(jobs):
+            create(drill, kind, f"{kind}-{index}")
+            await asyncio.sleep(rng.uniform(0, 0.1))
+
+    held: set[str] = set()
+
+    async def deployment() -> None:
+        # A replica that exits is started again, as its Deployment would (on a loaded machine a
+        # short Lease is lost now and then: one more lost Lease for the drill).
+        while True:
+            for user, replica in list(drill.replicas.items()):
+                if replica.process.returncode is not None and user not in held:
+                    await drill.start(user, probes=True)
+            await asyncio.sleep(0.1)
+
+    async with asyncio.TaskGroup() as group:
+        group.create_task(burst(), name="drill-burst")
+        restarter = group.create_task(deployment(), name="drill-deployment")
+        await until(lambda: drill.holder() is not None, what="a leader")
+        await until(lambda: due.count >= threshold, what=f"{threshold} launchers due")
+        await asyncio.sleep(rng.uniform(0, 0.03))
+        leader = drill.replicas[str(drill.holder())]
+        held.add(leader.user)
+        os.kill(leader.pid, signal.SIGSTOP)
+        await until(lambda: drill.holder() not in (None, leader.user), what="the takeover")
+        mark = len(drill.server.requests)
+        await asyncio.sleep(rng.uniform(0.5, 1.5))
+        os.kill(leader.pid, signal.SIGCONT)
+        try:
+            code: int | None = await asyncio.wait_for(leader.process.wait(), 30)
+        except TimeoutError:
+            code = None
+        end = len(drill.server.requests)  # what a restart under the same user sends is not its
+        held.discard(leader.user)
+        settled_jobs = await settled(drill, (kind,), jobs)
+        restarter.cancel()
+    witness.unsubscribe()
+    due.unsubscribe()
+    after = list(drill.server.requests)[mark:end]
+    writes = [
+        f"{r.verb} {r.resource}/{r.subresource} {r.name} {r.code}"
+        for r in after
+        # Its elector's own attempt at the Lease is not leader-only work (and is refused).
+        if r.user == leader.user and is_write(r) and r.resource != "leases"
+    ]
+    return Takeover(settled_jobs, witness.premature, code, writes)
+
+
 # -- scalers whose writes lose their answers ------------------------------------------------------
 
 
@@ -506,15 +589,19 @@ def _pods(drill: Drill) -> int:
 
 __all__ = [
     "CRDS",
+    "LEASE",
+    "LOST_LEASE",
     "Burst",
     "Jobs",
     "Rollout",
     "Scaled",
     "Stop",
+    "Takeover",
     "Witness",
     "drill_for",
     "jobs_of",
     "killed_between",
+    "lease_lost_burst",
     "lost_answers",
     "ready",
     "rolling_update",

@@ -2,7 +2,8 @@
 
 Drills with real processes (:mod:`tests.cli._restart`): ``etctl run`` replicas against the
 embedded API server of this process, stopped with SIGTERM in the middle of a burst of launcher
-jobs, replaced one by one as a Deployment's rolling update replaces them, killed with SIGKILL
+jobs, frozen past their Lease while a standby takes over, replaced one by one as a Deployment's
+rolling update replaces them, killed with SIGKILL
 between a scaler's record and its exec, and answered by a server that commits a write and drops
 its answer. The outcomes do not depend on timing: every job runs, nothing says a launcher was
 created before it was, no script runs twice, and none is rolled back unless it may have run.
@@ -13,14 +14,17 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.cli._failover import Drill, prepare, server
 from tests.cli._restart import (
     CRDS,
+    LOST_LEASE,
     drill_for,
     killed_between,
+    lease_lost_burst,
     lost_answers,
     rolling_update,
     sigterm_burst,
@@ -33,10 +37,10 @@ pytestmark = [
 
 
 @asynccontextmanager
-async def drill(tmp_path: Path) -> AsyncIterator[Drill]:
+async def drill(tmp_path: Path, **options: Any) -> AsyncIterator[Drill]:
     async with server(nodes=4, crds=CRDS, gpus=64) as api:
         await prepare(api)
-        found = drill_for(api, tmp_path)
+        found = drill_for(api, tmp_path, **options)
         try:
             yield found
         finally:
@@ -62,6 +66,16 @@ async def test_a_rolling_update_of_two_replicas_fails_no_starting_job(tmp_path: 
     assert dict(rollout.jobs.states) == {"Running": 40}
     assert rollout.premature == []
     assert [stop.exit for stop in rollout.stops] == [0, 0]
+
+
+async def test_a_lost_lease_in_a_burst_of_launcher_jobs_fails_none(tmp_path: Path) -> None:
+    async with drill(tmp_path, lease=LOST_LEASE) as found:
+        takeover = await lease_lost_burst(found, "trainingjob", jobs=20, seed=1)
+    assert takeover.jobs.failed == {}
+    assert dict(takeover.jobs.states) == {"Running": 20}
+    assert takeover.premature == []
+    assert takeover.deposed_writes == []  # fenced from the renew deadline on
+    assert takeover.deposed_exit == 1  # it exits for a new process to stand
 
 
 async def test_a_dropped_answer_never_rolls_back_a_scaler_whose_script_never_ran(
