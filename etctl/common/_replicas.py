@@ -78,11 +78,19 @@ from etctl.runtime import (
     pod_restarts,
 )
 
-__all__ = ["ReplicaSync", "delete_all", "delete_child"]
+__all__ = ["ReplicaSync", "delete_all", "delete_child", "warn"]
 
 log = get_logger(__name__)
 
 JobT = TypeVar("JobT", bound=ReplicatedJob)
+
+
+def warn(control: ChildControl, rnd: Round[Any], what: str, reason: str, message: str) -> None:
+    """A Warning Event on the job and a warning log line saying the same (``what`` happened)."""
+    control.recorder.event(rnd.raw, "Warning", reason, message)
+    log.warning(
+        what, kind=rnd.kind, namespace=rnd.namespace, name=rnd.name, reason=reason, message=message
+    )
 
 
 async def delete_all(
@@ -223,15 +231,7 @@ class ReplicaSync(Generic[JobT]):
             f"{ref.replica_type} failed ({why}); restart {rnd.restart_count}{of}"
         )
         rnd.restarting = rnd.restarting or _restarting(rnd, ref.replica_type)
-        self._control.recorder.event(rnd.raw, "Warning", f"{rnd.kind}Restarting", message)
-        log.warning(
-            "job restarting",
-            kind=rnd.kind,
-            namespace=rnd.namespace,
-            name=rnd.name,
-            reason=f"{rnd.kind}Restarting",
-            message=message,
-        )
+        warn(self._control, rnd, "job restarting", f"{rnd.kind}Restarting", message)
 
     # -- creation
 
@@ -283,20 +283,9 @@ class ReplicaSync(Generic[JobT]):
         # Only now, from what exists: the decision to create is not the creation.
         _record_created(rnd, rtype, gate)
         if made and gate is not None and gate.vanished:
-            self._vanished(rnd, rtype, gate.vanished)
+            reason = f"{rnd.kind}{rtype}Vanished"
+            warn(self._control, rnd, "pod vanished and was created again", reason, gate.vanished)
         return len(drafts)
-
-    def _vanished(self, rnd: Round[JobT], rtype: str, message: str) -> None:
-        reason = f"{rnd.kind}{rtype}Vanished"
-        self._control.recorder.event(rnd.raw, "Warning", reason, message)
-        log.warning(
-            "pod vanished and was created again",
-            kind=rnd.kind,
-            namespace=rnd.namespace,
-            name=rnd.name,
-            reason=reason,
-            message=message,
-        )
 
     def _may_create(self, rnd: Round[JobT], ref: ReplicaRef) -> bool:
         owner = f"{rnd.kind} {rnd.name}"

@@ -43,16 +43,14 @@ from etctl.common._conditions import get_condition, is_true
 from etctl.common._control import ChildControl
 from etctl.common._plugin import Capabilities, JobPlugin
 from etctl.common._podgroups import PodGroupSync
-from etctl.common._replicas import delete_all, delete_child
+from etctl.common._replicas import delete_all, delete_child, warn
 from etctl.common._restarts import restart_budget
 from etctl.common._round import Round
 from etctl.common._status import ConditionChange
-from etctl.log import get_logger
 from etctl.runtime import PODS, SERVICES, ObjectView, objects, pod_phase, pod_restarts
 
 __all__ = ["RunPolicyEnforcer", "deadline_remaining", "pods_to_clean", "ttl_remaining"]
 
-log = get_logger(__name__)
 
 _RUNNING_PHASES = frozenset({"Running", "Pending"})
 # Failures that take every pod and service with them, whatever cleanPodPolicy says.
@@ -217,15 +215,7 @@ class RunPolicyEnforcer:
         rnd.restarting = ConditionChange(
             JobConditionType.RESTARTING, ConditionStatus.TRUE, reason, message
         )
-        self._control.recorder.event(rnd.raw, "Warning", reason, message)
-        log.warning(
-            "job restarting",
-            kind=rnd.kind,
-            namespace=rnd.namespace,
-            name=rnd.name,
-            reason=reason,
-            message=message,
-        )
+        warn(self._control, rnd, "job restarting", reason, message)
         return True
 
     async def _terminate(self, rnd: Round[Any], reason: str, message: str) -> None:

@@ -381,6 +381,12 @@ async def install_script(env: Cluster) -> None:
     assert setup.exit_code == 0, setup.stderr
 
 
+async def script_runs(env: Cluster) -> int:
+    """How many times the installed script ran on the launcher."""
+    runs = await env.client.exec(NS, LAUNCHER, ["cat", "/scripts/runs"], timeout=10)
+    return runs.stdout.decode().count("\n")
+
+
 @pytest.mark.parametrize("status", [429, 503, 500])
 async def test_a_script_exec_refused_before_it_started_is_retried_and_runs_once(
     tmp_path: Path, status: int
@@ -401,8 +407,7 @@ async def test_a_script_exec_refused_before_it_started_is_retried_and_runs_once(
         assert outcome(done)[:2] == ("ScaleSucceeded", "ScalingOutSucceeded")
         executed = next(c for c in done["conditions"] if c["type"] == "ScriptExecuted")
         assert (executed["status"], executed["reason"]) == ("True", "ScriptSucceeded")
-        runs = await env.client.exec(NS, LAUNCHER, ["cat", "/scripts/runs"], timeout=10)
-        assert runs.stdout.decode().count("\n") == 1  # exactly once
+        assert await script_runs(env) == 1  # exactly once
 
 
 async def test_a_script_exec_refused_for_good_fails_the_scaler_as_never_started(
@@ -480,8 +485,7 @@ async def test_a_script_step_whose_answer_was_lost_still_runs_the_script_once(
         assert outcome(done)[:2] == ("ScaleSucceeded", "ScalingOutSucceeded")
         executed = next(c for c in done["conditions"] if c["type"] == "ScriptExecuted")
         assert (executed["status"], executed["reason"]) == ("True", "ScriptSucceeded")
-        runs = await env.client.exec(NS, LAUNCHER, ["cat", "/scripts/runs"], timeout=10)
-        assert runs.stdout.decode().count("\n") == 1  # exactly once
+        assert await script_runs(env) == 1  # exactly once
         assert set(done["addPods"]) <= set(env.status()["targetWorkers"])  # not rolled back
 
 
@@ -520,5 +524,4 @@ async def test_the_operator_that_withheld_an_exec_sends_it_when_its_marker_turns
         unsubscribe()
         assert lost.fired == 1
         assert outcome(done)[:2] == ("ScaleSucceeded", "ScalingOutSucceeded")
-        runs = await env.client.exec(NS, LAUNCHER, ["cat", "/scripts/runs"], timeout=10)
-        assert runs.stdout.decode().count("\n") == 1
+        assert await script_runs(env) == 1
