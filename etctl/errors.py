@@ -122,6 +122,10 @@ class ApiError(EtctlError):
     """
 
     code: ClassVar[int] = 0
+    after_lost_answer: bool = False
+    """Set by the client when an earlier attempt of the same request lost its answer (a timeout,
+    a reset, a 5xx): that attempt may have been applied, so this answer (a Conflict, say) may be
+    the request meeting itself. Read the object before concluding anything."""
 
     def __init__(
         self,

@@ -5,7 +5,8 @@ ways that say nothing about whether it was applied:
 
 * its answer was lost (a timeout, a connection reset): the server may have committed it. The
   client retries such a patch, and the retry, guarded by the version the first attempt already
-  moved past, answers **Conflict**, for the caller's own write;
+  moved past, answers **Conflict**, for the caller's own write (the client marks such an answer
+  ``after_lost_answer``; a Conflict without it is a plain one, and costs no read);
 * the client gave up on lost answers altogether (a :class:`~etctl.errors.TransportError`), or the
   server answered 5xx, which may come after the write was committed (``504``: "may still be
   processing the request").
@@ -108,6 +109,8 @@ async def read_back(
     """
     if isinstance(error, RequestNotSent) or not isinstance(error, AMBIGUOUS):
         raise error  # provably not sent, or an answer that says it was not applied
+    if isinstance(error, Conflict) and not error.after_lost_answer:
+        raise error  # the first answer: the write met a change, and was not applied
     name, namespace = objects.name(obj), objects.namespace(obj)
     try:
         fresh = await client.get(res, name, namespace=namespace or None)

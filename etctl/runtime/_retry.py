@@ -26,6 +26,10 @@ uniformly from its upper half); a server's ``Retry-After`` (capped at ``retry_af
 at least, as client-go waits the longer of its backoff and the server's word. Sleeps go through
 the injected :class:`~etctl.runtime.Clock`.
 
+An answer a retry gets after an attempt whose answer was lost (no answer, or a 5xx) carries
+``after_lost_answer``: a 409 Conflict of a guarded write is then possibly that very write, applied
+by the earlier attempt, and the caller reads the object before concluding anything.
+
 Most requests succeed at once, so the first attempt runs on its own: the retry loop (tenacity's
 ``AsyncRetrying``, with its hooks) is built only after a retryable failure, and takes that failure
 as its first attempt, so attempts, delays and logs are the same as if it had run from the start.
@@ -117,6 +121,13 @@ def is_retryable(exc: BaseException, safety: RetrySafety) -> bool:
     return isinstance(exc, TransportError | ServerError)
 
 
+def _lost_answer(exc: BaseException) -> bool:
+    """The request may have been applied though its answer says nothing of it (or never came)."""
+    if isinstance(exc, RequestNotSent):
+        return False
+    return isinstance(exc, TransportError | ServerError)
+
+
 def backoff_delay(
     policy: RetryPolicy, attempt: int, exc: BaseException | None, rng: random.Random
 ) -> float:
@@ -174,11 +185,21 @@ async def retry_after(
         raise first
     chance = rng or _JITTER
     replay = [first]
+    lost = [_lost_answer(first)]
 
     async def attempt() -> T:
         if replay:
             raise replay.pop()
-        return await operation()
+        try:
+            return await operation()
+        except ApiError as exc:
+            # An answer after an attempt whose answer was lost may be the request meeting itself.
+            exc.after_lost_answer = exc.after_lost_answer or any(lost)
+            lost.append(_lost_answer(exc))
+            raise
+        except TransportError as exc:
+            lost.append(_lost_answer(exc))
+            raise
 
     def wait(state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None

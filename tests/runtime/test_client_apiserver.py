@@ -357,6 +357,22 @@ async def test_retries_transient_errors_from_the_server(
     assert len(client.options.clock.slept) == 2
 
 
+@pytest.mark.etctl_hooks("fault injection: a patch committed and its answer dropped")
+async def test_a_conflict_after_a_lost_answer_says_so(
+    server: ApiServer, client: Client, ns: str
+) -> None:
+    created = await client.create(CONFIGMAPS, configmap("guarded", ns))
+    guard = {"metadata": {"resourceVersion": objects.resource_version(created)}}
+    server.inject(Fault(verb="patch", resource="configmaps", drop_answer=True))
+    with pytest.raises(Conflict) as raised:
+        await client.patch(CONFIGMAPS, "guarded", {**guard, "data": {"k": "v"}}, namespace=ns)
+    assert raised.value.after_lost_answer  # it may be the write itself: read before concluding
+    # A conflict that is the first answer is a plain one.
+    with pytest.raises(Conflict) as plain:
+        await client.patch(CONFIGMAPS, "guarded", {**guard, "data": {"k": "w"}}, namespace=ns)
+    assert not plain.value.after_lost_answer
+
+
 async def test_client_event_sink_writes_and_counts_events(client: Client, ns: str) -> None:
     clock = FakeClock()
     recorder = EventRecorder(
