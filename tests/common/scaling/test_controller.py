@@ -6,15 +6,24 @@ Scripts need the simulated kubelet's exec and are tested end to end with the Tra
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from etctl.common import SCALEINS, SCALEOUTS
+from etctl.common._scaling.adoption import SELECTOR_INDEX, selector_index
+from etctl.common._scaling.controller import ScalingController
 from etctl.common._scaling.metrics import SCALE_OPERATIONS
 from etctl.jobs.trainingjob._api import TRAININGJOBS
+from etctl.jobs.trainingjob._plugin import TrainingJobPlugin
+from etctl.runtime import PODS, Request
+from etctl.runtime._reconcile import STOPPING
+from etctl.runtime._recorder import ClientEventSink, EventRecorder
 from etctl.testing import Fault
+from tests._logs import captured_logs
+from tests.common._snapshot import SnapshotCache
 from tests.common.scaling._env import Env, controllers, scaling_env
 
 W = "tj-worker-"
@@ -365,3 +374,31 @@ async def test_a_script_outcome_survives_a_change_of_its_scaler(tmp_path: Path) 
         assert conditions(done)["ScriptExecuted"] == ("False", "ScriptNotStarted")
         assert conditions(done)["ScaleFailed"] == ("True", "ScriptNotStarted")
         assert env.scaler(SCALEOUTS, "more")["metadata"]["labels"] == {"team": "a"}
+
+
+async def test_a_stopping_controller_writes_no_new_decision(tmp_path: Path) -> None:
+    async with scaling_env(tmp_path, run=False) as env:
+        env.create_job(replicas=2)
+        client = env.cluster.client
+        cache = SnapshotCache(client, (TRAININGJOBS, PODS, SCALEOUTS, SCALEINS))
+        for res in (SCALEOUTS, SCALEINS):
+            cache.add_indexers(res, {SELECTOR_INDEX: selector_index})
+        await cache.refresh()
+        recorder = EventRecorder(ClientEventSink(client), component="test", clock=env.clock)
+        controller = ScalingController(
+            TrainingJobPlugin(), client=client, cache=cache, recorder=recorder, clock=env.clock
+        )
+        request = Request(env.ns, "tj")
+        stopping = asyncio.Event()
+        stopping.set()
+        token = STOPPING.set(stopping)
+        try:
+            with captured_logs() as logs:
+                await controller.reconcile(request)
+        finally:
+            STOPPING.reset(token)
+        # The job's first membership is a decision: not written once the stop began, and said.
+        assert "targetWorkers" not in env.status()
+        assert any(e["event"].startswith("stopping: no new scaling decision") for e in logs)
+        await controller.reconcile(request)
+        assert env.status()["targetWorkers"] == [f"{W}0", f"{W}1"]
