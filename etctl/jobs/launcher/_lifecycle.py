@@ -150,10 +150,7 @@ def launcher_vanished(job: LauncherJob, state: JobState[Any]) -> bool:
 
 def vanished_message(job: LauncherJob, *, again: str) -> str:
     """The Warning Event's message when a vanished launcher is created again (``again``: why)."""
-    return (
-        f"launcher pod {job.launcher} of {job.kind} {job.name} vanished after it was created; "
-        f"it is created again ({again})"
-    )
+    return f"launcher {job.launcher} of {job.kind} {job.name} vanished; created again: {again}"
 
 
 def _waiting_since(job: LauncherJob, now: datetime) -> datetime:

@@ -108,7 +108,7 @@ def launcher_gate(job: MPIJob, state: JobState[Any]) -> Gate:
         return Gate.opened(record=True)
     shared = launcher_job(job)
     if launcher_vanished(shared, state):
-        again = vanished_message(shared, again="as the batch Job of mpi-operator would")
+        again = vanished_message(shared, again="mpi-operator's batch Job would replace it")
         return Gate.opened(record=True, vanished=again)
     if not waits_for_workers(job):
         return Gate.opened(record=True)

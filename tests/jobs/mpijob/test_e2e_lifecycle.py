@@ -218,9 +218,9 @@ async def test_a_vanished_launcher_is_created_again_with_a_warning(
         await eventually(lambda: len(env.events("MPIJobLauncherVanished")) == 1)
         (event,) = env.events("MPIJobLauncherVanished")
         assert event["type"] == "Warning"
-        assert event["message"].startswith(
-            "launcher pod pi-launcher of MPIJob pi vanished after it was created; it is created "
-            "again"
+        assert event["message"] == (
+            "launcher pi-launcher of MPIJob pi vanished; created again: mpi-operator's batch Job "
+            "would replace it"
         )
 
 

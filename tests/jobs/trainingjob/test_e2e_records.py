@@ -123,7 +123,7 @@ async def test_a_vanished_launcher_created_again_is_a_warning(tmp_path: Path) ->
         (event,) = env.events("TrainingJobLauncherVanished")
         assert event["type"] == "Warning"
         assert event["message"] == (
-            f"launcher pod {LAUNCHER} of TrainingJob {JOB} vanished after it was created; it is "
-            "created again (its restartPolicy is Always)"
+            f"launcher {LAUNCHER} of TrainingJob {JOB} vanished; created again: its "
+            "restartPolicy is Always"
         )
         assert env.condition("Failed") is None

@@ -48,7 +48,10 @@ def test_a_vanished_launcher_fails_the_job_unless_always() -> None:
     always = parse(document)
     again = launcher_gate(always, state(always, workers=WORKERS), timeout=600)
     assert again.open
-    assert "tj-launcher of TrainingJob tj vanished" in again.vanished
+    assert again.vanished == (
+        "launcher tj-launcher of TrainingJob tj vanished; created again: its restartPolicy is "
+        "Always"
+    )
 
 
 def test_a_launcher_created_then_gone_before_it_ran_fails_the_job() -> None:
