@@ -10,9 +10,10 @@ see ``docs/jobs/mpijob.md`` for what a user sees instead). It is created (:func:
   the ready workers). There is no deadline, as in mpi-operator:
   ``runPolicy.activeDeadlineSeconds`` bounds the wait when wanted.
 
-Either way ``LauncherCreated`` turns True (reason ``PodsCreated``, with the pod's name and uid)
-once the launcher pod exists, never on the decision to create it. A launcher that provably existed
-(that record, or the launcher counted in the recorded replica status) and vanished while workers
+Then ``LauncherCreated`` turns True (reason ``PodsCreated``, with the pod's name and uid) once the
+launcher pod exists, never on the decision to create it (``AtStartup`` has no such condition: its
+job shows Created, then Running, as mpi-operator's). A launcher that provably existed (that
+record, or the launcher counted in the recorded replica status: it ran) and vanished while workers
 remain is created again at once (a batch Job replaces a deleted pod too), with a Warning Event
 ``MPIJobLauncherVanished``; a suspension or a whole-job restart deletes it on purpose, and a
 resumed job waits for its workers again (:func:`~etctl.jobs.launcher.launcher_vanished`).
@@ -104,14 +105,17 @@ def launcher_job(job: MPIJob) -> LauncherJob:
 
 def launcher_gate(job: MPIJob, state: JobState[Any]) -> Gate:
     """Whether the launcher pod may be created now (see the module docstring)."""
+    # Only a launcher that waits has a LauncherCreated condition (AtStartup's is created with the
+    # workers, and its job shows Created, then Running, as mpi-operator's does).
+    waits = waits_for_workers(job)
     if state.pods_of(LAUNCHER):
-        return Gate.opened(record=True)
+        return Gate.opened(record=waits)
     shared = launcher_job(job)
     if launcher_vanished(shared, state):
         again = vanished_message(shared, again="mpi-operator's batch Job would replace it")
-        return Gate.opened(record=True, vanished=again)
-    if not waits_for_workers(job):
-        return Gate.opened(record=True)
+        return Gate.opened(record=waits, vanished=again)
+    if not waits:
+        return Gate.opened()
     targets = job.status.target_workers
     ready = {objects.name(p) for p in state.pods_of(WORKER) if pod_running_and_ready(p)}
     up = sum(1 for name in targets if name in ready)

@@ -206,7 +206,12 @@ async def test_a_vanished_launcher_is_created_again_with_a_warning(
     async with cluster(tmp_path) as env, operator(env):
         env.apply(document)
         await eventually(lambda: env.running("pi-worker-0", "pi-worker-1", "pi-launcher"))
-        await eventually(lambda: env.condition("pi", "LauncherCreated") == ("True", "PodsCreated"))
+        # What proves it existed: the launcher counted running (AtStartup has no LauncherCreated).
+        await eventually(
+            lambda: (
+                env.status("pi").get("replicaStatuses", {}).get("Launcher", {}).get("active") == 1
+            )
+        )
         first = env.pod("pi-launcher")["metadata"]["uid"]
         env.server.storage.delete(PODS, "pi-launcher", namespace=NS)
         await eventually(

@@ -479,7 +479,7 @@ async def test_a_script_step_whose_answer_was_lost_still_runs_the_script_once(
                 drop_answer=True,
             )
         )
-        env.apply(example("scale-out-script.yaml"))
+        env.apply(scale_out_script())
         done = await finished(env, SCALEOUTS, "elastic-training-scaleout-script")
         assert lost.fired == 1
         assert outcome(done)[:2] == ("ScaleSucceeded", "ScalingOutSucceeded")
@@ -517,7 +517,7 @@ async def test_the_operator_that_withheld_an_exec_sends_it_when_its_marker_turns
                 drop_answer=True,
             )
         )
-        env.apply(example("scale-out-script.yaml"))
+        env.apply(scale_out_script())
         await eventually(lambda: unreadable.fired == 5)
         await advance_idle(env, 1.0)  # the reconcile that met the Conflict comes back in 1 s
         done = await finished(env, SCALEOUTS, name)
