@@ -110,16 +110,16 @@ async def run(name: str, drill: Drill, seed: int, jobs: int, tally: Tally) -> No
         tally.notes["script runs (must equal scalers)"] += sum(final.values())
     else:
         marker = '"step":"Script"' if seed % 2 else "ScriptSending"
-        scaled = await killed_between(drill, marker=marker)
+        killed = await killed_between(drill, marker=marker)
         tally.items += 1
         expected = (
             (("ScaleSucceeded", "ScalingOutSucceeded"), 1)
             if seed % 2
             else (("ScaleFailed", "ScriptInterrupted"), 0)
         )
-        tally.wrong += (scaled.outcome, scaled.runs) != expected
+        tally.wrong += (killed.outcome, killed.runs) != expected
         tally.notes[f"killed {'before' if seed % 2 else 'after'} the marker: script runs"] += (
-            scaled.runs
+            killed.runs
         )
 
 
