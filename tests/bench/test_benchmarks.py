@@ -33,7 +33,7 @@ SMALL: dict[str, list[str]] = {
     "kubelet.py": ["--pods", "50", "--execs", "20"],
     "leader_election.py": ["--rounds", "1"],
     "leader_failover.py": ["--rounds", "1", "--jobs", "1"],
-    "restart_drills.py": ["--runs", "1", "--jobs", "4", "--drills", "burst-trainingjob", "lost"],
+    "restart_drills.py": ["--runs", "1", "--jobs", "4", "--drills", "burst-mpijob", "killed"],
     "scaler_exec_faults.py": ["--rounds", "1"],
     "startup.py": ["--runs", "1", "--idle", "0.5"],
     "workqueue.py": ["--items", "2000"],
