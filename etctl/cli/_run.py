@@ -228,6 +228,10 @@ def command(args: argparse.Namespace) -> int:
         asyncio.run(serve(settings, entries, handle_signals=True))
     except ConfigError as exc:
         return _usage_error(str(exc))
+    except OSError as exc:
+        # A metrics or probe port in use: a setting to change, not a bug, so no traceback.
+        log.error("cannot serve", error=exc.strerror or str(exc))
+        return 1
     except EtctlError as exc:
         log.error(_FAILURES.get(type(exc), "operator failed"), error=str(exc))
         return 1

@@ -285,8 +285,9 @@ class HttpServer:
         """Bind every enabled endpoint.
 
         Raises:
-            ConfigError: an address is in use or cannot be bound, naming the endpoint and the
-                address (nothing stays bound then); secure metrics without a usable certificate.
+            OSError: an address is in use or cannot be bound, named with its endpoint (nothing
+                stays bound then).
+            ConfigError: secure metrics without a usable certificate.
         """
         shared = self._shared()
         secure = self._secure
@@ -340,10 +341,8 @@ class HttpServer:
         try:
             bound = await listener.start(host, port)
         except OSError as exc:
-            # A port in use (another operator on the node, a second `etctl run`) is a setting
-            # to change, not a bug: one line naming the endpoint, never a traceback.
-            msg = f"cannot serve {what} on {host or ''}:{port}: {exc.strerror or exc}"
-            raise ConfigError(msg) from exc
+            # asyncio names the address but not what was to listen there.
+            raise OSError(exc.errno, f"{what}: {exc.strerror or exc}") from exc
         scheme = "https" if tls is not None else "http"
         log.info("serving", endpoint=what, address=f"{bound[0]}:{bound[1]}", scheme=scheme)
         return bound

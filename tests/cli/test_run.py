@@ -335,14 +335,13 @@ async def test_a_metrics_port_in_use_is_one_line_not_a_traceback(tmp_path: Path)
                 f"--metrics-bind-address=127.0.0.1:{port}",
             ) as process:
                 _, err = await asyncio.wait_for(process.communicate(), timeout=20)
-    assert process.returncode == 2, err.decode()
-    assert (
-        err.decode()
-        .strip()
-        .splitlines()[-1]
-        .startswith(f"etctl run: error: cannot serve metrics on 127.0.0.1:{port}: ")
-    )
-    assert b"Traceback" not in err
+    text = err.decode()
+    assert process.returncode == 1, text
+    last = json.loads(text.strip().splitlines()[-1])
+    assert last["msg"] == "cannot serve"
+    assert last["error"].startswith("metrics: ")
+    assert f"('127.0.0.1', {port}): address already in use" in last["error"]
+    assert "Traceback" not in text
 
 
 async def test_the_library_keeps_prometheus_created_series() -> None:
