@@ -25,6 +25,11 @@ Rules:
   changing one. Reads never ``await`` and never touch the network.
 * :meth:`Cache.run` runs every informer as a named task of one task group, including informers
   requested while it runs; it returns only by cancellation (or if an informer crashes).
+* **Its own writes.** While it runs, the cache follows every write its client makes (it is the
+  client's :class:`~etctl.runtime._writes.WriteObserver`): the object a successful create,
+  update, patch or delete returns goes at once into each informer that holds it, and the watch's
+  event for it is recognised when it comes (:mod:`etctl.runtime._ownwrites`). A reader never sees
+  an object older than this process's last successful write of it.
 """
 
 from __future__ import annotations
@@ -36,10 +41,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
 from etctl.errors import CacheSyncError, ConfigError
+from etctl.log import get_logger
 from etctl.runtime._cache_options import ByObject, CacheOptions
 from etctl.runtime._clock import Clock
 from etctl.runtime._informer import Informer
 from etctl.runtime._objects import ObjectView, key_of, labels
+from etctl.runtime._ownwrites import WriteToken
 from etctl.runtime._reflector import ListerWatcher
 from etctl.runtime._resources import Resource
 from etctl.runtime._selectors import FieldSelector, LabelSelector
@@ -47,8 +54,11 @@ from etctl.runtime._selectors.requirements import canonical
 from etctl.runtime._source import EventSource, HandlerRegistration, ResourceEventHandler
 from etctl.runtime._store import BY_CONTROLLER, BY_NAMESPACE, IndexFunc
 from etctl.runtime._transforms import Transform
+from etctl.runtime._writes import Answer, WriteFlight, WriteSource
 
 __all__ = ["Cache", "CacheReader", "NotCachedError"]
+
+log = get_logger(__name__)
 
 _Key = tuple[Resource, str, str]
 
@@ -126,6 +136,28 @@ async def _wait_all(informers: Iterable[Informer], clock: Clock, timeout: float)
     for informer in informers:
         if not informer.has_synced():
             await informer.wait_for_sync(max(deadline - clock.monotonic(), 0.0))
+
+
+class _CacheFlight:
+    """One write followed by the informers that may hold its object."""
+
+    __slots__ = ("_delete", "_parts")
+
+    def __init__(self, parts: list[tuple[Informer, WriteToken]], *, delete: bool) -> None:
+        self._parts = parts
+        self._delete = delete
+
+    def succeeded(self, answer: Answer | None) -> None:
+        for informer, token in self._parts:
+            try:
+                informer.write_succeeded(token, answer, delete=self._delete)
+            except Exception:
+                # The write succeeded whatever happens here: its watch event brings it.
+                log.exception("could not apply a write to the cache", informer=informer.describe())
+
+    def failed(self) -> None:
+        for informer, token in self._parts:
+            informer.write_failed(token)
 
 
 def _canonical(
@@ -295,6 +327,8 @@ class Cache:
         if self._group is not None:
             msg = "the cache is already running"
             raise RuntimeError(msg)
+        client = self._client
+        unobserve = client.observe_writes(self) if isinstance(client, WriteSource) else None
         try:
             async with asyncio.TaskGroup() as group:
                 self._group = group
@@ -303,6 +337,25 @@ class Cache:
                 await asyncio.get_running_loop().create_future()  # until cancelled
         finally:
             self._group = None
+            if unobserve is not None:
+                unobserve()
+
+    def write_started(
+        self, res: Resource, namespace: str, name: str, *, delete: bool
+    ) -> WriteFlight | None:
+        """Follow a write of this cache's client (see :mod:`etctl.runtime._ownwrites`)."""
+        informers = self._by_resource.get(res)
+        if not informers:
+            return None
+        key = f"{namespace}/{name}" if res.namespaced else name
+        parts = []
+        for informer in informers:
+            if informer.namespace is not None and informer.namespace != namespace:
+                continue
+            token = informer.write_started(key)
+            if token is not None:
+                parts.append((informer, token))
+        return _CacheFlight(parts, delete=delete) if parts else None
 
     @staticmethod
     def _start(group: asyncio.TaskGroup, informer: Informer) -> None:

@@ -52,7 +52,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
@@ -74,12 +74,14 @@ from etctl.runtime._objects import KubeObject, ObjectView
 from etctl.runtime._requests import ObjectList, PatchType, PropagationPolicy
 from etctl.runtime._resources import PODS, Resource
 from etctl.runtime._retry import RetryPolicy, RetrySafety
-from etctl.runtime._transport import Timeout, Transport
+from etctl.runtime._transport import RawResponse, Timeout, Transport
 from etctl.runtime._watch import WatchEvent, WatchEventType, WatchIdleTimeout, WatchStream
 from etctl.runtime._websocket import WebSocket
+from etctl.runtime._writes import WriteFlight, WriteObserver, WriteObservers
 
 _Objects = list[KubeObject]
 _LIST = list
+_OBSERVED_SUBRESOURCES = (None, "status")
 _Pairs = list[tuple[str, str]]
 
 __all__ = [
@@ -128,6 +130,7 @@ class Client:
                 connect=self.options.connect_timeout, total=self.options.request_timeout
             ),
         )
+        self._observers = WriteObservers()
 
     # -- construction
 
@@ -209,6 +212,28 @@ class Client:
     def host(self) -> str:
         """The API server URL."""
         return self.cluster.host
+
+    def observe_writes(self, observer: WriteObserver) -> Callable[[], None]:
+        """Tell ``observer`` of this client's writes from now on (see :mod:`._writes`).
+
+        Returns:
+            A function that stops telling it.
+        """
+        return self._observers.add(observer)
+
+    async def _observed(
+        self, flight: WriteFlight | None, sending: Awaitable[RawResponse]
+    ) -> RawResponse:
+        """Await a write, telling its flight (if any) how it ended."""
+        if flight is None:
+            return await sending
+        try:
+            raw = await sending
+        except BaseException:
+            flight.failed()
+            raise
+        flight.succeeded(lambda: wire.decode_object(raw))
+        return raw
 
     # -- reads
 
@@ -366,15 +391,17 @@ class Client:
             Invalid: the object failed validation.
             TransportError: the answer was lost: the object may have been created.
         """
-        path = path_for(res, namespace_for(res, namespace, obj))
-        raw = await self._caller.send(
+        ns = namespace_for(res, namespace, obj)
+        name = objects.name(obj)
+        flight = None if dry_run else self._observers.start(res, ns, name)
+        sending = self._caller.send(
             "POST",
-            path,
+            path_for(res, ns),
             query=wire.write_query(dry_run=dry_run, field_manager=field_manager),
             body=wire.typed(res, obj),
             safety=RetrySafety.UNSENT,
         )
-        return wire.decode_object(raw)
+        return wire.decode_object(await self._observed(flight, sending))
 
     async def _put(
         self,
@@ -386,14 +413,16 @@ class Client:
         dry_run: bool,
         field_manager: str | None,
     ) -> KubeObject:
-        path = path_for(res, namespace_for(res, namespace, obj), objects.name(obj), sub)
-        raw = await self._caller.send(
+        ns = namespace_for(res, namespace, obj)
+        name = objects.name(obj)
+        flight = None if dry_run else self._observers.start(res, ns, name)
+        sending = self._caller.send(
             "PUT",
-            path,
+            path_for(res, ns, name, sub),
             query=wire.write_query(dry_run=dry_run, field_manager=field_manager),
             body=wire.typed(res, obj),
         )
-        return wire.decode_object(raw)
+        return wire.decode_object(await self._observed(flight, sending))
 
     async def replace(
         self,
@@ -467,16 +496,18 @@ class Client:
         if patch_type is PatchType.APPLY:
             field_manager = field_manager or self.options.field_manager
         body, safety = wire.patch_body(res, patch, patch_type)
-        path = path_for(res, namespace_for(res, namespace), name, subresource)
-        raw = await self._caller.send(
+        ns = namespace_for(res, namespace)
+        observed = not dry_run and subresource in _OBSERVED_SUBRESOURCES
+        flight = self._observers.start(res, ns, name) if observed else None
+        sending = self._caller.send(
             "PATCH",
-            path,
+            path_for(res, ns, name, subresource),
             query=wire.write_query(dry_run=dry_run, field_manager=field_manager, force=force),
             body=body,
             content_type=patch_type.value,
             safety=safety,
         )
-        return wire.decode_object(raw)
+        return wire.decode_object(await self._observed(flight, sending))
 
     async def patch_status(
         self,
@@ -534,7 +565,7 @@ class Client:
             NotFound: no such object.
             Conflict: a precondition failed.
         """
-        path = path_for(res, namespace_for(res, namespace), name)
+        ns = namespace_for(res, namespace)
         query, body = wire.delete_options(
             propagation_policy=propagation_policy,
             grace_period_seconds=grace_period_seconds,
@@ -542,14 +573,26 @@ class Client:
             dry_run=dry_run,
         )
         uncertain: list[bool] = []
+        flight = None if dry_run else self._observers.start(res, ns, name, delete=True)
+        sending = self._caller.send(
+            "DELETE", path_for(res, ns, name), query=query, body=body, uncertain=uncertain
+        )
         try:
-            raw = await self._caller.send(
-                "DELETE", path, query=query, body=body, uncertain=uncertain
-            )
+            raw = await sending
         except NotFound:
-            if uncertain:
-                return None
+            if not uncertain:
+                if flight is not None:
+                    flight.failed()
+                raise
+            if flight is not None:
+                flight.succeeded(None)  # gone, which is what was asked
+            return None
+        except BaseException:
+            if flight is not None:
+                flight.failed()
             raise
+        if flight is not None:
+            flight.succeeded(lambda: wire.decode_object(raw))
         result = wire.decode_object(raw)
         return None if result.get("kind") == "Status" else result
 

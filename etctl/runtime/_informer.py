@@ -40,7 +40,7 @@ import asyncio
 import builtins
 import random
 from collections.abc import Mapping, Sequence
-from typing import Protocol
+from typing import Protocol, cast
 
 from etctl.errors import CacheSyncError
 from etctl.log import get_logger
@@ -50,11 +50,13 @@ from etctl.runtime._clock import Clock, wait_event
 from etctl.runtime._collector import paused_collection
 from etctl.runtime._compact import Compactor
 from etctl.runtime._objects import KubeObject, ObjectView, Tombstone
+from etctl.runtime._ownwrites import OwnWrites, Scope, WriteToken, answer_is_gone, deleted_uid
 from etctl.runtime._reflector import ChangeType, ListerWatcher, Reflector
 from etctl.runtime._resources import Resource
 from etctl.runtime._source import HandlerRegistration, ResourceEventHandler
 from etctl.runtime._store import IndexFunc, Store
 from etctl.runtime._transforms import Transform, strip_managed_fields
+from etctl.runtime._writes import Answer
 
 __all__ = ["Informer", "StoreReader"]
 
@@ -179,6 +181,9 @@ class Informer:
             page_size=page_size,
             rng=self._rng,
         )
+        self._own = OwnWrites()
+        reflector = self._reflector
+        self._scope = Scope(reflector.namespace, reflector.label_selector, reflector.field_selector)
         self._log = log.bind(informer=self.describe())
 
     # -- identity and state
@@ -321,6 +326,10 @@ class Informer:
         def __init__(self, informer: Informer) -> None:
             self._informer = informer
 
+        def list_starting(self) -> bool:
+            informer = self._informer
+            return informer.has_synced() and informer._own.list_starting()
+
         def on_list(self, items: list[KubeObject], resource_version: str) -> None:
             self._informer._on_list(items, resource_version)
 
@@ -328,7 +337,10 @@ class Informer:
             self._informer._on_change(change, obj)
 
         def on_bookmark(self, resource_version: str) -> None:
-            self._informer._store.resource_version = resource_version
+            informer = self._informer
+            informer._store.resource_version = resource_version
+            if informer._own.expected:
+                informer._expire(informer._clock.monotonic())
 
     def _on_list(self, items: list[KubeObject], resource_version: str) -> None:
         store = self._store
@@ -338,6 +350,11 @@ class Informer:
         with paused_collection():  # a whole list compacted and indexed: no cycles to find
             if synced:
                 content = [self._cached_or_compacted(obj) for obj in items]
+                own = self._own
+                if own.expected or own.flights:
+                    by_key = {objects.key_of(obj): obj for obj in content}
+                    own.on_list(by_key, store.get, self._clock.monotonic())
+                    content = list(by_key.values())
             elif self._compactor is not None:
                 # The first list: the store is empty, so there is no cached instance to look up.
                 content = [self._compacted(obj, None) for obj in items]
@@ -395,30 +412,102 @@ class Informer:
         rv = objects.resource_version(obj)
         if rv:
             store.resource_version = rv
+        key = objects.key_of(obj)
+        own = self._own
+        if (own.expected or own.flights) and own.on_event(change, key, obj, rv):
+            return  # this process's own write, already applied (or a change it superseded)
         if change == "DELETED":
             if store.delete(obj) is not None:
                 self._objects.dec()
             self._notify_delete(obj)
             return
-        key = objects.key_of(obj)
         old = store.get(key)
+        if (
+            old is not None
+            and rv
+            and objects.resource_version(old) == rv
+            and objects.uid(old) == objects.uid(obj)
+        ):
+            return  # the same version again (a watch replaying what a list returned)
+        self._put(key, obj, old)
+
+    def _put(self, key: str, obj: KubeObject, old: ObjectView | None) -> None:
+        """Store a new version of ``key`` (``old``: what the store holds) and tell the handlers."""
+        store = self._store
         if old is None:
             new = self._compacted(obj, None)
             store.put(key, new)
             self._objects.inc()
             self._notify_add(new, initial=False)
             return
-        same_uid = objects.uid(old) == objects.uid(obj)
-        changed = objects.resource_version(old) != rv
-        if same_uid and rv and not changed:
-            return  # the same version again (a watch replaying what a list returned): unchanged
         new = self._compacted(obj, old)
         store.put(key, new)
-        if not same_uid:
+        if objects.uid(old) != objects.uid(obj):
             self._notify_delete(Tombstone(key, old))
             self._notify_add(new, initial=False)
-        elif changed:
+        elif objects.resource_version(old) != objects.resource_version(new):
             self._notify_update(old, new)
+
+    def _hide(self, key: str, old: ObjectView) -> None:
+        """Take ``key`` out of the store and tell the handlers it is gone."""
+        if self._store.delete(key) is not None:
+            self._objects.dec()
+        self._notify_delete(old)
+
+    # -- this process's own writes (called by the cache; see etctl.runtime._ownwrites)
+
+    def write_started(self, key: str) -> WriteToken | None:
+        """A write of the object at ``key`` is about to be sent; follow it once synced."""
+        if not self._synced.is_set():
+            return None
+        return self._own.begin(key, self._store.get(key))
+
+    def write_failed(self, token: WriteToken) -> None:
+        """The write of ``token`` failed: nothing changes."""
+        self._own.end(token)
+
+    def write_succeeded(self, token: WriteToken, answer: Answer | None, *, delete: bool) -> None:
+        """The write of ``token`` succeeded: show its answer now, and await its watch event."""
+        own = self._own
+        own.end(token)
+        now = self._clock.monotonic()
+        self._expire(now)
+        result = answer() if answer is not None else None
+        key = token.key
+        stored = self._store.get(key)
+        if delete and answer_is_gone(result):
+            uid = deleted_uid(result) or (objects.uid(stored) if stored is not None else "")
+            if not uid or not own.may_hide(token, uid):
+                return
+            if stored is not None:
+                self._hide(key, stored)
+            own.expect(token, present=False, rv="", uid=uid, now=now)
+            return
+        if result is None:
+            return
+        result = self._reflector.transformed(result)
+        rv = objects.resource_version(result)
+        if objects.key_of(result) != key or not own.may_apply(token, rv, stored):
+            return
+        if not self._scope.holds(result):
+            if stored is not None:  # the write took it out of this informer's scope
+                self._hide(key, stored)
+                own.expect(token, present=False, rv=rv, uid=objects.uid(result), now=now)
+            return
+        self._put(key, result, stored)
+        own.expect(token, present=True, rv=rv, uid="", now=now)
+
+    def _expire(self, now: float) -> None:
+        """Stop awaiting echoes that are overdue; apply the newest event dropped meanwhile."""
+        for key, expected in self._own.expired(now):
+            self._log.info(
+                "the watch event of this process's write never came; applying the newest event",
+                key=key,
+                resource_version=expected.rv,
+            )
+            if expected.dropped is not None:
+                kind, obj = expected.dropped
+                self._on_change(kind, cast(KubeObject, obj))
 
     # -- calling handlers
 

@@ -105,6 +105,14 @@ class ListerWatcher(Protocol):
 class ReflectorSink(Protocol):
     """Where a reflector delivers what it observes (the informer's store and handlers)."""
 
+    def list_starting(self) -> bool:
+        """A relist is about to be sent; True asks for a consistent read (resourceVersion ``""``).
+
+        The informer asks for one while its process's own writes await their watch events: a
+        consistent list holds every write answered before it, so it settles them.
+        """
+        ...
+
     def on_list(self, items: list[KubeObject], resource_version: str) -> None:
         """A complete list: the new content, replacing everything held before."""
         ...
@@ -280,7 +288,8 @@ class Reflector:
         return self._last_rv or "0"
 
     async def _list(self) -> None:
-        rv = self._relist_rv()
+        fresh = bool(self._last_rv) and self._sink.list_starting()
+        rv = "" if fresh else self._relist_rv()
         try:
             items, list_rv = await self._list_at(rv)
         except ApiError as exc:
@@ -310,7 +319,7 @@ class Reflector:
             limit=limit,
             resource_version=rv or None,
         ):
-            items.extend(self._transformed(obj) for obj in page.items)
+            items.extend(self.transformed(obj) for obj in page.items)
             list_rv = list_rv or page.resource_version
         return items, list_rv
 
@@ -322,7 +331,8 @@ class Reflector:
         else:
             self._log.error("list failed unexpectedly", exc_info=exc)
 
-    def _transformed(self, obj: KubeObject) -> KubeObject:
+    def transformed(self, obj: KubeObject) -> KubeObject:
+        """``obj`` through the transform (as received when the transform fails on it)."""
         if self._transform is None:
             return obj
         try:
@@ -438,7 +448,7 @@ class Reflector:
             return True
         if kind != "ADDED":
             trusted = True
-        self._sink.on_change(kind, obj if self._transform is None else self._transformed(obj))
+        self._sink.on_change(kind, obj if self._transform is None else self.transformed(obj))
         if trusted and rv:
             self._last_rv = rv
         return trusted

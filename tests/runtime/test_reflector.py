@@ -29,6 +29,9 @@ class Sink:
     lists: list[int] = field(default_factory=list)
     bookmarks: list[str] = field(default_factory=list)
 
+    def list_starting(self) -> bool:
+        return False
+
     def on_list(self, items: list[KubeObject], resource_version: str) -> None:
         self.content = {objects.key_of(obj): obj for obj in items}
         self.lists.append(len(items))
