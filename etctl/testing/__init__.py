@@ -6,7 +6,8 @@ The public surface is small:
   :class:`Storage`, fault injection (:class:`Fault`), request log (:class:`RequestRecord`) and
   kubeconfig writer, :class:`Limits` (its size limits: request bodies, ConfigMap and Secret
   data, stored objects), :class:`History` (how long it remembers changes: the watch cache and
-  etcd's compaction), and ``ApiServer(auth=AuthConfig())``, which authenticates tokens and
+  etcd's compaction), :class:`WatchLatency` (how late its watch events arrive, as from a real
+  server's watch cache), and ``ApiServer(auth=AuthConfig())``, which authenticates tokens and
   enforces RBAC;
 * :class:`BackgroundApiServer`: the same server on its own thread, shareable across event loops;
 * :class:`Kubelet` (with :class:`KubeletConfig`, :class:`NodeConfig`, :class:`Behaviour` and
@@ -33,6 +34,7 @@ from etctl.testing._apiserver.faults import Fault, FaultInjector
 from etctl.testing._apiserver.history import History
 from etctl.testing._apiserver.http import SubresourceRequest
 from etctl.testing._apiserver.limits import Limits
+from etctl.testing._apiserver.propagation import WatchLatency
 from etctl.testing._apiserver.requestlog import RequestLog, RequestRecord
 from etctl.testing._apiserver.server import ApiServer, kubeconfig_document
 from etctl.testing._apiserver.storage import ListResult, Storage, WriteOptions
@@ -75,6 +77,7 @@ __all__ = [
     "StorageVerbs",
     "SubresourceRequest",
     "UserInfo",
+    "WatchLatency",
     "WriteOptions",
     "cluster_target",
     "kubeconfig_document",

@@ -172,6 +172,13 @@ class EventLog(Generic[E]):
             first = 0
         self._first = first
 
+    def begin_at(self, rv: int) -> None:
+        """Start the watch cache at ``rv``, empty, keeping older events for etcd's reads."""
+        self._cache = len(self._events)
+        self.capacity = self._history.watch_cache_min
+        self.start_rv = rv
+        self.evicted = False
+
     def reset(self, rv: int) -> None:
         """Forget everything, as a watch cache that relists at ``rv`` (a resource re-created)."""
         self._events = []

@@ -42,6 +42,7 @@ from etctl.testing._apiserver.history import History
 from etctl.testing._apiserver.http import HttpApi, SubresourceHandler
 from etctl.testing._apiserver.limits import DEFAULT_LIMITS, Limits
 from etctl.testing._apiserver.openapi import OpenAPI
+from etctl.testing._apiserver.propagation import INSTANT, WatchLatency
 from etctl.testing._apiserver.registry import Registry
 from etctl.testing._apiserver.requestlog import RequestLog
 from etctl.testing._apiserver.reviews import review_handlers
@@ -124,6 +125,9 @@ class ApiServer:
             answers TokenReviews and SubjectAccessReviews from them.
         tls: serve HTTPS with a certificate made at start (:attr:`certificate`), which the
             kubeconfigs the server writes carry; kubectl sends tokens only over TLS.
+        watch_latency: how late watch events arrive after their commit, as from a real
+            server's watch cache (:class:`~etctl.testing.WatchLatency`; ``.realistic()`` for
+            benchmarks and tests where timing matters); during the commit by default.
     """
 
     def __init__(
@@ -145,6 +149,7 @@ class ApiServer:
         limits: Limits = DEFAULT_LIMITS,
         auth: AuthConfig | None = None,
         tls: bool = False,
+        watch_latency: WatchLatency = INSTANT,
     ) -> None:
         self.host = host
         self._tls = tls
@@ -154,7 +159,10 @@ class ApiServer:
         self.clock: Clock = clock or RealClock()
         self.registry = Registry()
         self.store = Store(
-            history=history, clock=self.clock, max_object_bytes=limits.max_object_bytes
+            history=history,
+            clock=self.clock,
+            max_object_bytes=limits.max_object_bytes,
+            latency=watch_latency,
         )
         self.storage = Storage(
             registry=self.registry, store=self.store, clock=self.clock, seed=seed
@@ -251,6 +259,7 @@ class ApiServer:
             self._group = None
             raise
         self._runner = runner
+        self.store.begin_serving()
         address = runner.addresses[0]
         self.port = int(address[1])
         for controller in self.controllers:
@@ -326,6 +335,18 @@ class ApiServer:
     def inject(self, fault: Fault) -> Fault:
         """Add a fault (shorthand for ``server.faults.add``)."""
         return self.faults.add(fault)
+
+    def hold_watch_events(self, resource: Resource) -> None:
+        """Keep ``resource``'s watch events from every watcher until :meth:`release_watch_events`.
+
+        Writes proceed and their answers are sent; only the watches lag, as a busy watch cache
+        of that resource would (a test forces an order of events with it).
+        """
+        self.store.dispatcher.hold((resource.group, resource.plural))
+
+    def release_watch_events(self, resource: Resource) -> None:
+        """Let ``resource``'s held watch events go, in order."""
+        self.store.dispatcher.release((resource.group, resource.plural))
 
     def pause(self) -> None:
         """Hold every request until :meth:`resume`."""

@@ -15,8 +15,14 @@ Invariants:
   group-resource has a watch cache, whose window adapts to its event rate (a watch from before
   it gets 410), and etcd's revisions are compacted every few minutes (a list at an exact
   resourceVersion, or a continue token, from before the compaction gets 410);
-* watch sinks receive each event during the commit, in commit order; change listeners are called
-  after it, in commit order even when a listener itself writes (nested commits are queued);
+* watch sinks receive each resource's events in commit order, during the commit or, with a
+  :class:`~etctl.testing._apiserver.propagation.WatchLatency`, as late as a real watch cache
+  delivers them (:mod:`~etctl.testing._apiserver.propagation`); change listeners (the server's
+  own controllers) are called right after the commit, in commit order even when a listener
+  itself writes (nested commits are queued);
+* the watch cache of every resource starts where the server began serving
+  (:meth:`Store.begin_serving`): a watch from an older resourceVersion gets 410, as a real
+  server answers a client that reconnects with a resourceVersion from before its restart;
 * like etcd, the store refuses to put an object larger than its ``max_object_bytes`` (its compact
   JSON plus its key), before anything changes: no resourceVersion is taken, no event is emitted.
 """
@@ -36,6 +42,7 @@ from etctl.log import get_logger
 from etctl.runtime import Clock, KubeObject
 from etctl.testing._apiserver.history import Compactor, EventLog, History
 from etctl.testing._apiserver.limits import MAX_OBJECT_BYTES, storage_request_too_large
+from etctl.testing._apiserver.propagation import INSTANT, Dispatcher, WatchLatency
 from etctl.testing._apiserver.status import bad_request
 
 __all__ = [
@@ -186,6 +193,7 @@ class Store:
             still at 0, so no event ever ages and no compaction is ever due).
         initial_rv: the resourceVersion before the first commit.
         max_object_bytes: the largest object a commit may store (etcd's ``--max-request-bytes``).
+        latency: how late events reach the watches (during the commit by default).
     """
 
     def __init__(
@@ -195,10 +203,11 @@ class Store:
         clock: Clock | None = None,
         initial_rv: int = 1,
         max_object_bytes: int = MAX_OBJECT_BYTES,
+        latency: WatchLatency = INSTANT,
     ) -> None:
         self.history = history or History()
         self._now: Callable[[], float] = clock.monotonic if clock is not None else _still
-        self._initial_rv = initial_rv
+        self._serving_rv = initial_rv
         self.max_object_bytes = max_object_bytes
         self._tables: dict[GroupResource, _Table] = {}
         self._rv = initial_rv
@@ -207,6 +216,23 @@ class Store:
         self._listeners: list[Callable[[Event], None]] = []
         self._pending: deque[Event] = deque()
         self._dispatching = False
+        self.dispatcher: Dispatcher[Event] = Dispatcher(latency, self._deliver)
+
+    def _deliver(self, event: Event) -> None:
+        table = self._tables.get(event.resource)
+        if table is not None:
+            for sink in list(table.sinks):
+                sink.deliver(event)
+
+    def begin_serving(self) -> None:
+        """The server starts serving: every watch cache starts at the current revision.
+
+        Events committed before stay in etcd's history (lists at an exact resourceVersion read
+        them), but a watch from before now gets 410 Expired.
+        """
+        self._serving_rv = self._rv
+        for table in self._tables.values():
+            table.history.begin_at(self._rv)
 
     @property
     def rv(self) -> int:
@@ -217,7 +243,7 @@ class Store:
         table = self._tables.get(resource)
         if table is None:
             # Every resource's watch cache is as old as the server (its initial list).
-            table = self._tables[resource] = _Table(self.history, self._initial_rv)
+            table = self._tables[resource] = _Table(self.history, self._serving_rv)
         return table
 
     def _catch_up(self, now: float | None = None) -> None:
@@ -271,12 +297,17 @@ class Store:
         self._catch_up()
         table = self._tables.get(resource)
         start = table.history.start_rv if table else 0
-        return max(self._compacted, start if start > self._initial_rv else 0)
+        return max(self._compacted, start if start > self._serving_rv else 0)
 
     def watch_floor(self, resource: GroupResource) -> int:
         """The oldest resourceVersion a watch of ``resource`` can start from (its watch cache)."""
         table = self._tables.get(resource)
-        return table.history.watch_floor() if table else self._initial_rv
+        return table.history.watch_floor() if table else self._serving_rv
+
+    def watch_rv(self, resource: GroupResource) -> int:
+        """The revision ``resource``'s watchers have every event up to (what a bookmark says)."""
+        first = self.dispatcher.first_pending(resource)
+        return self._rv if first is None else first - 1
 
     def snapshot(self, resource: GroupResource, rv: int) -> dict[str, KubeObject] | None:
         """The resource's objects as they were at revision ``rv``, or None if it is compacted.
@@ -299,9 +330,18 @@ class Store:
         return state
 
     def history_after(self, resource: GroupResource, rv: int) -> list[Event] | None:
-        """The watch cache's events after ``rv`` in order, or None when ``rv`` is older."""
+        """The watch cache's events after ``rv`` in order, or None when ``rv`` is older.
+
+        Events still on their way to the watchers are not in the watch cache yet.
+        """
         table = self._tables.get(resource)
-        return table.history.since(rv) if table else []
+        if table is None:
+            return []
+        events = table.history.since(rv)
+        first = self.dispatcher.first_pending(resource)
+        if events is None or first is None:
+            return events
+        return [event for event in events if event.rv < first]
 
     # -- writes ---------------------------------------------------------------------------------
 
@@ -343,8 +383,7 @@ class Store:
             else:
                 event = Event("MODIFIED", resource, key, obj, previous, self._rv, now)
         table.history.append(event, self._compacted)
-        for sink in list(table.sinks):
-            sink.deliver(event)
+        self.dispatcher.add(event)
         self._pending.append(event)
         self._dispatch()
         return event
@@ -365,6 +404,7 @@ class Store:
         """
         if resource is None:
             self._compacted = self._rv
+        self.dispatcher.drop(resource)
         tables = [self._table(resource)] if resource else list(self._tables.values())
         for table in tables:
             table.history.reset(self._rv)
@@ -386,14 +426,16 @@ class Store:
         tables = [self._tables[resource]] if resource in self._tables else []
         if resource is None:
             tables = list(self._tables.values())
+        self.dispatcher.drop(resource)
         for table in tables:
             for sink in list(table.sinks):
                 sink.close(reason)
             table.sinks.clear()
 
     def unsent(self) -> int:
-        """Event lines every watch sink holds and has not sent to its client yet."""
-        return sum(sink.pending for table in self._tables.values() for sink in table.sinks)
+        """Events on their way to the watches, and lines every sink has not sent to its client."""
+        waiting = sum(sink.pending for table in self._tables.values() for sink in table.sinks)
+        return waiting + self.dispatcher.pending
 
     def sinks(self, resource: GroupResource) -> int:
         """How many watch sinks the resource has."""

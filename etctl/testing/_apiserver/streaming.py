@@ -114,10 +114,12 @@ class _ConversionFailed(Exception):
         self.status = status
 
 
-async def _ticker(clock: Clock, interval: float, watcher: Watcher, storage: Storage) -> None:
+async def _ticker(
+    clock: Clock, interval: float, watcher: Watcher, storage: Storage, info: ResourceInfo
+) -> None:
     while not watcher.closed:
         await clock.sleep(interval)
-        watcher.bookmark(storage.store.rv)
+        watcher.bookmark(storage.store.watch_rv(info.key))
 
 
 async def _deadline(clock: Clock, seconds: float, watcher: Watcher) -> None:
@@ -196,7 +198,7 @@ async def serve_watch(
             if allow_bookmarks:
                 timers.append(
                     group.create_task(
-                        _ticker(clock, settings.bookmark_interval, watcher, storage),
+                        _ticker(clock, settings.bookmark_interval, watcher, storage, info),
                         name="watch-bookmarks",
                     )
                 )

@@ -60,6 +60,8 @@ class Watcher:
         self.closed = False
         self.close_reason = ""
         self.sent_first = False
+        self.after = 0
+        """Events up to this revision are known to the client already (its start): skipped."""
         self.on_close: Callable[[], None] | None = None
         self._lines: list[bytes] = []
         self._ready = asyncio.Event()
@@ -68,7 +70,7 @@ class Watcher:
 
     def deliver(self, event: Event) -> None:
         """Turn one committed event into this client's event, if any, and queue it."""
-        if self.closed:
+        if self.closed or event.rv <= self.after:
             return
         selection = self.selection
         if selection.everything and not selection.namespace:

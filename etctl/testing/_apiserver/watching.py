@@ -99,11 +99,14 @@ def start_watch(
     namespace = selection.namespace if info.namespaced else ""
     initial = send_initial_events is True or (send_initial_events is None and rv == 0)
     if initial:
+        # The current state, so events still on their way to the watchers are known already.
+        watcher.after = store.rv
         for _key, obj in store.items(info.key, namespace):
             watcher.add_initial(obj)
         if send_initial_events and allow_bookmarks:
             watcher.bookmark(store.rv, initial_events_end=True)
     elif rv:
+        watcher.after = rv
         replay = store.history_after(info.key, rv)
         if replay is None:
             watcher.error(
