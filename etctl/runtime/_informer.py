@@ -468,8 +468,13 @@ class Informer:
 
     def write_succeeded(self, token: WriteToken, answer: Answer | None, *, delete: bool) -> None:
         """The write of ``token`` succeeded: show its answer now, and await its watch event."""
+        try:
+            self._own_write(token, answer, delete=delete)
+        finally:
+            self._own.end(token)
+
+    def _own_write(self, token: WriteToken, answer: Answer | None, *, delete: bool) -> None:
         own = self._own
-        own.end(token)
         now = self._clock.monotonic()
         self._expire(now)
         result = answer() if answer is not None else None
