@@ -1,4 +1,4 @@
-"""Reading a job and writing its status: read-your-writes, one guarded patch, transitions.
+"""Reading a job and writing its status: one guarded patch, transitions.
 
 **Reading.** The job is read from the informer cache. Right after the controller wrote a job's
 status, the cache may still hold the version before that write; acting on it would repeat

@@ -3,7 +3,7 @@
 One reconcile of a job key (one job is never reconciled twice at once; different jobs are, on
 several workers):
 
-1. **Read** the job (read-your-writes, :mod:`~etctl.common._scaling.writes`), its pods and the
+1. **Read** the job (from the cache, which shows this process's own writes), its pods and the
    scalers it controls (the scalers' index on ``spec.selector.name``; never a cluster-wide list).
    A finished job fails its unfinished scalers (reason ``JobFinished``) and stops there.
 2. **Members** (:func:`~etctl.common._scaling.roster.settle`): initial targets, replacements of

@@ -35,7 +35,7 @@ class DesiredCount:
         jobs: the job resource.
         client: the API client (creates scalers).
         cache: the informer cache (scalers made for a generation already).
-        writer: guarded writes with read-your-writes.
+        writer: reads and guarded writes.
         recorder: where Events go.
     """
 

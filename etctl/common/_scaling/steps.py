@@ -78,7 +78,7 @@ class ScalerSteps:
         kind: the job kind.
         jobs: the job resource.
         client: the API client (execs and fresh reads).
-        writer: guarded writes with read-your-writes.
+        writer: reads and guarded writes.
         recorder: where Events go.
         clock: the time of decisions.
         desired: writes the job's desired worker count.
