@@ -8,6 +8,7 @@ goes back in time.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -20,13 +21,18 @@ from etctl.runtime import (
     Cache,
     CacheOptions,
     Client,
+    GenerationChanged,
+    Manager,
+    ManagerOptions,
     ObjectList,
     PatchType,
+    Request,
     Resource,
+    Result,
     objects,
 )
 from etctl.runtime._ownwrites import OwnWrites, Scope, answer_is_gone, deleted_uid
-from etctl.testing import Fault
+from etctl.testing import Fault, wait_idle
 from tests.runtime._cluster import NEVER, Cluster, Recorder, cluster, eventually, running
 
 pytestmark = pytest.mark.etctl_hooks("holds the watch events of the written resource")
@@ -374,3 +380,109 @@ def test_expired_waits_are_found_only_once_their_time_is_up() -> None:
     late = own.expired(10.0)
     assert [key for key, _ in late] == ["ns/a"]
     assert not own.expected
+
+
+# -- a controller: its children's events come before its own status event
+
+
+class Fanout:
+    """Plain fanout logic: create the children the cache lacks, patch the status it lacks."""
+
+    def __init__(self, manager: Manager) -> None:
+        self.client = manager.client
+        self.cache = manager.cache
+
+    async def __call__(self, request: Request) -> Result:
+        parent = self.cache.get(WIDGETS, request.name, namespace=request.namespace)
+        if parent is None:
+            return Result()
+        data = {"size": str((parent.get("spec") or {}).get("size"))}
+        for index in range(CHILDREN):
+            name = f"{request.name}-{index}"
+            have = self.cache.get(CONFIGMAPS, name, namespace=request.namespace)
+            if have is None:
+                child = {
+                    "metadata": {
+                        "name": name,
+                        "ownerReferences": [objects.make_controller_ref(parent, WIDGETS)],
+                    },
+                    "data": data,
+                }
+                await self.client.create(CONFIGMAPS, child, namespace=request.namespace)
+            elif have.get("data") != data:
+                await self.client.patch(
+                    CONFIGMAPS, name, {"data": data}, namespace=request.namespace
+                )
+        want = {"children": CHILDREN, "observedGeneration": objects.generation(parent)}
+        if parent.get("status") != want:
+            await self.client.patch_status(
+                WIDGETS, request.name, {"status": want}, namespace=request.namespace
+            )
+        return Result()
+
+
+CHILDREN = 4
+
+
+async def test_one_status_write_per_change_when_children_events_come_first(
+    tmp_path: Path,
+) -> None:
+    async with cluster(tmp_path, crds=[WIDGET_CRD]) as env:
+        manager = Manager(
+            env.client,
+            options=ManagerOptions(cache=CacheOptions(namespaces=[env.ns], idle_timeout=NEVER)),
+            clock=env.clock,
+        )
+        manager.controller("fanout", Fanout(manager)).for_(WIDGETS, GenerationChanged()).owns(
+            CONFIGMAPS
+        ).build()
+        status_writes = lambda: len(  # noqa: E731 - a count read again and again
+            env.server.requests.find(verb="patch", resource="widgets", subresource="status")
+        )
+        async with running(manager):
+            await manager.wait_started()
+            for generation, size in ((1, "1"), (2, "2")):
+                body = {
+                    "apiVersion": "example.etctl.dev/v1",
+                    "kind": "Widget",
+                    "metadata": {"name": "w"},
+                    "spec": {"size": size},
+                }
+                if generation == 1:
+                    env.server.storage.create(WIDGETS, body, namespace=env.ns)
+                else:
+                    env.server.storage.patch(
+                        WIDGETS,
+                        "w",
+                        {"spec": {"size": size}},
+                        patch_type=PatchType.MERGE.value,
+                        namespace=env.ns,
+                    )
+                # The change itself goes out; the status the controller writes for it is held,
+                # as a watch cache that lags behind: the children's events come first.
+                env.server.hold_watch_events(WIDGETS)
+                await eventually(lambda g=generation: status_writes() >= g)
+                await wait_idle_but_held(env, manager)
+                env.server.release_watch_events(WIDGETS)
+                await wait_idle(env.server, manager)
+                assert status_writes() == generation  # one status write per change
+        stored = env.server.storage.get(WIDGETS, "w", namespace=env.ns)
+        assert stored["status"] == {"children": CHILDREN, "observedGeneration": 2}
+
+
+async def wait_idle_but_held(env: Cluster, manager: Manager) -> None:
+    """Wait until the children's events reached the cache and the controller has nothing left.
+
+    Checked twice, a poll apart, so that bytes already in a socket are read in between.
+    """
+
+    def calm() -> bool:
+        cached = {
+            objects.key_of(o): version(o) for o in manager.cache.list(CONFIGMAPS, namespace=env.ns)
+        }
+        return cached == env.state() and all(c.queue.idle for c in manager.controllers)
+
+    for _ in range(2):
+        await eventually(calm)
+        await asyncio.sleep(0.01)
+    await eventually(calm)
