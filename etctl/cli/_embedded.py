@@ -35,7 +35,14 @@ from etctl.cli._sandbox_options import SandboxOptions
 from etctl.common import Registered, Registry, crd_manifest, discover
 from etctl.log import get_logger
 from etctl.runtime import Client, Clock, Manager, RealClock
-from etctl.testing import ApiServer, Behaviour, Kubelet, KubeletConfig, PodPolicy
+from etctl.testing import (
+    ApiServer,
+    Behaviour,
+    Kubelet,
+    KubeletConfig,
+    PodPolicy,
+    WatchLatency,
+)
 
 __all__ = ["Sandbox", "run_sandbox"]
 
@@ -174,6 +181,7 @@ async def run_sandbox(
             clock=clock,
             crds=crds,
             kubelet=_kubelet_config(options, workdir / "pods"),
+            watch_latency=WatchLatency.realistic(),  # a real cluster's timing, races included
         )
         async with server:
             if options.pod_start_delay > 0:

@@ -28,6 +28,7 @@ from typing import TextIO
 
 from etctl.log import configure
 from etctl.testing._apiserver.authorization import AuthConfig
+from etctl.testing._apiserver.propagation import WatchLatency
 from etctl.testing._apiserver.requestlog import RequestRecord
 from etctl.testing._apiserver.server import ApiServer
 from etctl.testing._kubelet import KubeletConfig
@@ -71,6 +72,21 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="serve HTTPS with a certificate made at start, which the kubeconfig carries "
         "(default: with --auth, as kubectl sends tokens only over TLS)",
+    )
+    realistic = WatchLatency.realistic()
+    parser.add_argument(
+        "--watch-delay",
+        type=float,
+        default=realistic.delay,
+        help="seconds from a commit until its watch event goes out, as from a real server's "
+        f"watch cache (default: {realistic.delay:g}; 0 with --watch-interval 0: during the commit)",
+    )
+    parser.add_argument(
+        "--watch-interval",
+        type=float,
+        default=realistic.interval,
+        help="seconds between the watch cache's dispatch rounds, the events due meanwhile going "
+        f"out together (default: {realistic.interval:g})",
     )
     parser.add_argument("--log-level", default="warning", help="log level (default: warning)")
     kubelet = parser.add_argument_group("simulated kubelet")
@@ -126,8 +142,14 @@ async def _serve(args: argparse.Namespace, kubelet: KubeletConfig | None) -> Non
     with ExitStack() as files:
         auth = AuthConfig() if args.auth else None
         tls = args.auth if args.tls is None else args.tls
+        latency = WatchLatency(delay=args.watch_delay, interval=args.watch_interval)
         async with ApiServer(
-            port=args.port, crds=args.crds, kubelet=kubelet, auth=auth, tls=tls
+            port=args.port,
+            crds=args.crds,
+            kubelet=kubelet,
+            auth=auth,
+            tls=tls,
+            watch_latency=latency,
         ) as server:
             if auth is not None:
                 serve_token_requests(server)

@@ -436,9 +436,15 @@ async def test_one_status_write_per_change_when_children_events_come_first(
         manager.controller("fanout", Fanout(manager)).for_(WIDGETS, GenerationChanged()).owns(
             CONFIGMAPS
         ).build()
-        status_writes = lambda: len(  # noqa: E731 - a count read again and again
-            env.server.requests.find(verb="patch", resource="widgets", subresource="status")
-        )
+
+        def status_writes() -> int:
+            return len(
+                env.server.requests.find(verb="patch", resource="widgets", subresource="status")
+            )
+
+        async def until_written(count: int) -> None:
+            await eventually(lambda: status_writes() >= count)
+
         async with running(manager):
             await manager.wait_started()
             for generation, size in ((1, "1"), (2, "2")):
@@ -461,7 +467,7 @@ async def test_one_status_write_per_change_when_children_events_come_first(
                 # The change itself goes out; the status the controller writes for it is held,
                 # as a watch cache that lags behind: the children's events come first.
                 env.server.hold_watch_events(WIDGETS)
-                await eventually(lambda g=generation: status_writes() >= g)
+                await until_written(generation)
                 await wait_idle_but_held(env, manager)
                 env.server.release_watch_events(WIDGETS)
                 await wait_idle(env.server, manager)
