@@ -2,10 +2,11 @@
 
 A controller ``for_`` the parents (status-only changes filtered out by ``GenerationChanged``) that
 ``owns`` their ConfigMaps, reconciling from the cache with :data:`~_fanout_workload.WORKERS`
-workers. A reconcile creates the children its cache does not show
-(concurrently) and patches the status when the cached status is not yet the desired one. What it
-wrote and its cache has not shown yet is remembered (client-go's expectations), so a reconcile
-that runs before its own writes come back through the watch does not write them again.
+workers. A reconcile creates the children its cache does not show (concurrently) and patches the
+status when the cached status is not yet the desired one: the plain logic of the kopf operator,
+with nothing remembered between reconciles. That a reconcile which runs before the watch brings
+back its own writes does not write them again is the runtime's doing (its cache reads its own
+writes), not this file's.
 
     python bench/_fanout_etctl.py KUBECONFIG
 """
@@ -48,48 +49,38 @@ FANOUTS = Resource(GROUP, VERSION, PLURAL, KIND)
 
 
 class Fanout:
-    """The reconciler: children and status of one parent."""
+    """The reconciler: children and status of one parent, from the cache, nothing remembered."""
 
     def __init__(self, client: Client, cache: CacheReader) -> None:
         self._client = client
         self._cache = cache
-        self._created: dict[str, set[str]] = {}  # children created, not yet in the cache
-        self._written: dict[str, int] = {}  # the generation a status was written for
 
     async def _create(self, body: dict[str, Any]) -> None:
         with contextlib.suppress(AlreadyExists):
             await self._client.create(CONFIGMAPS, body)
 
     async def reconcile(self, request: Request) -> Result:
-        key = str(request)
         owner = self._cache.get(FANOUTS, request.name, namespace=request.namespace)
         if owner is None:
-            self._created.pop(key, None)
-            self._written.pop(key, None)
             return Result()
-        pending = self._created.setdefault(key, set())
-        missing = []
-        for index in range(CHILDREN):
-            name = child_name(request.name, index)
-            if self._cache.get(CONFIGMAPS, name, namespace=request.namespace) is not None:
-                pending.discard(name)
-            elif name not in pending:
-                missing.append(child(dict(owner), index))
+        missing = [
+            child(dict(owner), index)
+            for index in range(CHILDREN)
+            if self._cache.get(
+                CONFIGMAPS, child_name(request.name, index), namespace=request.namespace
+            )
+            is None
+        ]
         if missing:
             async with asyncio.TaskGroup() as group:
                 for body in missing:
                     group.create_task(self._create(body))
-            pending.update(objects.name(body) for body in missing)
         generation = objects.generation(owner)
         status = owner.get("status") or {}
         if status.get("configMaps") == CHILDREN and status.get("observedGeneration") == generation:
-            self._written.pop(key, None)
-            return Result()
-        if self._written.get(key) == generation:
             return Result()
         desired = {"status": {"configMaps": CHILDREN, "observedGeneration": generation}}
         await self._client.patch_status(FANOUTS, request.name, desired, namespace=request.namespace)
-        self._written[key] = generation
         return Result()
 
 

@@ -1,33 +1,43 @@
-"""CPU per request of a "fanout" operator: etctl's public runtime API against kopf.
+"""CPU per request of a "fanout" operator: etctl's public runtime API against kopf and the floor.
 
 The workload: N parent custom resources (``Fanout``), each needing 4 ConfigMaps it controls and a
 status patch saying so: 5 writes per parent, 5N in all, the minimum any operator can make. Each
-run starts a fresh embedded API server in its own process, then the operator in another (so its
-CPU time is its own), waits until the operator watches, idles, then has the server create the N
-parents at once (through its storage: those writes are not the operator's) and waits until every
-parent has its ConfigMaps and its status. The modes alternate in one series (etctl, kopf, kopf,
-etctl, ...), so a machine that slows down mid-series hurts both alike.
+run starts a fresh embedded API server in its own process, its watch events as late as a real
+server's (``--watch-delay``, ``--watch-interval``: a lightly loaded control plane's by default,
+which is what makes a reconcile run before the watch brings back its own writes), then the
+operator in another process (so its CPU time is its own), waits until the operator watches,
+idles, then has the server create the N parents at once (through its storage: those writes are
+not the operator's) and waits until every parent has its ConfigMaps and its status. The modes
+alternate in one series (etctl, kopf, direct, direct, kopf, etctl, ...), so a machine that slows
+down mid-series hurts all alike.
+
+``direct`` is the floor (``_fanout_direct.py``): no operator, the same writes made by a plain
+watch of the parents and four workers, as soon as each parent's event arrives. An operator's
+convergence is compared to it (target: within 1.05x).
 
 Per run, from outside the operator:
 
 * CPU ms per request: the operator process's CPU time (user + system, from ``/proc``) from the
   moment the parents are created until the operator settles, divided by the requests the
   server's request log recorded from it in that time;
-* requests: all of them, and the writes among them (the minimum is 5N); any request during the
-  idle windows before and after the load is reported too (there should be none);
+* requests: all of them, by verb and resource, against the minimum (N status patches and 4N
+  ConfigMap creates); any request during the idle windows before and after the load is reported
+  too (there should be none);
 * convergence: seconds from the first parent's creation until the last parent is done;
 * RSS: idle (after the caches synced, before the load) and peak (the process's high-water mark).
 
-Both operators do the same thing the way their own documentation says to: etctl through a
-``Manager`` whose controller is ``for_`` the parents and ``owns`` the ConfigMaps, reconciling from
-its cache with four workers; kopf with a creation handler that creates the children and patches
+Both operators run the same plain logic (create the children that are missing, patch the status
+when it is not the desired one; nothing remembered between reconciles), the way their own
+documentation says to: etctl through a ``Manager`` whose controller is ``for_`` the parents and
+``owns`` the ConfigMaps, reconciling from its cache with four workers; kopf with a creation
+handler that creates the children and patches
 the status through kopf's own patch, tuned as its documentation allows (no Kubernetes events
 posted, no peering, no cluster scanning, its progress and diff-base kept in the status so that one
 patch carries all of it, warnings-only logging) and creating the ConfigMaps with a plain aiohttp
 session (the cheapest client a kopf handler can use). kopf is a benchmark-only dependency:
 ``pip install kopf``.
 
-    .venv/bin/python bench/fanout.py [--parents N] [--rounds R] [--modes etctl,kopf]
+    .venv/bin/python bench/fanout.py [--parents N] [--rounds R] [--modes etctl,kopf,direct]
 """
 
 from __future__ import annotations
@@ -50,20 +60,22 @@ from typing import Any
 from _fanout_workload import CHILDREN, CRD, GROUP, KIND, NAMESPACE, PLURAL, VERSION, parent
 from _report import figure, header
 from etctl.runtime import CONFIGMAPS, NAMESPACES, Resource
-from etctl.testing import ApiServer
+from etctl.testing import ApiServer, WatchLatency
 
 IDLE_SECONDS = 2.0
 SETTLE_SECONDS = 2.0
-OPERATORS = {"etctl": "_fanout_etctl.py", "kopf": "_fanout_kopf.py"}
+OPERATORS = {"etctl": "_fanout_etctl.py", "kopf": "_fanout_kopf.py", "direct": "_fanout_direct.py"}
 
 
 # -- the server process
 
 
-async def _serve(conn: Connection, parents: int, kubeconfig: Path) -> None:
+async def _serve(conn: Connection, parents: int, kubeconfig: Path, latency: WatchLatency) -> None:
     fanouts = Resource(GROUP, VERSION, PLURAL, KIND)
     loop = asyncio.get_running_loop()
-    async with ApiServer(crds=[CRD], request_log_size=50 * parents + 10_000) as server:
+    async with ApiServer(
+        crds=[CRD], request_log_size=50 * parents + 10_000, watch_latency=latency
+    ) as server:
         server.storage.create(NAMESPACES, {"metadata": {"name": NAMESPACE}})
         server.write_kubeconfig(kubeconfig, namespace=NAMESPACE)
         done = asyncio.Event()
@@ -106,9 +118,9 @@ async def _serve(conn: Connection, parents: int, kubeconfig: Path) -> None:
                 )
 
 
-def serve(conn: Connection, parents: int, kubeconfig: str) -> None:
+def serve(conn: Connection, parents: int, kubeconfig: str, latency: WatchLatency) -> None:
     """The server process: serve, answer the coordinator's commands until told to stop."""
-    asyncio.run(_serve(conn, parents, Path(kubeconfig)))
+    asyncio.run(_serve(conn, parents, Path(kubeconfig), latency))
 
 
 # -- the coordinator
@@ -136,6 +148,15 @@ def _system_seconds(pid: int) -> float:
 
 def _writes(records: list[tuple[str, str, str, int]]) -> int:
     return sum(1 for verb, *_ in records if verb in ("create", "update", "patch", "delete"))
+
+
+def _by_verb(records: list[tuple[str, str, str, int]]) -> Counter[str]:
+    """Requests by ``verb resource[/subresource]`` (and the answer's code when not a success)."""
+    counts = Counter[str]()
+    for verb, resource, subresource, code in records:
+        name = f"{verb} {resource}/{subresource}" if subresource else f"{verb} {resource}"
+        counts[name if 200 <= code < 300 else f"{name} ({code})"] += 1
+    return counts
 
 
 def _py_spy() -> str:
@@ -166,13 +187,15 @@ def _top(collapsed: Path, limit: int = 25) -> None:
         print(f"   {100 * n / samples:5.1f} {100 * total[frame] / samples:5.1f}  {frame}")
 
 
-def run_once(mode: str, parents: int, profile: Path | None = None) -> dict[str, float]:
+def run_once(
+    mode: str, parents: int, latency: WatchLatency, profile: Path | None = None
+) -> dict[str, Any]:
     """One run of ``mode`` against a fresh server: the figures of :func:`main`'s table."""
     context = multiprocessing.get_context("spawn")
     with tempfile.TemporaryDirectory() as tmp:
         kubeconfig = str(Path(tmp) / "kubeconfig")
         ours, theirs = context.Pipe()
-        server = context.Process(target=serve, args=(theirs, parents, kubeconfig))
+        server = context.Process(target=serve, args=(theirs, parents, kubeconfig, latency))
         server.start()
         operator: subprocess.Popen[str] | None = None
         try:
@@ -248,6 +271,7 @@ def run_once(mode: str, parents: int, profile: Path | None = None) -> dict[str, 
         "system_share": (sys1 - sys0) / max(cpu1 - cpu0, 1e-9),
         "requests": requests,
         "writes": _writes(records),
+        "by_verb": _by_verb(records),
         "idle_requests": idle_before + idle_after,
         "idle_cpu_ms": (cpu2 - cpu1) * 1000,
         "converged_s": converged,
@@ -258,9 +282,22 @@ def run_once(mode: str, parents: int, profile: Path | None = None) -> dict[str, 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
+    realistic = WatchLatency.realistic()
     parser.add_argument("--parents", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--modes", default="etctl,kopf")
+    parser.add_argument("--modes", default="etctl,kopf,direct")
+    parser.add_argument(
+        "--watch-delay",
+        type=float,
+        default=realistic.delay,
+        help=f"seconds the server's watch events lag their commit (default {realistic.delay:g})",
+    )
+    parser.add_argument(
+        "--watch-interval",
+        type=float,
+        default=realistic.interval,
+        help=f"seconds between the watch cache's dispatch rounds (default {realistic.interval:g})",
+    )
     parser.add_argument(
         "--profile",
         type=Path,
@@ -268,18 +305,20 @@ def main() -> None:
     )
     args = parser.parse_args()
     modes = args.modes.split(",")
+    latency = WatchLatency(delay=args.watch_delay, interval=args.watch_interval)
     header(
         f"fanout: {args.parents} parents x {CHILDREN} ConfigMaps + a status patch, "
-        f"{args.rounds} alternating rounds"
+        f"{args.rounds} alternating rounds, watch events {latency.delay * 1000:g} ms late "
+        f"(dispatched every {latency.interval * 1000:g} ms)"
     )
-    results: dict[str, list[dict[str, float]]] = {mode: [] for mode in modes}
+    results: dict[str, list[dict[str, Any]]] = {mode: [] for mode in modes}
     for round_ in range(args.rounds):
         order = modes if round_ % 2 == 0 else modes[::-1]
         for mode in order:
             profile = None
             if args.profile is not None and round_ == 0:
                 profile = args.profile.with_suffix(f".{mode}")
-            result = run_once(mode, args.parents, profile)
+            result = run_once(mode, args.parents, latency, profile)
             results[mode].append(result)
             print(
                 f"   round {round_ + 1} {mode:<6} "
@@ -290,11 +329,21 @@ def main() -> None:
             if profile is not None:
                 _top(profile)
     medians = {
-        mode: {key: statistics.median(r[key] for r in runs) for key in runs[0]}
+        mode: {
+            key: statistics.median(r[key] for r in runs)
+            for key in runs[0]
+            if not isinstance(runs[0][key], Counter)
+        }
         for mode, runs in results.items()
     }
-    minimum = (CHILDREN + 1) * args.parents
+    minimum = Counter(
+        {
+            f"create {CONFIGMAPS.plural}": CHILDREN * args.parents,
+            f"patch {PLURAL}/status": args.parents,
+        }
+    )
     base = medians.get("kopf")
+    floor = medians.get("direct")
     for mode, m in medians.items():
         ratio = ""
         if base and mode != "kopf":
@@ -305,11 +354,27 @@ def main() -> None:
         figure("CPU per request", m["cpu_ms_per_request"] * 1000, "µs", compare=ratio)
         figure("  of which in the kernel", 100 * m["system_share"], "%")
         figure(
-            "requests", m["requests"], "", compare=f"{m['writes']:.0f} writes; minimum {minimum}"
+            "requests",
+            m["requests"],
+            "",
+            compare=f"{m['writes']:.0f} writes; minimum {sum(minimum.values())}",
         )
+        for index, run in enumerate(results[mode]):
+            counts = run["by_verb"]
+            described = ", ".join(
+                f"{name} {count}" + (f" (minimum {minimum[name]})" if name in minimum else "")
+                for name, count in sorted(counts.items())
+            )
+            print(f"     round {index + 1}: {described}")
         figure("requests while idle", m["idle_requests"], "", compare="target 0")
         figure("CPU while idle", m["idle_cpu_ms"], f"ms in {IDLE_SECONDS:.0f} s")
-        figure("convergence", m["converged_s"], "s")
+        versus = ""
+        if floor and mode != "direct":
+            versus = (
+                f"{m['converged_s'] / floor['converged_s']:.3f}x writing the objects directly "
+                f"({floor['converged_s']:.2f} s); target <= 1.05x"
+            )
+        figure("convergence", m["converged_s"], "s", compare=versus)
         figure("idle RSS", m["idle_rss_mb"], "MB")
         figure("peak RSS", m["peak_rss_mb"], "MB")
 
