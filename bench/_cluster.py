@@ -18,6 +18,7 @@ import os
 import socket
 import sys
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +45,36 @@ def rss_bytes(pid: int) -> int:
     """Resident memory of a process."""
     with open(f"/proc/{pid}/statm") as statm:
         return int(statm.read().split()[1]) * _PAGE
+
+
+def request_counts(log: Path, *, user_agent: str, skip: int = 0) -> Counter[str]:
+    """Writes in a server's request log (past its first ``skip`` lines) by one client.
+
+    Keyed ``verb resource[/subresource]`` (create, update, patch, delete), as the verbs are named
+    in RBAC.
+    """
+    counts = Counter[str]()
+    verbs = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+    with log.open(encoding="utf-8") as lines:
+        for index, line in enumerate(lines):
+            if index < skip:
+                continue
+            record = json.loads(line)
+            verb = verbs.get(record["method"])
+            if verb is None or not record["user_agent"].startswith(user_agent):
+                continue
+            counts[f"{verb} {_resource_of(record['path'])}"] += 1
+    return counts
+
+
+def _resource_of(path: str) -> str:
+    """``plural[/subresource]`` of a resource path (``/api/v1/namespaces/ns/pods/p/status``)."""
+    parts = path.strip("/").split("/")
+    parts = parts[2:] if parts[0] == "api" else parts[3:]
+    if len(parts) >= 2 and parts[0] == "namespaces" and len(parts) > 2:
+        parts = parts[2:]
+    plural = parts[0] if parts else ""
+    return f"{plural}/{parts[2]}" if len(parts) > 2 else plural
 
 
 def free_port() -> int:
@@ -76,11 +107,22 @@ class Server:
 
 @contextlib.asynccontextmanager
 async def api_server(
-    workdir: Path, *, pods: int = 300, nodes: int = 16, kubelet: bool = True
+    workdir: Path,
+    *,
+    pods: int = 300,
+    nodes: int = 16,
+    kubelet: bool = True,
+    request_log: Path | None = None,
 ) -> AsyncIterator[Server]:
-    """``python -m etctl.testing`` with room for ``pods`` pods on ``nodes`` nodes."""
+    """``python -m etctl.testing`` with room for ``pods`` pods on ``nodes`` nodes.
+
+    Its watch events are as late as a lightly loaded real server's (the command's default);
+    ``request_log`` names a file that gets a line per request.
+    """
     kubeconfig = workdir / f"kubeconfig-{time.monotonic_ns()}"
     args = ["--kubeconfig", str(kubeconfig), "--crds", str(CRDS)]
+    if request_log is not None:
+        args += ["--request-log", str(request_log)]
     if kubelet:
         args += ["--nodes", str(nodes), "--node-pods", str(pods // nodes + 50)]
         args += ["--node-cpu", "1000", "--node-memory", "4000Gi"]
@@ -194,8 +236,13 @@ async def watch(
                     on_event(event["object"])
 
 
-def metric_sums(page: str, names: Sequence[str]) -> dict[tuple[str, str], float]:
-    """``(metric, controller) -> value`` of ``names`` on a Prometheus text page, summed."""
+def metric_sums(
+    page: str, names: Sequence[str], *, label: str = ""
+) -> dict[tuple[str, str], float]:
+    """``(metric, controller) -> value`` of ``names`` on a Prometheus text page, summed.
+
+    With ``label``, keyed by that label's value instead of the controller (or resource).
+    """
     values: dict[tuple[str, str], float] = {}
     for line in page.splitlines():
         name, _, rest = line.partition("{")
@@ -204,5 +251,7 @@ def metric_sums(page: str, names: Sequence[str]) -> dict[tuple[str, str], float]
         labels, _, value = rest.rpartition("} ")
         found = dict(part.split("=", 1) for part in labels.split(",") if "=" in part)
         controller = found.get("controller", found.get("resource", '""')).strip('"')
+        if label:
+            controller = found.get(label, '""').strip('"')
         values[(name, controller)] = values.get((name, controller), 0.0) + float(value)
     return values

@@ -15,6 +15,11 @@ condition. Two workloads, each on a fresh server and operator:
   job that runs by then: the figure is how long until both new worker pods exist;
 * ``--tfjobs`` TFJobs of ``--workers`` workers (a pod and a service each).
 
+The operator's writes are counted from the server's request log, by verb and resource: creates
+against the objects it had to make, and its status writes against the changes they made to the
+jobs (the job watch sees each), so a write that changed nothing shows. The server's watch events
+are as late as a lightly loaded real server's (``python -m etctl.testing``'s default).
+
 The comparison is the floor: the very objects the operator created (read back from the server,
 server-set fields removed), written directly to a fresh server in the order the operator created
 them, by the same 16 clients, from the first create until every pod runs: the server's own create
@@ -32,6 +37,7 @@ import contextlib
 import statistics
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +55,7 @@ from _cluster import (
     metric_sums,
     operator,
     post,
+    request_counts,
     watch,
 )
 
@@ -153,6 +160,9 @@ class Run:
     scaleout_at: float = 0.0
     starting_at_scaleout: int = 0
     written: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    writes: Counter[str] = field(default_factory=Counter)
+    job_changes: int = 0
+    conflicts: int = 0
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -172,12 +182,14 @@ class _Progress:
         self.jobs = jobs
         self.running: dict[str, float] = {}
         self.pods: dict[str, float] = {}
+        self.versions: set[tuple[str, str]] = set()
         self.all_running = asyncio.Event()
         self.some_running = asyncio.Event()
         self.pod_seen = asyncio.Event()
 
     def on_job(self, obj: dict[str, Any]) -> None:
         name = obj["metadata"]["name"]
+        self.versions.add((name, obj["metadata"]["resourceVersion"]))
         if name not in self.running and _running(obj):
             self.running[name] = time.perf_counter()
             self.some_running.set()
@@ -195,8 +207,9 @@ async def run_operator(
     """Create every job at once with the operator running; measure until every one runs."""
     connector = aiohttp.TCPConnector(limit=_CLIENTS + 8)
     pods = workload.jobs * (workload.workers + 1) + 16
+    log = workdir / f"requests-{workload.plugin}-{time.monotonic_ns()}.jsonl"
     async with (
-        api_server(workdir, pods=pods) as server,
+        api_server(workdir, pods=pods, request_log=log) as server,
         aiohttp.ClientSession(connector=connector) as session,
         operator(server, session, ["--jobs", workload.plugin, *flags]) as op,
     ):
@@ -212,6 +225,7 @@ async def run_operator(
                 ),
             ]
             await asyncio.sleep(0.2)  # the watches are open
+            skip = sum(1 for _ in log.open(encoding="utf-8"))
             operator_cpu = cpu_seconds(op.process.pid)
             server_cpu = cpu_seconds(server.process.pid)
             start = time.perf_counter()
@@ -219,15 +233,27 @@ async def run_operator(
             if scaleout_at is not None:
                 await _scale_out(session, server, start, scaleout_at, progress, run, verbose)
             await progress.all_running.wait()
+            run.seconds = max(progress.running.values()) - start
+            run.operator_cpu = (cpu_seconds(op.process.pid) - operator_cpu) / run.seconds
+            run.server_cpu = (cpu_seconds(server.process.pid) - server_cpu) / run.seconds
+            await _settled(log)  # every write made has its event seen: writes vs changes
             for task in watches:
                 task.cancel()
-        run.seconds = max(progress.running.values()) - start
         run.first_running = min(progress.running.values()) - start
-        run.operator_cpu = (cpu_seconds(op.process.pid) - operator_cpu) / run.seconds
-        run.server_cpu = (cpu_seconds(server.process.pid) - server_cpu) / run.seconds
         if verbose:
             run.notes += _controllers(await op.metrics(session))
         run.written = await _children(session, server.url)
+        run.writes = request_counts(log, user_agent="etctl/", skip=skip)
+        run.conflicts = int(
+            sum(
+                value
+                for (name, code), value in metric_sums(
+                    await op.metrics(session), ("rest_client_requests_total",), label="code"
+                ).items()
+                if code == "409"
+            )
+        )
+        run.job_changes = len(progress.versions) - workload.jobs  # each job's creation aside
         return run
 
 
@@ -280,6 +306,17 @@ async def _scale_out(
         for task in watchers:
             task.cancel()
     run.notes += [f"scale-out of {job}: {line}" for line in timeline]
+
+
+async def _settled(log: Path, quiet: float = 1.0, bound: float = 30.0) -> None:
+    """Wait until the request log has not grown for ``quiet`` seconds (at most ``bound``)."""
+    lines, still, waited = -1, 0.0, 0.0
+    while still < quiet and waited < bound:
+        await asyncio.sleep(0.25)
+        waited += 0.25
+        count = sum(1 for _ in log.open(encoding="utf-8"))
+        still = still + 0.25 if count == lines else 0.0
+        lines = count
 
 
 def _controllers(page: str) -> list[str]:
@@ -407,8 +444,32 @@ async def measure(workload: Workload, args: argparse.Namespace, workdir: Path) -
             + "; target <= 2 s",
         )
     for index, run in enumerate(runs):
+        writes = _writes(run, workload)
+        print(f"     round {index + 1}: the operator's writes until all ran: {writes}")
         for line in run.notes:
             print(f"     round {index + 1}: {line}")
+
+
+def _writes(run: Run, workload: Workload) -> str:
+    """The operator's writes by verb and resource, creates against the objects it had to make."""
+    made = Counter(path.rsplit("/", 1)[1] for path, _ in run.written)
+    made[workload.plural] = 0  # the jobs are the user's
+    parts = []
+    for name, count in sorted(run.writes.items()):
+        verb, resource = name.split(" ", 1)
+        if verb == "create" and resource in made:
+            parts.append(f"{name} {count} (objects to make: {made[resource]})")
+        elif resource == f"{workload.plural}/status":
+            idle = max(count - run.job_changes - run.conflicts, 0)
+            parts.append(
+                f"{name} {count} ({count / workload.jobs:.2f} per job; {run.job_changes} "
+                f"changed the job, {idle} changed nothing; the operator's Conflicts, all "
+                f"resources: {run.conflicts})"
+            )
+        else:
+            parts.append(f"{name} {count}")
+    missing = sorted(f"create {r}" for r in made if made[r] and f"create {r}" not in run.writes)
+    return ", ".join(parts + [f"{m} 0 (objects to make: {made[m[7:]]})" for m in missing])
 
 
 async def main(args: argparse.Namespace) -> None:
