@@ -29,6 +29,7 @@ SMALL: dict[str, list[str]] = {
     "fanout.py": ["--parents", "50", "--rounds", "1", "--modes", "etctl"],
     "http_parsing.py": ["--answers", "200"],
     "informer.py": ["--pods", "200", "--cold-pods", "300"],
+    "own_writes.py": ["--writes", "200", "--rounds", "1"],
     "jobs_at_scale.py": ["--trainingjobs", "2", "--tfjobs", "2", "--scaleout-at", "1"],
     "kubelet.py": ["--pods", "50", "--execs", "20"],
     "leader_election.py": ["--rounds", "1"],

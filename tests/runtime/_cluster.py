@@ -93,7 +93,9 @@ class Cluster(TargetEnv):
         return found
 
     def _presets(self) -> bool:
-        return self.target.cluster is not None and bool(self.target.cluster.presets())
+        if self.target.cluster is None:
+            return True  # the embedded server publishes kube-root-ca.crt, as a cluster does
+        return bool(self.target.cluster.presets())
 
     def configmap(self, name: str, namespace: str = "", **data: str) -> dict[str, Any]:
         """Create a ConfigMap (in the test's namespace by default), synchronously."""
@@ -225,10 +227,10 @@ async def cluster(
 
 
 PRESET_CONFIGMAP = "kube-root-ca.crt"
-"""The ConfigMap a real cluster puts in every namespace (the embedded server does not)."""
+"""The ConfigMap a cluster (and the embedded server) puts in every namespace."""
 
 NOT_PRESET = f"metadata.name!={PRESET_CONFIGMAP}"
-"""A field selector that leaves out the ConfigMap a real cluster puts in every namespace."""
+"""A field selector that leaves out the ConfigMap a cluster puts in every namespace."""
 
 
 @asynccontextmanager

@@ -54,6 +54,7 @@ from etctl.testing._apiserver.tls import ServingCertificate, serving_certificate
 from etctl.testing._apiserver.webhookclient import WebhookClient
 from etctl.testing._apiserver.webhookdispatch import WebhookDispatcher
 from etctl.testing._controllers import GarbageCollector, NamespaceController, WorkloadController
+from etctl.testing._controllers.rootca import RootCAPublisher
 from etctl.testing._kubelet import Kubelet, KubeletConfig
 
 __all__ = ["ApiServer", "CRDSource", "crd_documents", "kubeconfig_document"]
@@ -115,9 +116,10 @@ class ApiServer:
         seed: seeds generated names and uids, for reproducible runs.
         kubelet: run the simulated kubelet and scheduler with this configuration (None: pods
             are stored but never scheduled or run); it is :attr:`kubelet` once started.
-        controllers: run the garbage collector, the namespace controller and the Deployment
-            and ReplicaSet controllers (as a cluster does); False leaves owner references,
-            terminating namespaces and workloads alone.
+        controllers: run the garbage collector, the namespace controller, the Deployment
+            and ReplicaSet controllers and the root CA publisher (a ``kube-root-ca.crt``
+            ConfigMap in every namespace), as a cluster does; False leaves owner references,
+            terminating namespaces and workloads alone and publishes nothing.
         limits: the size limits of request bodies, ConfigMap and Secret data and stored
             objects (a real cluster's by default; tests may lower them).
         auth: authenticate bearer tokens and enforce RBAC with these settings (None: every
@@ -204,6 +206,10 @@ class ApiServer:
         self._runner: web.AppRunner | None = None
         self._group: asyncio.TaskGroup | None = None
         self._tasks: list[asyncio.Task[Any]] = []
+        self._root_ca: RootCAPublisher | None = None
+        if controllers:
+            self._root_ca = RootCAPublisher(self.storage, self._ca_bundle)
+            self.store.subscribe(self._root_ca.observe)
         for name in INITIAL_NAMESPACES:
             self.storage.create(NAMESPACES, {"metadata": {"name": name}})
         self.guard: Guard | None = None
@@ -213,6 +219,9 @@ class ApiServer:
             if auth.bootstrap_policy:
                 for obj in bootstrap_policy():
                     self.apply_object(_RBAC_KINDS[obj["kind"]], obj)
+
+    def _ca_bundle(self) -> str:
+        return self.certificate.ca_pem.decode() if self.certificate is not None else ""
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -244,6 +253,8 @@ class ApiServer:
         await runner.setup()
         if self._tls and self.certificate is None:
             self.certificate = serving_certificate(self.host)
+            if self._root_ca is not None:
+                self._root_ca.refresh()
         site = web.TCPSite(
             runner,
             self.host,
