@@ -88,6 +88,12 @@ def _parser() -> argparse.ArgumentParser:
         help="seconds between the watch cache's dispatch rounds, the events due meanwhile going "
         f"out together (default: {realistic.interval:g})",
     )
+    parser.add_argument(
+        "--kubernetes-version",
+        default="1.32",
+        help="the release to model, 1.24 to 1.32 (default: 1.32): what /version says and how "
+        "the server behaves where releases differ",
+    )
     parser.add_argument("--log-level", default="warning", help="log level (default: warning)")
     kubelet = parser.add_argument_group("simulated kubelet")
     kubelet.add_argument(
@@ -150,6 +156,7 @@ async def _serve(args: argparse.Namespace, kubelet: KubeletConfig | None) -> Non
             auth=auth,
             tls=tls,
             watch_latency=latency,
+            kubernetes_version=args.kubernetes_version,
         ) as server:
             if auth is not None:
                 serve_token_requests(server)

@@ -164,12 +164,18 @@ async def harness(
     settings: JobSettings | None = None,
     crds: tuple[Mapping[str, Any], ...] = (),
     extra_resources: tuple[Resource, ...] = (),
+    kubernetes_version: str = "1.32",
 ) -> AsyncIterator[Harness]:
-    """A harness around ``plugin`` (SimpleJob by default) on the cluster under test."""
+    """A harness around ``plugin`` (SimpleJob by default) on the cluster under test.
+
+    ``kubernetes_version`` is the release the embedded server models (a real cluster is its own).
+    """
     clock = FakeClock()
     chosen = plugin or SimpleJobPlugin()
     manifests = [crd_manifest(chosen.resource), *crds]
-    async with cluster_target(tmp_path, clock=clock, crds=manifests) as target:
+    async with cluster_target(
+        tmp_path, clock=clock, crds=manifests, kubernetes_version=kubernetes_version
+    ) as target:
         options = ClientOptions(request_timeout=10, clock=InstantClock())
         client = await Client.from_kubeconfig(target.kubeconfig, options=options)
         async with client:

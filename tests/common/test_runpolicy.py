@@ -10,7 +10,8 @@ import pytest
 from etctl.common import CleanPodPolicy
 from etctl.common._runpolicy import deadline_remaining, pods_to_clean, ttl_remaining
 from etctl.errors import Forbidden
-from etctl.runtime import SERVICES
+from etctl.runtime import PODS as POD_RESOURCE
+from etctl.runtime import SERVICES, Client
 from etctl.testing import Fault
 from tests.common._harness import harness, simplejob
 from tests.common.simplejob import SIMPLEJOBS
@@ -170,9 +171,12 @@ async def test_a_cleaned_pod_whose_service_delete_failed_leaves_no_service(
         assert sorted(await h.pods()) == ["train-worker-0"]
 
 
-async def test_a_job_created_suspended_gets_no_pods_until_admitted(tmp_path: Path) -> None:
+@pytest.mark.parametrize("release", ["1.32", "1.24"])
+async def test_a_job_created_suspended_gets_no_pods_until_admitted(
+    tmp_path: Path, release: str
+) -> None:
     """Kueue's admission: suspended at creation, resumed with injected scheduling directives."""
-    async with harness(tmp_path) as h:
+    async with harness(tmp_path, kubernetes_version=release) as h:
         await h.submit(simplejob("train", workers=2, leader=True, run_policy={"suspend": True}))
         await h.step("train")
         await h.step("train")
@@ -197,10 +201,13 @@ async def test_a_job_created_suspended_gets_no_pods_until_admitted(tmp_path: Pat
         await h.step("train")
         pods = await h.pods()
         assert sorted(pods) == ["train-worker-0", "train-worker-1"]
+        # Pod scheduling gates came with Kubernetes 1.27: detected on the server, not assumed.
+        gated = await keeps_scheduling_gates(h.client, h.ns)
         for pod in pods.values():
             assert pod["spec"]["nodeSelector"] == {"cloud.provider.com/accelerator": "a100"}
             assert {"key": "spot", "operator": "Exists"} in pod["spec"]["tolerations"]
-            assert pod["spec"]["schedulingGates"] == [{"name": "kueue.x-k8s.io/topology"}]
+            gates = pod["spec"].get("schedulingGates")
+            assert gates == ([{"name": "kueue.x-k8s.io/topology"}] if gated else None)
         conditions = await h.conditions("train")
         assert conditions["Suspended"] == ("False", "SimpleJobResumed")
         assert (await h.job("train"))["status"]["startTime"] == "2026-01-01T00:00:30Z"
@@ -248,3 +255,19 @@ async def test_an_empty_managed_by_is_unset(tmp_path: Path) -> None:
         await h.submit(simplejob("train", workers=1, run_policy={"managedBy": ""}))
         await h.step("train")
         assert sorted(await h.pods()) == ["train-worker-0"]
+
+
+async def keeps_scheduling_gates(client: Client, namespace: str) -> bool:
+    """Whether the server keeps a pod's ``schedulingGates`` (a release before 1.27 drops them).
+
+    Asked of the server with a dry-run create, so nothing is made.
+    """
+    probe = {
+        "metadata": {"name": "probe-scheduling-gates"},
+        "spec": {
+            "containers": [{"name": "probe", "image": "busybox"}],
+            "schedulingGates": [{"name": "example.etctl.dev/probe"}],
+        },
+    }
+    answer = await client.create(POD_RESOURCE, probe, namespace=namespace, dry_run=True)
+    return bool((answer.get("spec") or {}).get("schedulingGates"))

@@ -43,13 +43,17 @@ def _v1(*, status: bool = False) -> tuple[VersionInfo, ...]:
 
 
 def builtin_resources(
-    allocator: ClusterIPAllocator, *, limits: Limits = DEFAULT_LIMITS
+    allocator: ClusterIPAllocator,
+    *,
+    limits: Limits = DEFAULT_LIMITS,
+    scheduling_gates: bool = True,
 ) -> list[ResourceInfo]:
     """The built-in resources with fresh strategies.
 
     Args:
         allocator: the cluster-IP allocator Services draw from.
         limits: the size limits the strategies enforce (ConfigMap and Secret data).
+        scheduling_gates: whether pods keep ``spec.schedulingGates`` (the release has them).
     """
     plain = Strategy()
     rbac = "rbac.authorization.k8s.io"
@@ -75,7 +79,7 @@ def builtin_resources(
             kind="Pod",
             namespaced=True,
             versions=_v1(status=True),
-            strategy=PodStrategy(),
+            strategy=PodStrategy(scheduling_gates=scheduling_gates),
             short_names=("po",),
             categories=("all",),
             subresources=(

@@ -16,8 +16,9 @@ TokenReview and SubjectAccessReview of a server enforcing RBAC) by handlers in
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from aiohttp import web
 
@@ -119,7 +120,9 @@ class HttpApi:
         clock: Clock,
         watch: WatchSettings,
         max_request_body_bytes: int = MAX_REQUEST_BODY_BYTES,
+        version_document: Mapping[str, Any] = SERVER_VERSION,
     ) -> None:
+        self.version_document = dict(version_document)
         self.storage = storage
         self.discovery = discovery
         self.openapi = openapi
@@ -322,7 +325,7 @@ class HttpApi:
         body: bytes | None = None
         media = "application/json"
         if parts == ("version",):
-            body = dumps(SERVER_VERSION)
+            body = dumps(self.version_document)
         elif parts in (("api",), ("apis",)):
             core = parts == ("api",)
             aggregated = wants_aggregated(accept)

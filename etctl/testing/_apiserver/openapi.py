@@ -132,8 +132,11 @@ def _gv_path(group: str, version: str) -> str:
 class OpenAPI:
     """OpenAPI v3 documents for one registry, cached per registry revision."""
 
-    def __init__(self, registry: Registry) -> None:
+    def __init__(
+        self, registry: Registry, *, git_version: str = SERVER_VERSION["gitVersion"]
+    ) -> None:
         self.registry = registry
+        self.git_version = git_version
         self._docs: dict[str, bytes] = {}
         self._revision = -1
 
@@ -164,8 +167,7 @@ class OpenAPI:
         self._refresh()
         return self._docs.get(path.strip("/"))
 
-    @staticmethod
-    def _document(group: str, version: str, infos: list[ResourceInfo]) -> dict[str, Any]:
+    def _document(self, group: str, version: str, infos: list[ResourceInfo]) -> dict[str, Any]:
         paths: dict[str, Any] = {}
         schemas: dict[str, Any] = {}
         prefix = f"/apis/{group}/{version}" if group else f"/api/{version}"
@@ -201,7 +203,7 @@ class OpenAPI:
             paths[f"{base}/{{name}}"] = {"patch": operation}
         return {
             "openapi": "3.0.0",
-            "info": {"title": "Kubernetes", "version": SERVER_VERSION["gitVersion"]},
+            "info": {"title": "Kubernetes", "version": self.git_version},
             "paths": paths,
             "components": {"schemas": dict(sorted(schemas.items()))},
         }

@@ -118,6 +118,15 @@ class PodStrategy(Strategy):
     )
     default_field_error = False
 
+    def __init__(self, *, scheduling_gates: bool = True) -> None:
+        self.scheduling_gates = scheduling_gates
+        """Whether the release knows ``spec.schedulingGates`` (else it drops the field)."""
+
+    def _drop_unknown(self, obj: KubeObject) -> None:
+        spec = obj.get("spec")
+        if not self.scheduling_gates and isinstance(spec, dict):
+            spec.pop("schedulingGates", None)
+
     def fields(self, obj: ObjectView) -> dict[str, str]:
         """Name, namespace and the pod's selectable spec and status fields."""
         spec = mapping(obj.get("spec"))
@@ -159,6 +168,7 @@ class PodStrategy(Strategy):
 
     def prepare_create(self, obj: KubeObject, ctx: WriteContext) -> None:
         """What admission adds on create: service account, priority and default tolerations."""
+        self._drop_unknown(obj)
         spec = obj.get("spec")
         if not isinstance(spec, dict):
             return
@@ -173,6 +183,11 @@ class PodStrategy(Strategy):
             for toleration in _DEFAULT_TOLERATIONS:
                 if toleration["key"] not in keys:
                     tolerations.append(dict(toleration))
+
+    def prepare_update(self, new: KubeObject, old: ObjectView, ctx: WriteContext) -> None:
+        """What an older release does not know is dropped from updates too."""
+        super().prepare_update(new, old, ctx)
+        self._drop_unknown(new)
 
     def reset_status(self, obj: KubeObject, ctx: WriteContext) -> None:
         """A new pod is Pending, with the QoS class its resources give it."""

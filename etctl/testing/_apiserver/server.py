@@ -51,6 +51,7 @@ from etctl.testing._apiserver.storage import Storage, WriteOptions
 from etctl.testing._apiserver.store import Event, Store
 from etctl.testing._apiserver.streaming import WatchSettings
 from etctl.testing._apiserver.tls import ServingCertificate, serving_certificate
+from etctl.testing._apiserver.versions import DEFAULT_VERSION, KubernetesVersion
 from etctl.testing._apiserver.webhookclient import WebhookClient
 from etctl.testing._apiserver.webhookdispatch import WebhookDispatcher
 from etctl.testing._controllers import GarbageCollector, NamespaceController, WorkloadController
@@ -127,6 +128,10 @@ class ApiServer:
             answers TokenReviews and SubjectAccessReviews from them.
         tls: serve HTTPS with a certificate made at start (:attr:`certificate`), which the
             kubeconfigs the server writes carry; kubectl sends tokens only over TLS.
+        kubernetes_version: the release it models (``1.24`` to ``1.32``): what ``/version``
+            says and, where releases differ in ways a client sees, how it behaves
+            (:mod:`~etctl.testing._apiserver.versions`: a release before 1.27 drops pod
+            ``schedulingGates``).
         watch_latency: how late watch events arrive after their commit, as from a real
             server's watch cache (:class:`~etctl.testing.WatchLatency`; ``.realistic()`` for
             benchmarks and tests where timing matters); during the commit by default.
@@ -152,7 +157,9 @@ class ApiServer:
         auth: AuthConfig | None = None,
         tls: bool = False,
         watch_latency: WatchLatency = INSTANT,
+        kubernetes_version: str = str(DEFAULT_VERSION),
     ) -> None:
+        self.kubernetes_version = KubernetesVersion.parse(kubernetes_version)
         self.host = host
         self._tls = tls
         self.certificate: ServingCertificate | None = None
@@ -172,19 +179,23 @@ class ApiServer:
         self.faults = FaultInjector()
         self.requests = RequestLog(request_log_size)
         allocator = ClusterIPAllocator(service_cidr)
-        for info in builtin_resources(allocator, limits=limits):
+        gates = self.kubernetes_version.has("PodSchedulingReadiness")
+        for info in builtin_resources(allocator, limits=limits, scheduling_gates=gates):
             self.registry.register(info)
         self.store.subscribe(allocator.observe)
         self.store.subscribe(CRDController(self.storage).observe)
         self.http = HttpApi(
             storage=self.storage,
             discovery=Discovery(self.registry, lambda: f"{self.host}:{self.port}"),
-            openapi=OpenAPI(self.registry),
+            openapi=OpenAPI(
+                self.registry, git_version=self.kubernetes_version.document()["gitVersion"]
+            ),
             faults=self.faults,
             requests=self.requests,
             clock=self.clock,
             watch=WatchSettings(bookmark_interval, watch_timeout, watch_buffer),
             max_request_body_bytes=limits.max_request_body_bytes,
+            version_document=self.kubernetes_version.document(),
         )
         self.webhook_client = WebhookClient(self.store, self.clock)
         self.storage.converter = Converter(self.store, self.webhook_client)
