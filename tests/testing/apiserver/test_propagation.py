@@ -22,8 +22,8 @@ def cm(name: str) -> dict[str, Any]:
 
 async def collect(client: Client, into: list[tuple[str, str]], **options: Any) -> None:
     async with client.watch(CONFIGMAPS, namespace="default", **options) as stream:
-        async for event in stream:  # noqa: PERF401 - each event counts as it arrives
-            into.append((event.type, objects.name(event.object)))
+        async for event in stream:  # each event counts as it arrives
+            into.append((event.type, objects.name(event.object)))  # noqa: PERF401
 
 
 async def test_events_arrive_late_and_together(tmp_path: Path) -> None:
