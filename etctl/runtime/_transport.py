@@ -113,6 +113,12 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
     return seconds if seconds >= 0 else None
 
 
+_UNSTRUCTURED = {
+    404: ("NotFound", "the server could not find the requested resource"),
+}
+"""client-go's reason and wording for an answer with no ``Status`` body, by code."""
+
+
 def error_from_response(status: int, headers: Mapping[str, str], body: bytes) -> ApiError:
     """The :class:`~etctl.errors.ApiError` for a non-2xx answer (its ``Status`` body parsed)."""
     parsed: Any = None
@@ -121,8 +127,15 @@ def error_from_response(status: int, headers: Mapping[str, str], body: bytes) ->
     except orjson.JSONDecodeError:
         parsed = None
     if not isinstance(parsed, dict) or parsed.get("kind") not in (None, "Status"):
+        # Not a Status (a proxy's page, Go's plain "404 page not found" for a group the server
+        # does not serve): named by its code, as client-go names an unstructured answer.
         text = body[:_ERROR_BODY_LIMIT].decode("utf-8", "replace").strip()
-        parsed = {"message": text or f"HTTP {status}"}
+        generic = _UNSTRUCTURED.get(status)
+        if generic is None:
+            parsed = {"message": text or f"HTTP {status}"}
+        else:
+            reason, wording = generic
+            parsed = {"reason": reason, "message": f"{wording} ({text})" if text else wording}
     return api_error_from_status(status, parsed, retry_after=_retry_after(headers))
 
 

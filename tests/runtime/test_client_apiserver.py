@@ -418,3 +418,11 @@ async def test_exec_when_the_server_serves_it(client: Client, server: ApiServer,
     assert result.exit_code == 0
     assert b"hello" in result.stdout
     assert (piped.exit_code, piped.stdout) == (3, b"in")
+
+
+async def test_a_group_the_server_does_not_serve_is_not_found(client: Client, ns: str) -> None:
+    # A real server answers it with Go's plain "404 page not found", no Status: still NotFound.
+    missing = Resource("missing.etctl.io", "v1", "widgets", "Widget")
+    with pytest.raises(NotFound, match="the server could not find the requested resource") as err:
+        await client.list(missing, namespace=ns)
+    assert err.value.reason == "NotFound"

@@ -254,8 +254,11 @@ class HttpApi:
             if info.verb != "create":
                 raise st.method_not_allowed()
             return await review(request)
-        resource = self.storage.registry.resolve(info.group, info.version, info.resource)
+        registry = self.storage.registry
+        resource = registry.resolve(info.group, info.version, info.resource)
         if resource is None:
+            if info.version not in registry.groups().get(info.group, ()):
+                raise st.page_not_found()  # no handler at all for that group-version
             raise st.resource_not_found()
         served = resource.version(info.version)
         if served is not None and served.deprecated:

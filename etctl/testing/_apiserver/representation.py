@@ -79,7 +79,19 @@ def json_response(
 
 
 def error_response(error: ApiError) -> web.Response:
-    """The Status response of an error (with ``Retry-After`` when it has one)."""
+    """The Status response of an error (with ``Retry-After`` when it has one).
+
+    A 404 no API handler would answer is Go's plain ``404 page not found`` instead.
+    """
+    if getattr(error, "plain_text", False):
+        return web.Response(
+            status=error.status,
+            text=f"{error.message}\n",
+            headers={
+                "Content-Type": "text/plain; charset=utf-8",
+                "X-Content-Type-Options": "nosniff",
+            },
+        )
     headers = {}
     if error.retry_after:
         headers["Retry-After"] = str(int(error.retry_after))

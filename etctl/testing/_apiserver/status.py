@@ -55,6 +55,7 @@ __all__ = [
     "method_not_supported",
     "not_acceptable",
     "not_found",
+    "page_not_found",
     "resource_not_found",
     "stale_conflict",
     "status_body",
@@ -159,6 +160,21 @@ class _GenericMethodNotAllowed(MethodNotAllowed):
     """A generic 405, whose ``details`` the real server sends as an empty object."""
 
     empty_details = True
+
+
+class PageNotFound(_GenericNotFound):
+    """A 404 no API handler answers: Go's ``http.NotFound``, plain text, no ``Status``."""
+
+    plain_text = True
+
+
+def page_not_found() -> NotFound:
+    """404 for a path under a group (or version) the server does not serve at all.
+
+    The request falls through every API handler to Go's default mux, which answers
+    ``404 page not found`` as ``text/plain``: a client must not expect a ``Status`` there.
+    """
+    return PageNotFound("404 page not found", reason="NotFound")
 
 
 def resource_not_found() -> NotFound:

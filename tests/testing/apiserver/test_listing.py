@@ -235,8 +235,16 @@ async def test_secret_and_event_field_selectors(api: Api) -> None:
     assert [i["metadata"]["name"] for i in reply.body["items"]] == ["e1"]
 
 
-async def test_list_of_a_missing_resource_type_is_404(api: Api) -> None:
+async def test_a_list_in_a_group_the_server_does_not_serve_is_a_plain_404(api: Api) -> None:
+    # No API handler answers it: Go's mux does, in plain text, with no Status.
     reply = await api.get("/apis/example.com/v1/namespaces/default/widgets")
+    assert reply.status == 404
+    assert reply.headers["Content-Type"] == "text/plain; charset=utf-8"
+    assert reply.body == "404 page not found\n"
+
+
+async def test_list_of_a_missing_resource_type_in_a_served_group_is_404(api: Api) -> None:
+    reply = await api.get("/apis/apps/v1/namespaces/default/widgets")
     assert reply.status == 404
     assert reply.body == {
         "kind": "Status",
