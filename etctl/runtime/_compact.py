@@ -34,10 +34,11 @@ many objects. Deep-copy before changing anything read from a cache.
 Invariants:
 
 * the result is equal (``==``) to the input, with values of the same types: subtrees are matched
-  by their exact encoding (a short one is its own table key; a long one's hash finds the
-  candidate, whose encoding is compared), so ``true`` is never shared with ``1``, ``1`` with
-  ``1.0``, nor ``0.0`` with ``-0.0``; inputs are JSON values (JSON carries no NaN or infinity);
-  parts that cannot be encoded are never shared;
+  by their exact encoding, keys sorted (a short one is its own table key; a long one's hash finds
+  the candidate, whose encoding is compared), so ``true`` is never shared with ``1``, ``1`` with
+  ``1.0``, nor ``0.0`` with ``-0.0``, while the order of a dict's keys never stops a match;
+  inputs are JSON values (JSON carries no NaN or infinity); parts that cannot be encoded are
+  never shared;
 * the input is changed in place, each change replacing a child by an equal shared one (a subtree
   that goes into the table may be a copy holding the shared keys); shared subtrees and the
   previous version are never changed;
@@ -104,7 +105,14 @@ _OPAQUE = 3
 
 _Plan = tuple[tuple[str, "_Path", bool], ...]
 
-_dumps = orjson.dumps
+def _dumps(value: Any) -> bytes:
+    """The encoding subtrees are matched by: keys sorted, so key order never matters.
+
+    Go writes the keys of a map sorted and those of a struct in declaration order; a server,
+    a proxy or a test may write them otherwise. Two subtrees equal but for the order of their
+    keys are the same subtree (``==``), and are shared as such.
+    """
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
 
 
 class _Generations:

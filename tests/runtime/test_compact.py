@@ -283,3 +283,16 @@ def test_a_previous_version_with_other_types_is_never_reused_where_specs_differ(
     assert cache[5]["spec"]["on"] is not True
     again = compactor(obj(6, 1), cache[6])
     assert again["spec"] is cache[6]["spec"]  # the same content: the previous subtree
+
+
+def test_key_order_does_not_stop_an_update_reusing_what_it_did_not_change() -> None:
+    # Go writes a map's keys sorted; another writer may not: equal is equal, whatever the order.
+    compactor = compact.Compactor()
+    labels = {"b": "2", "a": "1", "c": "3"}
+    previous = compactor({"metadata": {"name": "x", "labels": labels}, "data": {"k": "1"}})
+    shuffled = {"a": "1", "c": "3", "b": "2"}
+    updated = compactor(
+        {"metadata": {"name": "x", "labels": shuffled}, "data": {"k": "2"}}, previous
+    )
+    assert updated["metadata"]["labels"] is previous["metadata"]["labels"]
+    assert updated["data"] == {"k": "2"}
