@@ -207,8 +207,13 @@ async def operator_runs_unrefused(target: ClusterTarget, admin: Client, kubeconf
         else:
             pytest.skip("the cluster under test does not enforce RBAC")
         before = refusals()
+        # The operator watches the test's namespace only. Cluster-wide, it would meet what other
+        # tests leave in namespaces being deleted, where a cluster refuses every create with a
+        # 403 (NamespaceTerminating): a refusal, but none of RBAC's. The ClusterRole is what
+        # grants the namespaced verbs too, so nothing of the manifests goes unchecked.
         settings = RunSettings(
             kubeconfig=str(kubeconfig),
+            namespaces=(ns,),
             leader_elect=True,
             leader_election_namespace=ns,
             metrics_bind_address="0",
