@@ -30,11 +30,10 @@ Both operators run the same plain logic (create the children that are missing, p
 when it is not the desired one; nothing remembered between reconciles), the way their own
 documentation says to: etctl through a ``Manager`` whose controller is ``for_`` the parents and
 ``owns`` the ConfigMaps, reconciling from its cache with four workers; kopf with a creation
-handler that creates the children and patches
-the status through kopf's own patch, tuned as its documentation allows (no Kubernetes events
-posted, no peering, no cluster scanning, its progress and diff-base kept in the status so that one
-patch carries all of it, warnings-only logging) and creating the ConfigMaps with a plain aiohttp
-session (the cheapest client a kopf handler can use). kopf is a benchmark-only dependency:
+handler that creates the children and patches the status through kopf's own patch, tuned as its
+documentation allows (no Kubernetes events posted, no peering, no cluster scanning, its progress
+and diff-base kept in the status so that one patch carries all of it, warnings-only logging) and
+creating the ConfigMaps with a plain aiohttp session (the cheapest client a kopf handler can use). kopf is a benchmark-only dependency:
 ``pip install kopf``.
 
     .venv/bin/python bench/fanout.py [--parents N] [--rounds R] [--modes etctl,kopf,direct]

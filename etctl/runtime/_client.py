@@ -33,7 +33,10 @@ Guarantees:
 * transient failures are retried with capped, jittered exponential backoff on the injected clock,
   where retrying is safe (the rules are in :mod:`etctl.runtime._retry`); a 409 never is;
 * a 401 reloads the credentials once (exec plugin, token file) and repeats the request;
-* watches use their own connection pool, so they never starve requests.
+* watches use their own connection pool, so they never starve requests;
+* each write of a named object (not a dry run) is told to the client's write observers
+  (:meth:`Client.observe_writes`, :mod:`etctl.runtime._writes`) when it is sent and how it
+  ended: that is how a manager's cache reads its own writes.
 
 Retry rule for creates (client-go's for a POST): a create is retried only when the server provably
 did not act, because the connection could not be opened or it answered 429 with a
