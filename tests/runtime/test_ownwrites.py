@@ -34,34 +34,9 @@ from etctl.runtime import (
 from etctl.runtime._ownwrites import OwnWrites, Scope, answer_is_gone, deleted_uid
 from etctl.testing import Fault, wait_idle
 from tests.runtime._cluster import NEVER, Cluster, Recorder, cluster, eventually, running
+from tests.runtime.test_client_apiserver import WIDGET_CRD, WIDGETS
 
 pytestmark = pytest.mark.etctl_hooks("holds the watch events of the written resource")
-
-WIDGETS = Resource("example.etctl.dev", "v1", "widgets", "Widget")
-WIDGET_CRD: dict[str, Any] = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "widgets.example.etctl.dev"},
-    "spec": {
-        "group": "example.etctl.dev",
-        "scope": "Namespaced",
-        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-        "versions": [
-            {
-                "name": "v1",
-                "served": True,
-                "storage": True,
-                "subresources": {"status": {}},
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "x-kubernetes-preserve-unknown-fields": True,
-                    }
-                },
-            }
-        ],
-    },
-}
 
 
 @asynccontextmanager
@@ -138,7 +113,7 @@ async def test_each_write_is_read_back_at_once_and_seen_once(tmp_path: Path) -> 
 
 async def test_a_status_write_is_read_back_at_once(tmp_path: Path) -> None:
     async with cluster(tmp_path, crds=[WIDGET_CRD]) as env, watched(env, WIDGETS) as (cache, seen):
-        body = {"apiVersion": "example.etctl.dev/v1", "kind": "Widget", "metadata": {"name": "w"}}
+        body = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}
         await env.client.create(WIDGETS, body, namespace=env.ns)
         env.server.hold_watch_events(WIDGETS)
         written = await env.client.patch_status(
@@ -449,7 +424,7 @@ async def test_one_status_write_per_change_when_children_events_come_first(
             await manager.wait_started()
             for generation, size in ((1, "1"), (2, "2")):
                 body = {
-                    "apiVersion": "example.etctl.dev/v1",
+                    "apiVersion": "example.com/v1",
                     "kind": "Widget",
                     "metadata": {"name": "w"},
                     "spec": {"size": size},
