@@ -105,6 +105,7 @@ _OPAQUE = 3
 
 _Plan = tuple[tuple[str, "_Path", bool], ...]
 
+
 def _dumps(value: Any) -> bytes:
     """The encoding subtrees are matched by: keys sorted, so key order never matters.
 
