@@ -17,6 +17,10 @@ the registered handlers. It honours the whole contract of :mod:`etctl.runtime._s
 * an exception from a handler is logged with its traceback and counted
   (``etctl_informer_handler_errors_total``); the other handlers still get the event, and the
   failing one gets the next;
+* this process's own writes (told by the cache: :meth:`Informer.write_started`,
+  :meth:`Informer.write_succeeded`) reach the store and the handlers when they succeed, and
+  their watch events are recognised and dropped (:mod:`etctl.runtime._ownwrites`): handlers see
+  each change once, in order, and the store never goes back in time;
 * an optional periodic resync (off by default) reports every cached object as
   ``on_update(obj, obj)``: same resourceVersion, so handlers and predicates know it is not a
   change. It reads the local cache only and makes no API call.
