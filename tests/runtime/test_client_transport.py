@@ -23,6 +23,7 @@ from etctl.errors import (
     TransportError,
 )
 from etctl.runtime import CONFIGMAPS, NAMESPACES, PODS, REGISTRY, PatchType, RetryPolicy
+from etctl.runtime._transport import error_from_response
 from tests.runtime.scripted import (
     Handler,
     InstantClock,
@@ -405,3 +406,14 @@ async def test_addressing_rules(tmp_path: Path) -> None:
             await client.create(PODS, POD, dry_run=True, field_manager="me")
     assert server.seen[0].path == "/api/v1/namespaces/ns/pods"
     assert dict(server.seen[0].query) == {"dryRun": "All", "fieldManager": "me"}
+
+
+def test_an_answer_with_no_status_is_named_by_its_code() -> None:
+    # Go's mux answers a group no API handler serves with plain text: client-go names it by code.
+    plain = error_from_response(404, {}, b"404 page not found\n")
+    assert isinstance(plain, NotFound)
+    assert plain.reason == "NotFound"
+    assert plain.message == "the server could not find the requested resource (404 page not found)"
+    other = error_from_response(502, {}, b"<html>bad gateway</html>")
+    assert other.reason == ""
+    assert other.message == "<html>bad gateway</html>"
