@@ -107,7 +107,11 @@ async def test_error_statuses_map_to_the_error_tree(tmp_path: Path) -> None:
     assert missing.value.reason == "NotFound"
     assert not isinstance(conflict.value, AlreadyExists)
     assert invalid.value.causes == [{"field": "spec", "reason": "X"}]
-    assert plain.value.message == "plain text 404"
+    # No Status: named by the code, as client-go names it, the body kept in the message.
+    assert plain.value.reason == "NotFound"
+    assert (
+        plain.value.message == "the server could not find the requested resource (plain text 404)"
+    )
     assert len(server.seen) == 5  # nothing was retried
 
 
