@@ -20,6 +20,7 @@ def test_serves_from_its_own_thread_and_runs_calls_on_its_loop() -> None:
             lambda s: s.storage.create(CONFIGMAPS, {"metadata": {"name": "c"}}, namespace="default")
         )
         assert created["metadata"]["name"] == "c"
-        assert background.call(lambda s: s.store.count(("", "configmaps"))) == 1
+        listed = background.call(lambda s: s.storage.list(CONFIGMAPS, namespace="default"))
+        assert sorted(o["metadata"]["name"] for o in listed.items) == ["c", "kube-root-ca.crt"]
     with pytest.raises(RuntimeError, match="not running"):
         _ = background.server
