@@ -51,7 +51,10 @@ class KubeletCluster:
         return None
 
     def names(self, res: Resource) -> list[str]:
-        return sorted(objects.name(o) for o in self.server.storage.list(res, namespace=NS).items)
+        """The names of the test's objects of ``res`` (not the kube-root-ca.crt every namespace
+        holds)."""
+        listed = self.server.storage.list(res, namespace=NS).items
+        return sorted(n for o in listed if (n := objects.name(o)) != "kube-root-ca.crt")
 
     def pods(self) -> dict[str, str]:
         """Pod phases by name."""
