@@ -1,9 +1,12 @@
-"""Read-your-writes over an informer cache: what this process wrote, until the cache has it.
+"""Writes the cache cannot know of: those whose answer was lost and which were read back.
 
-Right after a controller writes an object, the cache may still hold the version before that write;
-deciding from it would repeat what the write recorded, or only earn a Conflict. A
-:class:`RecentWrites` remembers the ``resourceVersion`` each write returned and, while the cached
-object is not that version, reads the object from the API server instead.
+The runtime's cache shows each write of this process as soon as its answer comes
+(:mod:`etctl.runtime` reads its own writes), so a controller never decides from the version
+before its own write. A write whose answer was lost is the exception: its success was learned by
+reading the object back (:mod:`etctl.common._readback`), which the cache does not see, and until
+the watch brings the change the cache holds the version before it. A :class:`RecentWrites`
+remembers the ``resourceVersion`` read back and, while the cached object is not that version,
+reads the object from the API server instead.
 
 Invariant: an object is remembered only until the cache holds the written version, or holds the
 same version the server returned (the cache caught up, or someone wrote after us and the cache has

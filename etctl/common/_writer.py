@@ -1,10 +1,12 @@
 """Reading a job and writing its status: one guarded patch, transitions.
 
-**Reading.** The job is read from the informer cache. Right after the controller wrote a job's
-status, the cache may still hold the version before that write; acting on it would repeat
-decisions the write recorded (a restart counted twice, a condition set twice). So
-:class:`JobWriter` reads through :class:`~etctl.common._recent_writes.RecentWrites`: while the
-cached job is not the version a status write returned, the job is read from the API server.
+**Reading.** The job is read from the informer cache, which shows this process's own writes as
+soon as their answers come (the runtime reads its own writes): right after a status write, the
+next reconcile reads the version that write returned, never the one before it, so it does not
+repeat decisions the write recorded (a restart counted twice, a condition set twice). A write
+whose answer was lost and that was read back (below) is the one the cache cannot know of: for it
+:class:`JobWriter` reads through :class:`~etctl.common._recent_writes.RecentWrites`, from the API
+server until the cache holds the version read back.
 
 **Writing.** The status is written as one merge patch to the ``/status`` subresource carrying the
 ``resourceVersion`` the reconcile read, so it applies only to the version that was judged. A
@@ -149,7 +151,9 @@ class JobWriter:
             except Conflict:
                 log.debug("job changed while it was reconciled; trying again", name=name)
                 return None
-        self._recent.remember(self._resource, stored)
+            # The cache shows a write when its answer comes; this one's was lost, so the job
+            # read back stands for it until the cache catches up.
+            self._recent.remember(self._resource, stored)
         return stored
 
     async def record(

@@ -5,16 +5,18 @@ so a write must never apply to a version it did not read: each one is a merge pa
 ``resourceVersion`` that was read (the API server answers Conflict otherwise, and the decision is
 taken again from fresh data). A Conflict is therefore expected, not an error.
 
-Reads come from the informer cache, except right after this process wrote an object whose new
-version the cache does not show yet: acting on the older version would only produce Conflicts, so
-:class:`GuardedWriter` reads through :class:`~etctl.common._recent_writes.RecentWrites`, from the
-API server until the cache holds the version a write returned (or something newer).
+Reads come from the informer cache, which shows this process's own writes as soon as their
+answers come (the runtime reads its own writes): a decision is never taken again from the version
+before this process's own last write of an object, which would only earn Conflicts.
 
 A write that fails without saying whether it was applied (its answer lost, so a retry met the
 write itself as a Conflict; no answer at all; a 5xx) is read back
 (:func:`~etctl.common._readback.read_back`): when the object carries it, the write succeeded and
 the caller goes on from the object read; otherwise the error stands. A decision is therefore never
-taken as unwritten while it is stored.
+taken as unwritten while it is stored. Such a write is the one the cache cannot know of (its
+answer never came): :class:`GuardedWriter` reads that object through
+:class:`~etctl.common._recent_writes.RecentWrites`, from the API server until the cache holds the
+version read back.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ def _guarded(obj: ObjectView, patch: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class GuardedWriter:
-    """Reads through the cache with read-your-writes, writes guarded merge patches.
+    """Reads from the cache (which shows its own writes), writes guarded merge patches.
 
     Args:
         client: the API client.
@@ -53,7 +55,9 @@ class GuardedWriter:
         """The object, from the cache unless the cache is behind this writer's last write."""
         return await self._recent.read(res, namespace, name)
 
-    def _remember(self, res: Resource, written: KubeObject) -> KubeObject:
+    def _read_back(self, res: Resource, written: KubeObject) -> KubeObject:
+        # The cache shows a write when its answer comes; this one's was lost, so the object
+        # read back stands for it until the cache catches up.
         self._recent.remember(res, written)
         return written
 
@@ -72,8 +76,8 @@ class GuardedWriter:
                 res, objects.name(obj), patch, namespace=objects.namespace(obj)
             )
         except AMBIGUOUS as exc:
-            written = await read_back(self._client, res, obj, patch, exc)
-        return self._remember(res, written)
+            return self._read_back(res, await read_back(self._client, res, obj, patch, exc))
+        return written
 
     async def patch(self, res: Resource, obj: ObjectView, patch: Mapping[str, Any]) -> KubeObject:
         """Merge ``patch`` into ``obj``, only over the version of ``obj``.
@@ -88,8 +92,8 @@ class GuardedWriter:
                 res, objects.name(obj), guarded, namespace=objects.namespace(obj)
             )
         except AMBIGUOUS as exc:
-            written = await read_back(self._client, res, obj, guarded, exc)
-        return self._remember(res, written)
+            return self._read_back(res, await read_back(self._client, res, obj, guarded, exc))
+        return written
 
     def forget(self, res: Resource, namespace: str, name: str) -> None:
         """Drop what was remembered of one object (it is gone)."""

@@ -1,4 +1,4 @@
-"""Guarded writes and read-your-writes on the cluster under test."""
+"""Guarded writes, and reads that show the writer's own writes, on the cluster under test."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ import pytest
 
 from etctl.common import GuardedWriter
 from etctl.errors import Conflict
-from etctl.runtime import CONFIGMAPS, ObjectView, Resource, objects
-from tests.runtime._cluster import cluster
+from etctl.runtime import CONFIGMAPS, Cache, CacheOptions, ObjectView, Resource, objects
+from etctl.testing import Fault
+from tests.runtime._cluster import NEVER, NOT_PRESET, cluster, eventually, running
 
 
 class FrozenCache:
@@ -36,23 +37,47 @@ class FrozenCache:
 
 async def test_writes_apply_only_to_the_version_read(tmp_path: Path) -> None:
     async with cluster(tmp_path) as env:
-        cache = FrozenCache()
+        options = CacheOptions(namespaces=[env.ns], idle_timeout=NEVER)
+        cache = Cache(env.client, clock=env.clock, options=options)
+        cache.informer(CONFIGMAPS, field_selector=NOT_PRESET)
+        writer = GuardedWriter(env.client, cache)
+        async with running(cache):
+            await cache.wait_for_sync(5)
+            first = env.configmap("cm", a="1")
+            await eventually(lambda: cache.get(CONFIGMAPS, "cm", namespace=env.ns) is not None)
+            read = await writer.read(CONFIGMAPS, env.ns, "cm")
+            assert read is not None
+            assert objects.resource_version(read) == objects.resource_version(first)
+            written = await writer.patch(CONFIGMAPS, read, {"data": {"a": "2"}})
+            assert written["data"] == {"a": "2"}
+            # The next read shows the write at once (the cache reads its own writes), whatever
+            # the watch has delivered.
+            fresh = await writer.read(CONFIGMAPS, env.ns, "cm")
+            assert fresh is not None
+            assert objects.resource_version(fresh) == objects.resource_version(written)
+            # A write over the stale version is refused.
+            with pytest.raises(Conflict):
+                await writer.patch(CONFIGMAPS, first, {"data": {"a": "3"}})
+            assert env.target.storage.get(CONFIGMAPS, "cm", namespace=env.ns)["data"] == {"a": "2"}
+
+
+@pytest.mark.etctl_hooks("fault injection: a write's answer lost")
+async def test_a_write_read_back_after_its_answer_was_lost_is_read_from_the_server(
+    tmp_path: Path,
+) -> None:
+    async with cluster(tmp_path) as env:
+        cache = FrozenCache()  # the cache cannot know of a write whose answer never came
         writer = GuardedWriter(env.client, cache)
         first = env.configmap("cm", a="1")
         cache.held["cm"] = first
         assert await writer.read(CONFIGMAPS, env.ns, "cm") is first  # nothing written yet
+        env.server.inject(Fault(verb="patch", resource="configmaps", drop_answer=True))
         written = await writer.patch(CONFIGMAPS, first, {"data": {"a": "2"}})
-        assert written["data"] == {"a": "2"}
-        # The cache is behind this writer's write: the read goes to the server.
-        fresh = await writer.read(CONFIGMAPS, env.ns, "cm")
+        assert written["data"] == {"a": "2"}  # read back: the write was applied
+        fresh = await writer.read(CONFIGMAPS, env.ns, "cm")  # from the server, not the cache
         assert fresh is not None
         assert objects.resource_version(fresh) == objects.resource_version(written)
-        # A write over the stale version is refused.
-        with pytest.raises(Conflict):
-            await writer.patch(CONFIGMAPS, first, {"data": {"a": "3"}})
-        assert env.target.storage.get(CONFIGMAPS, "cm", namespace=env.ns)["data"] == {"a": "2"}
-        # Once the cache holds the write, reads come from it again.
-        cache.held["cm"] = fresh
+        cache.held["cm"] = fresh  # once the cache holds it, reads come from it again
         assert await writer.read(CONFIGMAPS, env.ns, "cm") is fresh
         env.delete("cm")
         writer.forget(CONFIGMAPS, env.ns, "cm")
