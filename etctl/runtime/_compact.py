@@ -34,11 +34,12 @@ many objects. Deep-copy before changing anything read from a cache.
 Invariants:
 
 * the result is equal (``==``) to the input, with values of the same types: subtrees are matched
-  by their exact encoding, keys sorted (a short one is its own table key; a long one's hash finds
-  the candidate, whose encoding is compared), so ``true`` is never shared with ``1``, ``1`` with
-  ``1.0``, nor ``0.0`` with ``-0.0``, while the order of a dict's keys never stops a match;
-  inputs are JSON values (JSON carries no NaN or infinity); parts that cannot be encoded are
-  never shared;
+  by their exact encoding (a short one is its own table key; a long one's hash finds the
+  candidate, whose encoding is compared), so ``true`` is never shared with ``1``, ``1`` with
+  ``1.0``, nor ``0.0`` with ``-0.0``; against the previous version the keys are compared sorted
+  when the plain encodings differ, so the order of a dict's keys never stops an update reusing
+  what it did not change; inputs are JSON values (JSON carries no NaN or infinity); parts that
+  cannot be encoded are never shared;
 * the input is changed in place, each change replacing a child by an equal shared one (a subtree
   that goes into the table may be a copy holding the shared keys); shared subtrees and the
   previous version are never changed;
@@ -106,12 +107,16 @@ _OPAQUE = 3
 _Plan = tuple[tuple[str, "_Path", bool], ...]
 
 
-def _dumps(value: Any) -> bytes:
-    """The encoding subtrees are matched by: keys sorted, so key order never matters.
+_dumps = orjson.dumps
 
-    Go writes the keys of a map sorted and those of a struct in declaration order; a server,
-    a proxy or a test may write them otherwise. Two subtrees equal but for the order of their
-    keys are the same subtree (``==``), and are shared as such.
+
+def _dumps_sorted(value: Any) -> bytes:
+    """An encoding with the keys sorted: equal subtrees written in another key order match.
+
+    Go writes the keys of a map sorted and those of a struct in declaration order; another
+    writer may order them otherwise. Only an update's comparison with the previous version needs
+    it (one server writes the objects the table compares consistently), and only once the
+    plain encodings differ.
     """
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
 
@@ -342,7 +347,7 @@ class Compactor:
         shared.
         """
         try:
-            return _dumps(old) == _dumps(node)
+            return _dumps(old) == _dumps(node) or _dumps_sorted(old) == _dumps_sorted(node)
         except TypeError:
             return False
 
@@ -396,7 +401,9 @@ class Compactor:
             if not young:
                 trees.put(self._kept(key), hit)
             return hit
-        if old is not None and type(old) is type(node) and self._encodes_as(old, raw):
+        if old is not None and type(old) is type(node) and (
+            self._encodes_as(old, raw) or self._unchanged(old, node)
+        ):
             canonical = old
         else:
             canonical = self._descend(node, old, path, shared_keys=True)
