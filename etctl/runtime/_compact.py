@@ -401,8 +401,10 @@ class Compactor:
             if not young:
                 trees.put(self._kept(key), hit)
             return hit
-        if old is not None and type(old) is type(node) and (
-            self._encodes_as(old, raw) or self._unchanged(old, node)
+        if (
+            old is not None
+            and type(old) is type(node)
+            and (self._encodes_as(old, raw) or self._unchanged(old, node))
         ):
             canonical = old
         else:
