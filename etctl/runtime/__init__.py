@@ -50,9 +50,23 @@ from etctl.errors import (
     Unauthorized,
 )
 from etctl.runtime import _objects as objects
+from etctl.runtime._admission import (
+    AdmissionRequest,
+    AdmissionResponse,
+    GroupVersionKind,
+    GroupVersionResource,
+    UserInfo,
+)
+from etctl.runtime._admission_handlers import (
+    AdmissionEndpoint,
+    AdmissionHandler,
+    Defaulter,
+    Validator,
+)
 from etctl.runtime._builder import ControllerBuilder, ReconcilerLike
 from etctl.runtime._cache import Cache, CacheReader, NotCachedError
 from etctl.runtime._cache_options import ByObject, CacheOptions
+from etctl.runtime._cert_rotator import CertRotation, CertRotator
 from etctl.runtime._client import (
     Client,
     ClientOptions,
@@ -65,8 +79,10 @@ from etctl.runtime._client import (
     WatchEventType,
 )
 from etctl.runtime._clock import Clock, FakeClock, RealClock, wait_event
+from etctl.runtime._conversion import ConversionError, HubAndSpoke, Spoke
 from etctl.runtime._event import CreateEvent, DeleteEvent, UpdateEvent
 from etctl.runtime._expectations import DEFAULT_TTL, Expectations
+from etctl.runtime._field_errors import FieldError, invalid
 from etctl.runtime._handler import (
     EnqueueRequestForObject,
     EnqueueRequestForOwner,
@@ -112,6 +128,7 @@ from etctl.runtime._resources import (
     ENDPOINTS,
     EVENTS,
     LEASES,
+    MUTATING_WEBHOOK_CONFIGURATIONS,
     NAMESPACES,
     NODES,
     PODS,
@@ -121,15 +138,33 @@ from etctl.runtime._resources import (
     SECRETS,
     SERVICEACCOUNTS,
     SERVICES,
+    VALIDATING_WEBHOOK_CONFIGURATIONS,
     Resource,
 )
 from etctl.runtime._selectors import FieldSelector, LabelSelector, SelectorError
 from etctl.runtime._store import IndexFunc
 from etctl.runtime._tls import self_signed_pem, serving_context
 from etctl.runtime._transforms import Transform, compose, strip_managed_fields
+from etctl.runtime._webhook_builder import (
+    FailurePolicy,
+    WebhookBuilder,
+    WebhookClientConfig,
+    WebhookSpec,
+    webhook_configurations,
+)
+from etctl.runtime._webhook_server import (
+    DEFAULT_CERT_DIR,
+    DEFAULT_WEBHOOK_PORT,
+    WebhookServer,
+    WebhookServerOptions,
+)
 from etctl.runtime._workqueue import WorkQueue
 
 __all__ = [
+    "AdmissionEndpoint",
+    "AdmissionHandler",
+    "AdmissionRequest",
+    "AdmissionResponse",
     "AlreadyExists",
     "AnnotationsChanged",
     "ApiError",
@@ -141,6 +176,8 @@ __all__ = [
     "CacheOptions",
     "CacheReader",
     "CacheSyncError",
+    "CertRotation",
+    "CertRotator",
     "Client",
     "ClientOptions",
     "Clock",
@@ -148,8 +185,12 @@ __all__ = [
     "ConfigError",
     "Conflict",
     "ControllerBuilder",
+    "ConversionError",
     "CreateEvent",
+    "DEFAULT_CERT_DIR",
     "DEFAULT_TTL",
+    "DEFAULT_WEBHOOK_PORT",
+    "Defaulter",
     "DeleteEvent",
     "ENDPOINTS",
     "EVENTS",
@@ -162,11 +203,16 @@ __all__ = [
     "EventType",
     "ExecResult",
     "Expectations",
+    "FailurePolicy",
     "FakeClock",
+    "FieldError",
     "FieldSelector",
     "Forbidden",
     "GenerationChanged",
     "Gone",
+    "GroupVersionKind",
+    "GroupVersionResource",
+    "HubAndSpoke",
     "IndexFunc",
     "Invalid",
     "KubeObject",
@@ -175,6 +221,7 @@ __all__ = [
     "LabelsChanged",
     "LeaderElectionConfig",
     "LeaderElectionLost",
+    "MUTATING_WEBHOOK_CONFIGURATIONS",
     "Manager",
     "ManagerOptions",
     "MapFunc",
@@ -211,6 +258,7 @@ __all__ = [
     "SERVICE_ACCOUNT_NAMESPACE",
     "SelectorError",
     "ServerError",
+    "Spoke",
     "TerminalError",
     "Tombstone",
     "TooManyRequests",
@@ -218,14 +266,23 @@ __all__ = [
     "TransportError",
     "Unauthorized",
     "UpdateEvent",
+    "UserInfo",
+    "VALIDATING_WEBHOOK_CONFIGURATIONS",
+    "Validator",
     "WatchEvent",
     "WatchEventType",
+    "WebhookBuilder",
+    "WebhookClientConfig",
+    "WebhookServer",
+    "WebhookServerOptions",
+    "WebhookSpec",
     "WorkQueue",
     "and_",
     "compose",
     "context_namespace",
     "default_controller_rate_limiter",
     "in_cluster_available",
+    "invalid",
     "not_",
     "objects",
     "or_",
@@ -244,4 +301,5 @@ __all__ = [
     "stop_requested",
     "strip_managed_fields",
     "wait_event",
+    "webhook_configurations",
 ]

@@ -1,20 +1,22 @@
-"""A small HTTP/1.1 server on asyncio streams, for the manager's metrics and probes.
+"""A small HTTP/1.1 server on asyncio streams, for the manager's metrics, probes and webhooks.
 
-It serves quick, synchronous handlers that answer ``GET`` and ``HEAD`` (the scraper's and the
-kubelet's requests) and nothing else, without any web framework: the manager's idle footprint is
-part of the product. A listener may speak TLS and may put a guard in front of every handler: an
+It serves handlers that answer ``GET`` and ``HEAD`` (the scraper's and the kubelet's requests) by
+default, or the methods a listener is given (``POST`` for webhooks), without any web framework: the
+manager's idle footprint is part of the product. A handler is a plain function (quick and
+synchronous: probes) or a coroutine function (webhooks). A listener may speak TLS and may put a guard in front of every handler: an
 asynchronous check that answers in the handler's stead (401, 403) or lets the request through
 (:mod:`etctl.runtime._delegated_auth`). Its TLS settings are asked for when the first connection
 arrives, not at start: OpenSSL's server side and a loaded certificate weigh about a megabyte,
 which an operator nobody scrapes never needs. Invariants:
 
 * **Bounded input.** A request line over 8 KiB is answered 414, a header line over 8 KiB, a head
-  over 16 KiB or over 100 fields 431; a request body is read and thrown away up to 4 KiB (413
-  beyond, 411 for a chunked one). Malformed requests get 400, a major version other than 1 gets
-  505. Every such error answer closes the connection.
+  over 16 KiB or over 100 fields 431; a request body is read up to the listener's ``max_body``
+  (4 KiB by default, thrown away by handlers that need none; 413 beyond, 411 for a chunked one).
+  Malformed requests get 400, a major version other than 1 gets 505. Every such error answer
+  closes the connection and is logged with its reason.
 * **Answers.** Every answer carries ``Content-Length`` (and ``Date``); a ``HEAD`` answer has the
-  headers ``GET`` would have and no body. An unknown path is 404, a method other than ``GET`` or
-  ``HEAD`` on a known one 405 with ``Allow: GET, HEAD``. A handler that raises answers 500 (and is
+  headers ``GET`` would have and no body. An unknown path is 404, a method the listener does not
+  serve 405 with ``Allow`` listing those it does. A handler that raises answers 500 (and is
   logged); the connection lives on.
 * **Keep-alive.** HTTP/1.1 connections stay open unless the request says ``Connection: close``;
   HTTP/1.0 ones close unless it says ``Connection: keep-alive``. Pipelined requests are answered
@@ -35,10 +37,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import re
 import ssl
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -47,6 +50,7 @@ from etctl.errors import EtctlError
 from etctl.log import get_logger
 
 __all__ = [
+    "DEFAULT_MAX_BODY",
     "DEFAULT_TIMEOUT",
     "Guard",
     "Handler",
@@ -66,7 +70,8 @@ DEFAULT_TIMEOUT = 15.0
 _MAX_LINE = 8192  # the request line and each header line (also the stream reader's buffer limit)
 _MAX_HEAD = 16384  # the header section in all
 _MAX_FIELDS = 100
-_MAX_BODY = 4096  # a request body that is read and discarded; none is needed
+DEFAULT_MAX_BODY = 4096
+"""The largest request body a listener reads by default (probes and scrapes need none)."""
 _LINGER = 2.0  # how long an error answer waits for the client to stop sending
 _CLOSE_GRACE = 1.0  # how long close() waits for aborted connections to finish
 _ALLOWED = ("GET", "HEAD")
@@ -87,6 +92,8 @@ class Request:
     query: Mapping[str, list[str]] = field(default_factory=dict)
     headers: Mapping[str, str] = field(default_factory=dict)
     """Each field once; repeated fields joined with ``", "``."""
+    body: bytes = b""
+    """The request body (at most the listener's ``max_body`` bytes)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,8 +106,9 @@ class Response:
     headers: tuple[tuple[str, str], ...] = ()
 
 
-Handler = Callable[[Request], Response]
-"""Answers a ``GET`` (the server derives ``HEAD``). Synchronous and quick: it runs on the loop."""
+Handler = Callable[[Request], Response | Awaitable[Response]]
+"""Answers a request (the server derives ``HEAD`` from ``GET``). A plain function must be quick: it
+runs on the loop; a coroutine function may wait, holding only its own connection."""
 
 Router = Callable[[str], Handler | None]
 """The handler of a decoded path, ``None`` for an unknown one (404)."""
@@ -124,9 +132,10 @@ def text(status: int, body: str, *headers: tuple[str, str]) -> Response:
 class _Reject(Exception):
     """The request cannot be served: answer ``status`` and close the connection."""
 
-    def __init__(self, status: int) -> None:
+    def __init__(self, status: int, reason: str = "") -> None:
         super().__init__(status)
         self.status = status
+        self.reason = reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +153,9 @@ class Listener:
         timeout: seconds a client may take to send a request or to take an answer.
         tls: serve HTTPS with the settings this makes (``None``: plain HTTP).
         guard: what every request must pass before its handler (``None``: nothing).
+        methods: the methods served (``HEAD`` is answered as ``GET`` without a body).
+        max_body: the largest request body read, in bytes (413 beyond).
+        name: what the server is, for its log lines.
     """
 
     def __init__(
@@ -153,8 +165,14 @@ class Listener:
         timeout: float = DEFAULT_TIMEOUT,
         tls: TlsSettings | None = None,
         guard: Guard | None = None,
+        methods: Collection[str] = _ALLOWED,
+        max_body: int = DEFAULT_MAX_BODY,
+        name: str = "metrics and probe server",
     ) -> None:
         self._router = router
+        self._methods = tuple(methods)
+        self._max_body = max_body
+        self._name = name
         self._timeout = timeout
         self._tls = tls
         self._context: ssl.SSLContext | None = None
@@ -218,17 +236,17 @@ class Listener:
         except (OSError, TimeoutError) as exc:
             # The client went away, would not take the rest of an answer or could not shake
             # hands: its loss alone.
-            log.debug("a metrics or probe client left early", error=repr(exc))
+            log.debug("a client left early", server=self._name, error=repr(exc))
         except EtctlError as exc:
             # The TLS settings could not be made (a certificate that vanished): said, and tried
             # again at the next connection.
-            log.error("the metrics server cannot serve TLS", error=str(exc))
+            log.error("the server cannot serve TLS", server=self._name, error=str(exc))
         except asyncio.CancelledError:
             # close() dropped the connection. The task ends normally: asyncio's stream server
             # (Python 3.11) reports a cancelled connection task as an unhandled error.
             pass
         except Exception:
-            log.exception("the metrics and probe server failed on a connection")
+            log.exception("the server failed on a connection", server=self._name)
         finally:
             writer.transport.abort()  # a no-op once closed; drops the socket otherwise
             self._connections.discard(task)
@@ -252,15 +270,24 @@ class Listener:
             try:
                 incoming = await self._next_request(reader)
             except _Reject as reject:
-                await self._send(writer, _error(reject.status), head_only=False, close=True)
+                log.warning(
+                    "request refused",
+                    server=self._name,
+                    status=reject.status,
+                    reason=reject.reason or _reason(reject.status),
+                )
+                await self._send(
+                    writer, _error(reject.status, reject.reason), head_only=False, close=True
+                )
                 return True
             if incoming is None:
                 return False
-            keep_alive = incoming.keep_alive and not self._closing
             refused = await self._guard(incoming.request) if self._guard is not None else None
+            answer = refused or await self._answer(incoming.request)
+            keep_alive = incoming.keep_alive and not self._closing
             await self._send(
                 writer,
-                refused or self._answer(incoming.request),
+                answer,
                 head_only=incoming.request.method == "HEAD",
                 close=not keep_alive,
                 keep_alive_header=keep_alive and incoming.http10,
@@ -302,21 +329,26 @@ class Listener:
                 line = await _request_line(reader, first)
                 if line is None:
                     raise _Reject(400)  # the client ended inside its request line
-                return await _read_request(reader, line)
+                return await _read_request(reader, line, self._max_body)
         except TimeoutError:
-            raise _Reject(408) from None
+            raise _Reject(408, "the request was not sent in time") from None
 
-    def _answer(self, request: Request) -> Response:
+    async def _answer(self, request: Request) -> Response:
         handler = self._router(request.path)
         if handler is None:
             return text(404, "404 page not found\n")
-        if request.method not in _ALLOWED:
-            return text(405, "405 method not allowed\n", ("Allow", ", ".join(_ALLOWED)))
+        if request.method not in self._methods:
+            return text(405, "405 method not allowed\n", ("Allow", ", ".join(self._methods)))
+        if request.method == "HEAD":
+            request = Request("GET", request.path, request.query, request.headers, request.body)
         try:
-            return handler(request)
+            answer = handler(request)
+            if inspect.isawaitable(answer):
+                answer = await answer
         except Exception:
-            log.exception("a metrics or probe handler failed", path=request.path)
+            log.exception("a handler failed", server=self._name, path=request.path)
             return _error(500)
+        return answer
 
     async def _send(
         self,
@@ -377,8 +409,8 @@ async def _request_line(reader: asyncio.StreamReader, first: bytes) -> bytes | N
     raise _Reject(400)
 
 
-async def _read_request(reader: asyncio.StreamReader, line: bytes) -> _Incoming:
-    """Parse the request line, read the header section, and read and discard any body."""
+async def _read_request(reader: asyncio.StreamReader, line: bytes, max_body: int) -> _Incoming:
+    """Parse the request line, read the header section and the body (up to ``max_body``)."""
     parts = line.decode("latin-1").split(" ")
     if len(parts) != 3 or not _TOKEN.fullmatch(parts[0]):
         raise _Reject(400)
@@ -392,7 +424,7 @@ async def _read_request(reader: asyncio.StreamReader, line: bytes) -> _Incoming:
     headers = await _read_headers(reader)
     if not http10 and len(headers.get("host", [])) != 1:
         raise _Reject(400)  # RFC 9112 section 3.2
-    await _discard_body(reader, headers)
+    body = await _read_body(reader, headers, max_body)
     if target.startswith(("http://", "https://")):  # absolute form
         parsed = urlsplit(target)
         path, query = parsed.path or "/", parsed.query
@@ -411,6 +443,7 @@ async def _read_request(reader: asyncio.StreamReader, line: bytes) -> _Incoming:
         path=unquote(path),
         query=parse_qs(query, keep_blank_values=True),
         headers={name: ", ".join(values) for name, values in headers.items()},
+        body=body,
     )
     return _Incoming(request, keep_alive=keep_alive, http10=http10)
 
@@ -435,30 +468,34 @@ async def _read_headers(reader: asyncio.StreamReader) -> dict[str, list[str]]:
         headers.setdefault(name.lower(), []).append(value.strip(" \t"))
 
 
-async def _discard_body(reader: asyncio.StreamReader, headers: Mapping[str, list[str]]) -> None:
+async def _read_body(
+    reader: asyncio.StreamReader, headers: Mapping[str, list[str]], max_body: int
+) -> bytes:
     if "transfer-encoding" in headers:
-        raise _Reject(411)
+        raise _Reject(411, "a chunked request body is not accepted: send Content-Length")
     lengths = {
         value.strip() for values in headers.get("content-length", []) for value in values.split(",")
     }
     if not lengths:
-        return
+        return b""
     if len(lengths) != 1:
-        raise _Reject(400)
+        raise _Reject(400, "conflicting Content-Length values")
     (length_text,) = lengths
     if not length_text.isdigit() or not length_text.isascii():
-        raise _Reject(400)
+        raise _Reject(400, "Content-Length is not a number")
     length = int(length_text)
-    if length > _MAX_BODY:
-        raise _Reject(413)
+    if length > max_body:
+        raise _Reject(
+            413, f"request entity is too large: {length} bytes; the limit is {max_body} bytes"
+        )
     try:
-        await reader.readexactly(length)
+        return await reader.readexactly(length)
     except asyncio.IncompleteReadError:
-        raise _Reject(400) from None
+        raise _Reject(400, "the request body ended early") from None
 
 
-def _error(status: int) -> Response:
-    return text(status, f"{status} {_reason(status)}\n")
+def _error(status: int, reason: str = "") -> Response:
+    return text(status, f"{status} {_reason(status)}" + (f": {reason}" if reason else "") + "\n")
 
 
 def _reason(status: int) -> str:

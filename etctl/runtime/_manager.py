@@ -5,20 +5,24 @@ recorders, the controllers and other runnables, leader election and the HTTP ser
 :meth:`Manager.run` runs all of them as named tasks of one ``asyncio.TaskGroup`` (nothing is
 fire-and-forget) and keeps these invariants:
 
-* **Start order** (controller-runtime's): HTTP server (metrics and probes) -> cache, waited for
-  until synced (a cache that cannot sync within ``cache_sync_timeout`` fails :meth:`run` with the
-  reason, for example an RBAC 403) -> runnables and controllers that do not need leadership ->
-  leader election -> once leading, the leader-only runnables and controllers.
-* **Readiness** (``/readyz``) needs the caches synced and, when electing, a known election state
-  (leader or standby). **Liveness** (``/healthz``) fails when this process leads but has not
-  renewed its lease for ``lease_duration`` plus a tolerance (a wedged process).
+* **Start order** (controller-runtime's): HTTP server (metrics and probes) -> the webhook server
+  and the rotation of its certificate, when a webhook is registered (a CRD converted by webhook
+  cannot be listed before its converter serves) -> cache, waited for until synced (a cache that
+  cannot sync within ``cache_sync_timeout`` fails :meth:`run` with the reason, for example an
+  RBAC 403) -> runnables and controllers that do not need leadership -> leader election -> once
+  leading, the leader-only runnables and controllers.
+* **Readiness** (``/readyz``) needs the caches synced, the webhook server serving (when it runs)
+  and, when electing, a known election state (leader or standby). **Liveness** (``/healthz``)
+  fails when this process leads but has not renewed its lease for ``lease_duration`` plus a
+  tolerance (a wedged process).
 * **Failure.** A runnable or controller that raises stops the manager; :meth:`run` raises that
   error itself (never an ``ExceptionGroup``) after the shutdown below.
 * **Graceful shutdown** (:meth:`stop`, or SIGTERM/SIGINT when :meth:`run` installs handlers), within
   ``graceful_shutdown_timeout``: leader-only work stops first (controllers take no new work and
   let reconciles in flight finish; nothing starts after), then the other runnables; the lease is
   renewed throughout, and released only once leader-only work has stopped, so a successor takes
-  over at once; event recorders flush; the cache and the HTTP server stop last. :meth:`run` then
+  over at once; event recorders flush; the cache, then the webhook server, then the HTTP server
+  stop last. :meth:`run` then
   returns normally, unless the shutdown was incomplete: when the grace period ran out (or a second
   signal, which skips what is left of it, cut it short) while work still ran, which was
   cancelled, or while Events were unsent, which were dropped, :meth:`run` raises
@@ -43,13 +47,14 @@ import asyncio
 import contextvars
 import random
 import signal
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from etctl.errors import LeaderElectionLost, ShutdownIncomplete
 from etctl.log import get_logger
 from etctl.runtime._builder import ControllerBuilder, ReconcilerLike
 from etctl.runtime._cache import Cache
+from etctl.runtime._cert_rotator import CertRotator
 from etctl.runtime._client import Client
 from etctl.runtime._clock import Clock, RealClock
 from etctl.runtime._controller import Controller
@@ -59,6 +64,7 @@ from etctl.runtime._health import Checker, Checks, HttpServer, SecureServing, pi
 from etctl.runtime._leader import LeaderElector, LeaderState
 from etctl.runtime._manager_options import ManagerOptions
 from etctl.runtime._recorder import ClientEventSink, EventRecorder
+from etctl.runtime._resources import Resource
 from etctl.runtime._tasks import (
     guarded,
     run_with_timeout,
@@ -67,6 +73,8 @@ from etctl.runtime._tasks import (
     wait_first,
     wait_tasks,
 )
+from etctl.runtime._webhook_builder import WebhookBuilder
+from etctl.runtime._webhook_server import WebhookServer
 
 __all__ = ["Manager", "ManagerOptions", "RunnableFunc"]
 
@@ -131,6 +139,7 @@ class Manager:
         self._other_tasks: list[asyncio.Task[None]] = []
         self._recorder_tasks: list[asyncio.Task[None]] = []
         self._cache_tasks: list[asyncio.Task[None]] = []  # the cache and its sync wait
+        self._webhook_tasks: list[asyncio.Task[None]] = []  # the webhook server, its certificates
         self._election_task: asyncio.Task[None] | None = None
         self.fenced_at: float | None = None
         """Clock time at which leader-only work had stopped after leadership was lost."""
@@ -158,6 +167,21 @@ class Manager:
                 cert_name=self.options.metrics_cert_name,
                 key_name=self.options.metrics_key_name,
             )
+        self.webhook_server = WebhookServer(self.options.webhook, clock=self.clock)
+        """The webhook server, run when a webhook is registered (see :meth:`webhook`)."""
+        self.cert_rotator: CertRotator | None = None
+        """The rotation of the webhook server's certificate (``options.cert_rotation``)."""
+        if self.options.cert_rotation is not None:
+            webhook = self.options.webhook
+            self.cert_rotator = CertRotator(
+                client,
+                self.options.cert_rotation,
+                cert_dir=webhook.cert_dir,
+                cert_name=webhook.cert_name,
+                key_name=webhook.key_name,
+                clock=self.clock,
+                rng=random.Random(rng.random()),  # noqa: S311 - jitter, not cryptography
+            )
         self._server = HttpServer(
             metrics_bind_address=self.options.metrics_bind_address,
             health_probe_bind_address=self.options.health_probe_bind_address,
@@ -171,6 +195,14 @@ class Manager:
     def controller(self, name: str, reconciler: ReconcilerLike) -> ControllerBuilder:
         """Start building a controller that this manager will run (see :mod:`.builder`)."""
         return ControllerBuilder(self, name, reconciler)
+
+    def webhook(self, resource: Resource, *, versions: Sequence[str] = ()) -> WebhookBuilder:
+        """Start wiring the webhooks of ``resource`` into :attr:`webhook_server`.
+
+        ``manager.webhook(R).with_defaulter(d).with_validator(v).with_converter(c).build()``; see
+        :class:`~etctl.runtime.WebhookBuilder`.
+        """
+        return WebhookBuilder(self.webhook_server, resource, versions=versions)
 
     def add_controller(self, controller: Controller) -> None:
         """Run ``controller`` (while leading, if it needs leader election).
@@ -354,6 +386,7 @@ class Manager:
         self._wake.set()
 
     async def _start(self, group: asyncio.TaskGroup) -> None:
+        self._start_webhooks(group)
         self._cache_tasks.append(self._spawn(group, "cache", self.cache.run, finishable=False))
         for component, recorder in self._recorders.items():
             self._start_recorder(group, component, recorder)
@@ -370,6 +403,21 @@ class Manager:
             self._election_task = self._spawn(group, "leader-election", self._elect)
         self._ready.set()
         self._settled.set()
+
+    def _start_webhooks(self, group: asyncio.TaskGroup) -> None:
+        """Start the webhook server (when a webhook is registered) and its certificate rotation."""
+        if self.cert_rotator is not None:
+            rotator = self.cert_rotator
+            self._webhook_tasks.append(
+                self._spawn(group, "cert-rotator", rotator.run, finishable=False)
+            )
+        server = self.webhook_server
+        if server.active:
+            if "webhook" not in self.readyz.names:
+                self.readyz.add("webhook", server.check)
+            self._webhook_tasks.append(
+                self._spawn(group, "webhook-server", server.run, finishable=False)
+            )
 
     async def _sync(self) -> None:
         await self.cache.wait_for_sync(self.options.cache_sync_timeout)
@@ -474,6 +522,7 @@ class Manager:
         await self._stop_election()
         await self._flush_recorders(deadline)
         await stop_now(self._cache_tasks)
+        await stop_now(self._webhook_tasks)
 
     async def _stop_tasks(
         self, what: str, tasks: list[asyncio.Task[None]], deadline: float

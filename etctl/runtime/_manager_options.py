@@ -15,8 +15,10 @@ from pathlib import Path
 
 from etctl.errors import ConfigError
 from etctl.runtime._cache_options import CacheOptions
+from etctl.runtime._cert_rotator import CertRotation
 from etctl.runtime._health import parse_bind_address
 from etctl.runtime._lease import LeaderElectionConfig, default_identity
+from etctl.runtime._webhook_server import WebhookServerOptions
 
 __all__ = ["SERVICE_ACCOUNT_NAMESPACE", "ManagerOptions"]
 
@@ -58,6 +60,13 @@ class ManagerOptions:
         cache_sync_timeout: how long the cache may take to sync before :meth:`Manager.run` fails.
         cache: the options of the manager's cache (namespaces, transforms, compaction, resync,
             page size).
+        webhook: where and how the webhook server listens, once a webhook is registered
+            (``manager.webhook(...)``): port 9443 and the certificate in
+            ``/tmp/k8s-webhook-server/serving-certs`` by default, as controller-runtime's.
+        cert_rotation: provision the webhook server's certificate: a CA and serving certificate
+            kept in a Secret, the CA injected into the webhook configurations, both rotated
+            before they expire (:class:`~etctl.runtime.CertRotator`); ``None`` (the default) when
+            the certificate comes from elsewhere (cert-manager).
     """
 
     metrics_bind_address: str = "0"
@@ -76,6 +85,8 @@ class ManagerOptions:
     graceful_shutdown_timeout: float = 30.0
     cache_sync_timeout: float = 120.0
     cache: CacheOptions = field(default_factory=CacheOptions)
+    webhook: WebhookServerOptions = field(default_factory=WebhookServerOptions)
+    cert_rotation: CertRotation | None = None
 
     def __post_init__(self) -> None:
         parse_bind_address(self.metrics_bind_address)

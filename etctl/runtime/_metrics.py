@@ -22,6 +22,9 @@ from prometheus_client import (
 
 __all__ = [
     "ACTIVE_WORKERS",
+    "CERTWATCHER_READ_ERRORS",
+    "CERTWATCHER_READS",
+    "CONVERSION_WEBHOOK_PANICS",
     "INFORMER_EVENTS",
     "INFORMER_HANDLER_ERRORS",
     "INFORMER_LAST_EVENT",
@@ -39,6 +42,10 @@ __all__ = [
     "REGISTRY",
     "REST_CLIENT_REQUESTS",
     "TERMINAL_RECONCILE_ERRORS",
+    "WEBHOOK_LATENCY",
+    "WEBHOOK_PANICS",
+    "WEBHOOK_REQUESTS",
+    "WEBHOOK_REQUESTS_IN_FLIGHT",
     "WORKQUEUE_ADDS",
     "WORKQUEUE_DEPTH",
     "WORKQUEUE_LONGEST_RUNNING",
@@ -224,5 +231,48 @@ INFORMER_LAST_EVENT = Gauge(
     "Unix time of the last watch event (bookmarks included) an informer received; alert on "
     "time() minus this to catch a silent watch",
     ["resource"],
+    registry=REGISTRY,
+)
+
+# -- webhooks (controller-runtime's pkg/webhook/internal/metrics and admission/conversion metrics)
+WEBHOOK_LATENCY = Histogram(
+    "controller_runtime_webhook_latency_seconds",
+    "Histogram of the latency of processing admission requests",
+    ["webhook"],
+    buckets=_QUEUE_BUCKETS,  # ExponentialBuckets(10e-9, 10, 12), as controller-runtime's
+    registry=REGISTRY,
+)
+WEBHOOK_REQUESTS = Counter(
+    "controller_runtime_webhook_requests_total",
+    "Total number of admission requests by HTTP status code.",
+    ["webhook", "code"],
+    registry=REGISTRY,
+)
+WEBHOOK_REQUESTS_IN_FLIGHT = Gauge(
+    "controller_runtime_webhook_requests_in_flight",
+    "Current number of admission requests being served.",
+    ["webhook"],
+    registry=REGISTRY,
+)
+WEBHOOK_PANICS = Counter(
+    "controller_runtime_webhook_panics_total",
+    "Total number of webhook panics (unexpected exceptions of a validator or defaulter)",
+    registry=REGISTRY,
+)
+CONVERSION_WEBHOOK_PANICS = Counter(
+    "controller_runtime_conversion_webhook_panics_total",
+    "Total number of conversion webhook panics (unexpected exceptions of a converter)",
+    registry=REGISTRY,
+)
+
+# -- the webhook server's certificate (controller-runtime's pkg/certwatcher/metrics)
+CERTWATCHER_READS = Counter(
+    "certwatcher_read_certificate_total",
+    "Total number of certificate reads",
+    registry=REGISTRY,
+)
+CERTWATCHER_READ_ERRORS = Counter(
+    "certwatcher_read_certificate_errors_total",
+    "Total number of certificate read errors",
     registry=REGISTRY,
 )

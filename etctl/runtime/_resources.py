@@ -17,6 +17,7 @@ __all__ = [
     "ENDPOINTS",
     "EVENTS",
     "LEASES",
+    "MUTATING_WEBHOOK_CONFIGURATIONS",
     "NAMESPACES",
     "NODES",
     "PODS",
@@ -26,6 +27,7 @@ __all__ = [
     "SECRETS",
     "SERVICEACCOUNTS",
     "SERVICES",
+    "VALIDATING_WEBHOOK_CONFIGURATIONS",
     "Resource",
 ]
 
@@ -107,4 +109,18 @@ CRDS = Resource(
 )
 PRIORITYCLASSES = Resource(
     "scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False
+)
+VALIDATING_WEBHOOK_CONFIGURATIONS = Resource(
+    "admissionregistration.k8s.io",
+    "v1",
+    "validatingwebhookconfigurations",
+    "ValidatingWebhookConfiguration",
+    namespaced=False,
+)
+MUTATING_WEBHOOK_CONFIGURATIONS = Resource(
+    "admissionregistration.k8s.io",
+    "v1",
+    "mutatingwebhookconfigurations",
+    "MutatingWebhookConfiguration",
+    namespaced=False,
 )
