@@ -16,8 +16,9 @@ and converges:
    kubelet a minute later, or the directory this rotator writes) change.
 3. A serving certificate that is missing, not signed by the current CA, not matching its key,
    not covering the DNS names and IP addresses, or expiring within ``lookahead`` is replaced.
-4. When the certificate directory is writable (an operator outside the cluster, the sandbox; a
-   Secret volume is read-only) the serving certificate and key are written there, atomically.
+4. The serving certificate and key are written into the certificate directory, atomically (an
+   operator outside the cluster, the sandbox), unless it cannot be written: a Secret volume is
+   read-only, and the kubelet brings the Secret's new content there.
 
 Passes run when something changes (the Secret, a configuration, a CRD: each watched by its own
 small informer, so rotation never waits for the manager's caches) and when the next rotation is
@@ -35,7 +36,7 @@ import datetime
 import os
 import random
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -155,6 +156,7 @@ class CertRotator:
         key_name: the key's file in it.
         clock: the clock of every wait and of certificate validity.
         rng: backoff jitter.
+        on_written: called after new files were written (the webhook server reloads at once).
     """
 
     def __init__(
@@ -167,8 +169,10 @@ class CertRotator:
         key_name: str = TLS_KEY,
         clock: Clock | None = None,
         rng: random.Random | None = None,
+        on_written: Callable[[], object] | None = None,
     ) -> None:
         self._client = client
+        self._on_written = on_written
         self.rotation = rotation
         self._cert_dir = cert_dir
         self._cert_name = cert_name
@@ -177,8 +181,11 @@ class CertRotator:
         self._rng = rng or random.Random()  # noqa: S311 - jitter, not cryptography
         self._wake = asyncio.Event()
         self._missing: set[str] = set()  # targets reported missing (once each)
+        self._read_only = False  # the certificate directory refused a write (reported once)
         self.passes = 0
         """Completed passes (every target converged)."""
+        self.waiting_until: float | None = None
+        """While waiting between passes, the clock's monotonic time of the next one."""
 
     def check(self) -> str | None:
         """Readiness: ``None`` once a pass has converged, else why not yet."""
@@ -202,7 +209,9 @@ class CertRotator:
                     failures += 1
                     delay = min(2.0**failures, _MAX_BACKOFF) * (0.5 + self._rng.random())
                     log.warning("webhook certificates not converged; retrying", error=str(error))
+                self.waiting_until = self._clock.monotonic() + max(delay, 0.0)
                 await wait_event(self._clock, self._wake, max(delay, 0.0))
+                self.waiting_until = None
 
     def _targets(self) -> list[tuple[Resource, str]]:
         """Where the CA bundle goes: the webhook configurations, then the CRDs."""
@@ -374,16 +383,28 @@ class CertRotator:
         directory = self._cert_dir
         if directory is None:
             return
-        with contextlib.suppress(OSError):
-            directory.mkdir(parents=True, exist_ok=True)
-        if not os.access(directory, os.W_OK):
-            return  # a Secret volume: the kubelet updates it
+        written = False
         for name, content in ((self._key_name, key), (self._cert_name, cert)):
             path = directory / name
             with contextlib.suppress(OSError):
                 if path.read_bytes() == content:
                     continue
-            _atomic_write(path, content)
+            written = True
+            try:
+                directory.mkdir(parents=True, exist_ok=True)
+                _atomic_write(path, content)
+            except OSError as error:
+                # A Secret volume (read-only): the kubelet brings the Secret's new content.
+                if not self._read_only:
+                    self._read_only = True
+                    log.info(
+                        "the certificate directory is not writable; the kubelet updates it",
+                        cert_dir=str(directory),
+                        error=str(error),
+                    )
+                return
+        if written and self._on_written is not None:
+            self._on_written()
 
 
 def _atomic_write(path: Path, content: bytes) -> None:

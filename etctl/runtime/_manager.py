@@ -181,6 +181,7 @@ class Manager:
                 key_name=webhook.key_name,
                 clock=self.clock,
                 rng=random.Random(rng.random()),  # noqa: S311 - jitter, not cryptography
+                on_written=self.webhook_server.certificate.load,
             )
         self._server = HttpServer(
             metrics_bind_address=self.options.metrics_bind_address,
