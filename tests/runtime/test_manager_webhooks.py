@@ -87,7 +87,7 @@ async def test_webhooks_serve_before_the_caches_sync_with_a_provisioned_certific
                 assert not manager.cache.has_synced()
                 secret = await client.get(SECRETS, "webhook-cert", namespace=NAMESPACE)
                 ca = base64.b64decode(secret["data"]["ca.crt"]).decode()
-                host, port = manager.webhook_server.address
+                host, port = manager.webhook_server.address or ("", 0)
                 review = admission_review(
                     "CREATE",
                     {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}},
