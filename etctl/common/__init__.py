@@ -10,6 +10,7 @@ controller reads from a pod (:class:`PodView`) and the ScaleIn/ScaleOut API shar
 are here too. See ``docs/plugins.md``.
 """
 
+from etctl.common._admission import ModelAdmission
 from etctl.common._api import (
     MANAGED_BY_IMMUTABLE,
     MANAGED_BY_KEPT,
@@ -153,6 +154,7 @@ from etctl.common._scaling.api import (
     scaler_targets,
     validate_scalein,
     validate_scaleout,
+    validate_scaler_update,
 )
 from etctl.common._scaling.membership import (
     member_index,
@@ -170,12 +172,14 @@ from etctl.common._slots import (
 from etctl.common._validation import (
     is_dns1123_label,
     is_dns1123_subdomain,
+    validate_job_update,
     validate_name,
     validate_pod_template,
     validate_replica_spec,
     validate_run_policy,
     validate_scaling_bounds,
 )
+from etctl.common._webhooks import setup_job_webhooks
 from etctl.common._wiring import (
     DEFAULT_JOB_WORKERS,
     setup_job_controller,
@@ -223,6 +227,7 @@ __all__ = [
     "MAX_OBJECT_BYTES",
     "MemberFields",
     "Members",
+    "ModelAdmission",
     "OPERATOR_NAME",
     "ObjectMeta",
     "OmitEmptyModel",
@@ -299,14 +304,17 @@ __all__ = [
     "set_condition",
     "setup_job_controller",
     "setup_job_controllers",
+    "setup_job_webhooks",
     "slot_name",
     "to_timestamp",
+    "validate_job_update",
     "validate_name",
     "validate_pod_template",
     "validate_replica_spec",
     "validate_run_policy",
     "validate_scalein",
     "validate_scaleout",
+    "validate_scaler_update",
     "validate_scaling_bounds",
     "write_files",
     "write_manifests",

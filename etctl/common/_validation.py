@@ -1,5 +1,9 @@
 """Checks on parsed job objects, reported as problems a user can act on.
 
+The controllers run them on every object they reconcile, and the admission webhooks
+(:mod:`etctl.common._admission`) run the very same functions when an object is written, so a bad
+manifest is refused by ``kubectl apply`` with the words the job's condition would have used.
+
 The CRD schema rejects most bad input at admission; these functions cover what it cannot express
 (cross-field rules) and objects that reached the controller without it (created before the schema
 tightened, or on a server that does not validate). Each returns a list of problems, empty when the
@@ -16,9 +20,16 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from etctl.common._api import QUANTITY_PATTERN, ReplicaSpec, RunPolicy, pod_containers
+from etctl.common._api import (
+    QUANTITY_PATTERN,
+    ReplicaSpec,
+    ReplicatedJob,
+    RunPolicy,
+    pod_containers,
+)
+from etctl.common._conditions import is_finished
 
 __all__ = [
     "DNS1035_LABEL_MAX_LENGTH",
@@ -26,6 +37,7 @@ __all__ = [
     "is_dns1123_label",
     "is_dns1123_subdomain",
     "parse_problems",
+    "validate_job_update",
     "validate_name",
     "validate_pod_template",
     "validate_replica_spec",
@@ -189,4 +201,63 @@ def validate_run_policy(policy: RunPolicy, *, path: str = "spec.runPolicy") -> l
                 f"{where}.minResources.{resource}: {quantity!r} is not a quantity "
                 "(for example 4, 500m or 2Gi)"
             )
+    return problems
+
+
+def _replica_paths(job: ReplicatedJob, types: set[str]) -> dict[str, str]:
+    """The JSON path of each replica type's spec (``spec.tfReplicaSpecs.Worker``...)."""
+    spec = getattr(job, "spec", None)
+    dumped = spec.model_dump(by_alias=True, mode="json") if isinstance(spec, BaseModel) else {}
+    folded = {t.casefold(): t for t in types}
+    for field, value in dumped.items():
+        if isinstance(value, dict) and {str(k).casefold() for k in value} & set(folded):
+            return {
+                folded[str(k).casefold()]: f"spec.{field}.{k}"
+                for k in value
+                if str(k).casefold() in folded
+            }
+    return {t: f"spec.{t}" for t in types}
+
+
+def validate_job_update(old: ReplicatedJob, new: ReplicatedJob) -> list[str]:
+    """Problems with changing ``old`` into ``new``: the rules of an update.
+
+    * ``runPolicy.managedBy`` never changes (training-operator's rule; the value that names this
+      operator's upstream, or none, counts as the same): one job never changes hands.
+    * While a job runs (it started, has not finished, and neither version is suspended), its
+      replica types and pod templates do not change (as a batch Job's template, and JobSet's):
+      pods made before and after would differ, and an elastic job's new workers would run another
+      image than the old ones. Suspending the job first (``runPolicy.suspend``) lets them change,
+      as Kueue does between admissions. Replica counts, the elastic bounds and the run policy
+      may change: they are how a job is scaled and steered.
+    """
+    problems = []
+    before, after = old.run_policy().managed_by, new.run_policy().managed_by
+    if before != after:
+        problems.append(
+            f"spec.runPolicy.managedBy: may not change ({before or 'unset'} to "
+            f"{after or 'unset'}); it names the controller that runs the job, and a job never "
+            "changes hands"
+        )
+    runs = old.status.start_time is not None and not is_finished(old.status.conditions)
+    if not runs or old.run_policy().suspend or new.run_policy().suspend:
+        return problems
+    old_specs, new_specs = old.replica_specs(), new.replica_specs()
+    paths = _replica_paths(new, set(old_specs) | set(new_specs))
+    added, removed = (
+        sorted(set(new_specs) - set(old_specs)),
+        sorted(set(old_specs) - set(new_specs)),
+    )
+    for replica_type in (*added, *removed):
+        change = "added" if replica_type in added else "removed"
+        problems.append(
+            f"{paths[replica_type]}: {change} while the job runs; replica types may change only "
+            "while the job is suspended (spec.runPolicy.suspend: true)"
+        )
+    problems.extend(
+        f"{paths[replica_type]}.template: may not change while the job runs (its pods would "
+        "differ from the ones running); suspend the job (spec.runPolicy.suspend: true) to change it"
+        for replica_type in sorted(set(old_specs) & set(new_specs))
+        if old_specs[replica_type].template != new_specs[replica_type].template
+    )
     return problems

@@ -86,6 +86,7 @@ __all__ = [
     "selector_of",
     "validate_scalein",
     "validate_scaleout",
+    "validate_scaler_update",
 ]
 
 GROUP = "kai.alibabacloud.com"
@@ -420,6 +421,29 @@ def validate_scalein(scaler: ScaleIn) -> list[str]:
         elif name in names[:index]:
             problems.append(f"spec.toDelete.podNames[{index}]: {name!r} is listed twice")
     return problems
+
+
+def validate_scaler_update(old: ScaleIn | ScaleOut, new: ScaleIn | ScaleOut) -> list[str]:
+    """Problems with changing a scaler ``old`` into ``new``.
+
+    Once its job adopted it, a scaler names that job for good (its owner reference does); once
+    its turn came (a step is recorded), its spec is what is being carried out: the workers it
+    adds or removes were chosen from it and written down before any was touched.
+    """
+    if old.status.step is not None or old.status.finished():
+        if old.spec != new.spec:
+            step = old.status.step.value if old.status.step is not None else "finished"
+            return [
+                f"spec: may not change once the scaler started (step {step}); create another "
+                "scaler for another change"
+            ]
+        return []
+    if old.status.adopted() and old.spec.selector != new.spec.selector:
+        return [
+            f"spec.selector: may not change once job {old.spec.selector.name!r} adopted the "
+            "scaler; create another scaler for another job"
+        ]
+    return []
 
 
 def _scaler_columns(count_path: str) -> tuple[PrinterColumn, ...]:
