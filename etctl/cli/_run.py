@@ -32,7 +32,14 @@ from typing import Any
 import prometheus_client
 
 from etctl.cli._settings import RunSettings, SettingsError, add_run_arguments, settings_from
-from etctl.common import JobSettings, Registered, discover, setup_job_controller
+from etctl.cli._webhook_settings import webhook_options
+from etctl.common import (
+    JobSettings,
+    Registered,
+    discover,
+    setup_job_controller,
+    setup_job_webhooks,
+)
 from etctl.errors import (
     CacheSyncError,
     ConfigError,
@@ -48,6 +55,7 @@ from etctl.runtime import (
     Clock,
     Manager,
     ManagerOptions,
+    WebhookServerOptions,
 )
 
 __all__ = [
@@ -86,25 +94,34 @@ def add_parser(commands: Any, summary: str) -> argparse.ArgumentParser:
     return parser
 
 
+def _pod_namespace() -> str:
+    """The operator's own namespace in a pod, ``""`` outside one."""
+    try:
+        return SERVICE_ACCOUNT_NAMESPACE.read_text(encoding="utf-8").strip()
+    except OSError:
+        return ""
+
+
 def manager_options(settings: RunSettings) -> ManagerOptions:
     """The Manager's options from the run settings.
 
     Raises:
-        ConfigError: leader election is on outside a pod and no Lease namespace is named (said
-            here in the flag's terms rather than the library option's).
+        ConfigError: leader election, or webhook certificates the operator keeps itself, are on
+            outside a pod and no namespace is named (said here in the flags' terms rather than
+            the library options').
     """
-    if settings.leader_elect and not settings.leader_election_namespace:
-        try:
-            in_pod = bool(SERVICE_ACCOUNT_NAMESPACE.read_text(encoding="utf-8").strip())
-        except OSError:
-            in_pod = False
-        if not in_pod:
-            msg = (
-                "--leader-elect outside a pod needs --leader-election-namespace "
-                "(or ETCTL_LEADER_ELECTION_NAMESPACE): there is no pod namespace to put the "
-                "Lease in"
-            )
-            raise ConfigError(msg)
+    if settings.leader_elect and not settings.leader_election_namespace and not _pod_namespace():
+        msg = (
+            "--leader-elect outside a pod needs --leader-election-namespace "
+            "(or ETCTL_LEADER_ELECTION_NAMESPACE): there is no pod namespace to put the "
+            "Lease in"
+        )
+        raise ConfigError(msg)
+    webhook, rotation = (
+        webhook_options(settings, _pod_namespace)
+        if settings.webhooks
+        else (WebhookServerOptions(), None)
+    )
     return ManagerOptions(
         metrics_bind_address=settings.metrics_bind_address,
         metrics_secure=settings.metrics_secure,
@@ -121,6 +138,8 @@ def manager_options(settings: RunSettings) -> ManagerOptions:
         graceful_shutdown_timeout=settings.graceful_shutdown_timeout,
         cache_sync_timeout=settings.cache_sync_timeout,
         cache=CacheOptions(namespaces=list(settings.namespaces) or None),
+        webhook=webhook,
+        cert_rotation=rotation,
     )
 
 
@@ -170,6 +189,8 @@ def build_manager(
             name=entry.name,
             max_concurrent_reconciles=settings.max_concurrent_reconciles,
         )
+        if settings.webhooks:
+            setup_job_webhooks(manager.webhook_server, entry.plugin)
     return manager
 
 

@@ -14,12 +14,12 @@ prints it and exits with status 2.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import ConfigDict, ValidationError, model_validator
 
+from etctl.cli._option import Option, choice, declare, text
 from etctl.cli._values import (
     parse_bind_address,
     parse_bool,
@@ -29,6 +29,7 @@ from etctl.cli._values import (
     parse_object_name,
     parse_positive_int,
 )
+from etctl.cli._webhook_settings import WEBHOOK_OPTIONS, WebhookSettings
 from etctl.common import DEFAULT_JOB_WORKERS, SCHEDULER_PLUGINS, VOLCANO
 
 __all__ = [
@@ -52,7 +53,7 @@ class SettingsError(ValueError):
     """A flag or environment variable has a value ``etctl run`` cannot use."""
 
 
-class RunSettings(BaseModel):
+class RunSettings(WebhookSettings):
     """What ``etctl run`` was asked to do, validated (see ``etctl run --help``)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -123,86 +124,16 @@ class RunSettings(BaseModel):
         return self
 
 
-def _choice(*allowed: str) -> Callable[[str], str]:
-    def parse(text: str) -> str:
-        value = text.strip().lower()
-        if value not in allowed:
-            shown = ", ".join(a or '""' for a in allowed)
-            msg = f"{text!r} is not one of {shown}"
-            raise ValueError(msg)
-        return value
-
-    return parse
-
-
-def _text(text: str) -> str:
-    return text.strip()
-
-
-@dataclass(frozen=True, slots=True)
-class Option:
-    """One setting of ``etctl run``: its flag, environment variable, parser and documentation.
-
-    Attributes:
-        field: the :class:`RunSettings` field it sets.
-        flag: the long flag (``--metrics-bind-address``).
-        env: the environment variable (``ETCTL_METRICS_BIND_ADDRESS``).
-        parse: turns one raw value into the field's type (raises ValueError).
-        help: what it does, for ``--help``.
-        metavar: the value's placeholder in ``--help``.
-        repeatable: the flag may be given several times (and takes comma-separated lists).
-        switch: a boolean flag that may be given without a value (``--leader-elect``).
-        compat_env: another variable read when the ``ETCTL_`` one is unset.
-        default_help: how ``--help`` describes the default (else the default value itself).
-    """
-
-    field: str
-    flag: str
-    env: str
-    parse: Callable[[str], Any]
-    help: str
-    metavar: str = ""
-    repeatable: bool = False
-    switch: bool = False
-    compat_env: str = ""
-    default_help: str = ""
-
-    def default_text(self) -> str:
-        """The default value as ``--help`` shows it."""
-        if self.default_help:
-            return self.default_help
-        default = RunSettings.model_fields[self.field].default
-        if isinstance(default, bool):
-            return str(default).lower()
-        if isinstance(default, float):
-            return f"{default:g}s"
-        if default in ("", ()):
-            return "unset"
-        return str(default)
-
-
-def _option(field: str, parse: Callable[[str], Any], help_text: str, **kwargs: Any) -> Option:
-    flag = kwargs.pop("flag", "--" + field.replace("_", "-"))
-    return Option(
-        field=field,
-        flag=flag,
-        env="ETCTL_" + flag.removeprefix("--").replace("-", "_").upper(),
-        parse=parse,
-        help=help_text,
-        **kwargs,
-    )
-
-
 OPTIONS: tuple[Option, ...] = (
-    _option(
+    declare(
         "jobs",
-        _text,
+        text,
         "job plugins to enable, by name (repeatable or comma-separated)",
         metavar="NAME",
         default_help="every installed plugin",
         repeatable=True,
     ),
-    _option(
+    declare(
         "namespaces",
         parse_namespace,
         "namespace to watch (repeatable or comma-separated)",
@@ -211,60 +142,60 @@ OPTIONS: tuple[Option, ...] = (
         metavar="NS",
         repeatable=True,
     ),
-    _option(
+    declare(
         "leader_elect",
         parse_bool,
         "elect a leader through a Lease so that only one replica reconciles",
         metavar="BOOL",
         switch=True,
     ),
-    _option(
+    declare(
         "leader_election_namespace",
         parse_namespace,
         "namespace of the leader Lease (set it when running outside a pod)",
         metavar="NS",
         default_help="the pod's own namespace",
     ),
-    _option("leader_election_id", parse_object_name, "name of the leader Lease", metavar="NAME"),
-    _option(
+    declare("leader_election_id", parse_object_name, "name of the leader Lease", metavar="NAME"),
+    declare(
         "leader_elect_lease_duration",
         parse_duration,
         "how long a non-leader waits before taking over a lease that was not renewed",
         metavar="DURATION",
     ),
-    _option(
+    declare(
         "leader_elect_renew_deadline",
         parse_duration,
         "how long the leader tries to renew before it stops leading",
         metavar="DURATION",
     ),
-    _option(
+    declare(
         "leader_elect_retry_period",
         parse_duration,
         "interval between attempts to acquire or renew the lease",
         metavar="DURATION",
     ),
-    _option(
+    declare(
         "cache_sync_timeout",
         parse_duration,
         "how long the informers may take to list everything at start; past it the operator "
         "exits with the reason (a missing CRD, a forbidden list)",
         metavar="DURATION",
     ),
-    _option(
+    declare(
         "graceful_shutdown_timeout",
         parse_duration,
         "how long a shutdown waits for reconciles in flight to finish",
         metavar="DURATION",
     ),
-    _option(
+    declare(
         "metrics_bind_address",
         parse_bind_address,
         "address of the Prometheus /metrics endpoint (:8443 for HTTPS, :8080 for HTTP); 0 "
         "disables it",
         metavar="ADDR",
     ),
-    _option(
+    declare(
         "metrics_secure",
         parse_bool,
         "serve /metrics over HTTPS to callers whose bearer token a TokenReview authenticates "
@@ -273,65 +204,64 @@ OPTIONS: tuple[Option, ...] = (
         metavar="BOOL",
         switch=True,
     ),
-    _option(
+    declare(
         "metrics_cert_path",
-        _text,
+        text,
         "directory holding the metrics serving certificate and key",
         metavar="DIR",
         default_help="a self-signed certificate made at start",
     ),
-    _option(
+    declare(
         "metrics_cert_name",
-        _text,
+        text,
         "the certificate's file name in --metrics-cert-path",
         metavar="NAME",
     ),
-    _option(
-        "metrics_cert_key", _text, "the key's file name in --metrics-cert-path", metavar="NAME"
-    ),
-    _option(
+    declare("metrics_cert_key", text, "the key's file name in --metrics-cert-path", metavar="NAME"),
+    declare(
         "health_probe_bind_address",
         parse_bind_address,
         "address of the /healthz and /readyz probes; 0 disables them",
         metavar="ADDR",
     ),
-    _option(
+    declare(
         "max_concurrent_reconciles",
         parse_positive_int,
         "jobs of one kind reconciled at the same time",
         metavar="N",
     ),
-    _option(
+    declare(
         "cluster_domain",
-        _text,
+        text,
         "DNS suffix of service names in generated cluster specs such as TF_CONFIG (cluster.local)",
         metavar="DOMAIN",
         default_help="none: short names resolved through the pods' DNS search path",
         compat_env="CUSTOM_CLUSTER_DOMAIN",
     ),
-    _option(
+    declare(
         "gang_scheduler",
-        _choice(*GANG_SCHEDULERS),
+        choice(*GANG_SCHEDULERS),
         "gang-schedule each job's pods through this batch scheduler's PodGroups: "
         "volcano or scheduler-plugins",
         metavar="NAME",
         default_help="none",
     ),
-    _option("log_format", _choice("json", "console"), "json or console", metavar="FORMAT"),
-    _option(
+    declare("log_format", choice("json", "console"), "json or console", metavar="FORMAT"),
+    declare(
         "log_level",
-        _choice("debug", "info", "warning", "error"),
+        choice("debug", "info", "warning", "error"),
         "debug, info, warning or error",
         metavar="LEVEL",
     ),
-    _option(
+    declare(
         "kubeconfig",
-        _text,
+        text,
         "kubeconfig file",
         metavar="PATH",
         default_help="the pod's service account, else $KUBECONFIG or ~/.kube/config",
     ),
-    _option("context", _text, "kubeconfig context", metavar="NAME", default_help="the current one"),
+    declare("context", text, "kubeconfig context", metavar="NAME", default_help="the current one"),
+    *WEBHOOK_OPTIONS,
 )
 """Every option of ``etctl run``, in ``--help`` order."""
 
@@ -370,7 +300,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare every :data:`OPTIONS` entry on ``parser``, with its variable and default in help."""
     for option in OPTIONS:
         env = option.env + (f" or {option.compat_env}" if option.compat_env else "")
-        help_text = f"{option.help} [env {env}; default: {option.default_text()}]"
+        help_text = f"{option.help} [env {env}; default: {option.default_text(RunSettings)}]"
         parser.add_argument(
             option.flag,
             dest=option.field,

@@ -10,8 +10,10 @@ and accept the spellings operators already use with controller-runtime binaries:
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import re
+from urllib.parse import urlsplit
 
 from etctl.common import is_dns1123_label, is_dns1123_subdomain
 
@@ -19,9 +21,11 @@ __all__ = [
     "parse_bind_address",
     "parse_bool",
     "parse_duration",
+    "parse_https_url",
     "parse_list",
     "parse_namespace",
     "parse_object_name",
+    "parse_port",
     "parse_positive_int",
 ]
 
@@ -128,3 +132,44 @@ def parse_object_name(text: str) -> str:
 def parse_list(text: str) -> list[str]:
     """A comma-separated list; blanks around items and empty items are dropped."""
     return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def parse_port(text: str) -> int:
+    """A TCP port, 1..65535 (0 picks a free one)."""
+    value = text.strip()
+    if not value.isdigit() or int(value) > 65535:
+        msg = f"{text!r} is not a port (0-65535)"
+        raise ValueError(msg)
+    return int(value)
+
+
+def parse_https_url(text: str) -> str:
+    """An ``https://host[:port]`` base URL, a DNS name or an IP address as the host.
+
+    Returned without a trailing slash; a path, query or fragment is refused (webhook paths are
+    appended to it).
+    """
+    value = text.strip().rstrip("/")
+    try:
+        parts = urlsplit(value)
+        _ = parts.port  # raises for a port out of 0-65535
+    except ValueError:
+        parts = None
+    if (
+        parts is None
+        or parts.scheme != "https"
+        or not parts.hostname
+        or parts.path
+        or parts.query
+        or parts.fragment
+        or parts.username
+    ):
+        msg = f"{text!r} is not a base URL such as https://192.168.1.10:9443 or https://dev.example"
+        raise ValueError(msg)
+    try:
+        ipaddress.ip_address(parts.hostname)
+    except ValueError:
+        if not is_dns1123_subdomain(parts.hostname):
+            msg = f"{text!r}: the host is neither an IP address nor a DNS name"
+            raise ValueError(msg) from None
+    return value
