@@ -26,7 +26,7 @@ from etctl.cli._render import (
     render_stream,
 )
 from etctl.cli._settings import GANG_SCHEDULERS
-from etctl.cli._values import parse_list, parse_namespace
+from etctl.cli._values import parse_https_url, parse_list, parse_namespace
 from etctl.common import check_files, discover, write_files
 from etctl.errors import ConfigError
 
@@ -79,6 +79,14 @@ def add_parser(commands: Any, summary: str) -> argparse.ArgumentParser:
         "--image", default=DEFAULT_IMAGE, help=f"operator image (default {DEFAULT_IMAGE})"
     )
     parser.add_argument(
+        "--webhook-url",
+        type=_https_url,
+        default=None,
+        metavar="URL",
+        help="point the webhook configurations at https://HOST[:PORT] instead of the operator's "
+        "Service: an operator run outside the cluster (etctl run --webhooks --webhook-url URL)",
+    )
+    parser.add_argument(
         "--gang-scheduler",
         choices=GANG_SCHEDULERS,
         default="",
@@ -87,6 +95,13 @@ def add_parser(commands: Any, summary: str) -> argparse.ArgumentParser:
     )
     parser.set_defaults(handler=command)
     return parser
+
+
+def _https_url(text: str) -> str:
+    try:
+        return parse_https_url(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def write(out_dir: Path, files: dict[str, str]) -> list[Path]:
@@ -119,6 +134,7 @@ def command(args: argparse.Namespace) -> int:
         gang_scheduler=args.gang_scheduler,
         jobs=tuple(sorted(set(args.jobs))),
         overlay=args.overlay,
+        webhook_url=args.webhook_url,
     )
     plugins = [entry.plugin for entry in entries if entry.plugin is not None]
     if args.out is None:

@@ -19,11 +19,14 @@ import yaml
 
 from etctl.runtime import (
     CRDS,
+    MUTATING_WEBHOOK_CONFIGURATIONS,
     NAMESPACES,
     ROLEBINDINGS,
     ROLES,
+    SECRETS,
     SERVICEACCOUNTS,
     SERVICES,
+    VALIDATING_WEBHOOK_CONFIGURATIONS,
     Client,
     PatchType,
     Resource,
@@ -46,6 +49,9 @@ KINDS = {
         _RBAC, "v1", "clusterrolebindings", "ClusterRoleBinding", namespaced=False
     ),
     "Deployment": Resource("apps", "v1", "deployments", "Deployment"),
+    "Secret": SECRETS,
+    "MutatingWebhookConfiguration": MUTATING_WEBHOOK_CONFIGURATIONS,
+    "ValidatingWebhookConfiguration": VALIDATING_WEBHOOK_CONFIGURATIONS,
 }
 _ANNOTATION_LIMIT = 262_144  # what client-side apply's last-applied annotation may hold
 
@@ -86,7 +92,13 @@ def test_the_release_file_is_one_install_in_apply_order() -> None:
     assert set(kinds[1 : kinds.count("CustomResourceDefinition") + 1]) == {
         "CustomResourceDefinition"
     }
-    assert kinds[-2:] == ["Deployment", "Service"]
+    assert kinds[-5:] == [
+        "Deployment",
+        "Service",
+        "Service",
+        "MutatingWebhookConfiguration",  # last: writes of the kinds wait for their webhooks
+        "ValidatingWebhookConfiguration",
+    ]
     namespace = docs[0]["metadata"]["name"]
     namespaced = [doc for doc in docs if KINDS[doc["kind"]].namespaced]
     assert {doc["metadata"]["namespace"] for doc in namespaced} == {namespace}

@@ -84,7 +84,16 @@ def test_operator_pod_is_locked_down(files: dict[str, str]) -> None:
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
     assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
-    assert ports == {"metrics": 8443, "health": 8081}
+    assert ports == {"metrics": 8443, "health": 8081, "webhook": 9443}
+    assert "--webhooks" in container["args"]
+    mounts = {m["name"]: m for m in container["volumeMounts"]}
+    assert mounts["webhook-certs"] == {
+        "name": "webhook-certs",
+        "mountPath": "/tmp/k8s-webhook-server/serving-certs",
+        "readOnly": True,
+    }
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes["webhook-certs"]["secret"]["secretName"] == "etctl-webhook-server-cert"
     assert "--metrics-bind-address=:8443" in container["args"]
     assert "--health-probe-bind-address=:8081" in container["args"]
     assert "--leader-elect" in container["args"]
@@ -191,7 +200,7 @@ def test_an_unknown_overlay_is_refused() -> None:
 
 
 @pytest.mark.etctl_kubectl
-@pytest.mark.parametrize("overlay", ["standalone", "kubeflow"])
+@pytest.mark.parametrize("overlay", ["standalone", "kubeflow", "cert-manager"])
 def test_kustomize_renders_each_overlay_as_the_generator_does(overlay: str) -> None:
     kubectl = shutil.which("kubectl")
     assert kubectl is not None
@@ -224,3 +233,86 @@ def test_kustomize_of_the_root_is_the_release_file() -> None:
     ).stdout
     release = (MANIFESTS / "install.yaml").read_text(encoding="utf-8")
     assert {key(d): d for d in docs(out)} == {key(d): d for d in docs(release)}
+
+
+def test_the_webhooks_are_configured_for_every_kind_and_reached_through_the_service(
+    files: dict[str, str],
+) -> None:
+    validating = one(files, "base/webhook/validating-webhook-configuration.yaml")
+    mutating = one(files, "base/webhook/mutating-webhook-configuration.yaml")
+    resources = {hook["rules"][0]["resources"][0] for hook in validating["webhooks"]}
+    assert resources == {"mpijobs", "scaleins", "scaleouts", "tfjobs", "trainingjobs"}
+    assert {h["name"] for h in mutating["webhooks"]} == {
+        f"mutate.{resource}.{group}"
+        for resource, group in (
+            ("mpijobs", "kubeflow.org"),
+            ("tfjobs", "kubeflow.org"),
+            ("scaleins", "kai.alibabacloud.com"),
+            ("scaleouts", "kai.alibabacloud.com"),
+            ("trainingjobs", "kai.alibabacloud.com"),
+        )
+    }
+    for hook in (*validating["webhooks"], *mutating["webhooks"]):
+        service = hook["clientConfig"]["service"]
+        assert (service["name"], service["namespace"], service["port"]) == (
+            "etctl-webhook-service",
+            "etctl-system",
+            443,
+        )
+        assert "caBundle" not in hook["clientConfig"]  # the operator injects its CA
+        assert hook["failurePolicy"] == "Fail"
+        assert hook["sideEffects"] == "None"
+    service = one(files, "base/webhook/service.yaml")
+    assert service["spec"]["ports"] == [
+        {"name": "webhook", "port": 443, "targetPort": "webhook", "protocol": "TCP"}
+    ]
+    secret = one(files, "base/webhook/secret.yaml")
+    assert (secret["metadata"]["name"], secret.get("data")) == ("etctl-webhook-server-cert", None)
+    rules = one(files, "base/rbac/cluster-role.yaml")["rules"]
+    injecting = [r for r in rules if r["apiGroups"] == ["admissionregistration.k8s.io"]]
+    assert injecting == [
+        {
+            "apiGroups": ["admissionregistration.k8s.io"],
+            "resources": ["mutatingwebhookconfigurations"],
+            "verbs": ["get", "list", "watch", "update"],
+            "resourceNames": ["etctl-mutating-webhooks"],
+        },
+        {
+            "apiGroups": ["admissionregistration.k8s.io"],
+            "resources": ["validatingwebhookconfigurations"],
+            "verbs": ["get", "list", "watch", "update"],
+            "resourceNames": ["etctl-validating-webhooks"],
+        },
+    ]
+    kubeflow = docs(render_stream(PLUGINS, ManifestOptions(overlay="kubeflow")))
+    hooks = [d for d in kubeflow if d["kind"].endswith("WebhookConfiguration")]
+    assert {h["clientConfig"]["service"]["namespace"] for d in hooks for h in d["webhooks"]} == {
+        "kubeflow"
+    }
+
+
+def test_the_cert_manager_overlay_hands_the_certificate_to_cert_manager() -> None:
+    stream = docs(render_stream(PLUGINS, ManifestOptions(overlay="cert-manager")))
+    by_kind = {d["kind"]: d for d in stream}
+    certificate = by_kind["Certificate"]
+    assert certificate["spec"]["secretName"] == "etctl-webhook-server-cert"
+    assert certificate["spec"]["dnsNames"] == [
+        "etctl-webhook-service.etctl-system.svc",
+        "etctl-webhook-service.etctl-system.svc.cluster.local",
+    ]
+    assert by_kind["Issuer"]["spec"] == {"selfSigned": {}}
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        annotations = by_kind[kind]["metadata"]["annotations"]
+        assert annotations == {"cert-manager.io/inject-ca-from": "etctl-system/etctl-serving-cert"}
+    args = by_kind["Deployment"]["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--webhook-certs=external" in args
+    assert "--webhooks" in args
+
+
+def test_a_webhook_url_points_the_configurations_at_an_operator_outside_the_cluster() -> None:
+    stream = docs(render_stream(PLUGINS, ManifestOptions(webhook_url="https://192.0.2.10:9443")))
+    hooks = [h for d in stream if d["kind"].endswith("WebhookConfiguration") for h in d["webhooks"]]
+    assert {h["clientConfig"]["url"].rsplit("/", 1)[0] for h in hooks} == {
+        "https://192.0.2.10:9443"
+    }
+    assert all("service" not in h["clientConfig"] for h in hooks)
