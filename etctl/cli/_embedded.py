@@ -7,8 +7,12 @@
 2. a kubeconfig for it, which kubectl and kubernetes_asyncio accept;
 3. the operator: the very :class:`~etctl.runtime.Manager` that ``etctl run`` builds
    (:func:`etctl.cli._run.build_manager`), every plugin enabled, leader election off, its metrics
-   and probe servers on free loopback ports unless told otherwise; it is ready once its caches
-   have synced;
+   and probe servers on free loopback ports unless told otherwise, and its admission webhooks
+   installed as the release installs them (:mod:`etctl.cli._local_webhooks`: the configurations
+   name the ``etctl-webhook-service`` Service in ``etctl-system``, whose endpoint is the webhook
+   server's loopback port), so ``kubectl apply`` of a bad job is refused here exactly as on a
+   cluster; it is ready once its caches have synced and, with webhooks, once its certificate is
+   provisioned, its CA injected and its endpoint published;
 
 then runs a *main* coroutine beside the operator (the demo, or waiting for a signal), and stops
 everything when main returns, when ``stop`` is set, or when the operator fails.
@@ -30,8 +34,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, TypeVar
 
+from etctl.cli._local_webhooks import install_webhooks, publish_endpoint
 from etctl.cli._run import build_manager
-from etctl.cli._sandbox_options import SandboxOptions
+from etctl.cli._sandbox_options import OPERATOR_NAMESPACE, SandboxOptions
 from etctl.common import Registered, Registry, crd_manifest, discover
 from etctl.log import get_logger
 from etctl.runtime import Client, Clock, Manager, RealClock
@@ -135,9 +140,23 @@ class _Outcome(Generic[T]):
         self.finished = True
 
 
-async def _synced(manager: Manager, clock: Clock) -> None:
-    # The manager fails by itself (CacheSyncError) past its cache-sync timeout; until then, wait.
+async def _ready(sandbox: Sandbox, clock: Clock) -> None:
+    """Return once the operator can serve: caches synced and, with webhooks, webhooks reachable.
+
+    The manager fails by itself past its cache-sync timeout (CacheSyncError) or when its
+    certificate never comes; until then, wait.
+    """
+    manager = sandbox.manager
     while not manager.cache.has_synced():
+        await clock.sleep(_READY_POLL)
+    if not manager.webhook_server.active:
+        return
+    while manager.webhook_server.address is None:
+        await clock.sleep(_READY_POLL)
+    async with await Client.from_kubeconfig(sandbox.kubeconfig) as client:
+        await publish_endpoint(client, OPERATOR_NAMESPACE, manager.webhook_server.address[1])
+    rotator = manager.cert_rotator
+    while rotator is not None and rotator.check() is not None:
         await clock.sleep(_READY_POLL)
 
 
@@ -190,7 +209,11 @@ async def run_sandbox(
                 server.kubelet.add_policy(PodPolicy(does=delay))
             kubeconfig = server.write_kubeconfig(options.kubeconfig or workdir / "kubeconfig")
             async with await Client.from_kubeconfig(kubeconfig) as client:
-                manager = build_manager(client, options.run_settings(kubeconfig), jobs, clock=clock)
+                settings = options.run_settings(kubeconfig, cert_dir=workdir / "webhook-certs")
+                manager = build_manager(client, settings, jobs, clock=clock)
+                if options.webhooks:
+                    plugins = [entry.plugin for entry in jobs if entry.plugin is not None]
+                    await install_webhooks(client, plugins, OPERATOR_NAMESPACE)
                 sandbox = Sandbox(server, manager, kubeconfig, jobs, options)
                 return await _supervise(sandbox, main, stop, clock)
 
@@ -207,7 +230,7 @@ async def _supervise(
     async with asyncio.TaskGroup() as group:
         running = group.create_task(operator.capture(manager.run()), name="sandbox:operator")
         stopping = group.create_task(_wait(stop), name="sandbox:stop")
-        ready = group.create_task(_synced(manager, clock), name="sandbox:ready")
+        ready = group.create_task(_ready(sandbox, clock), name="sandbox:ready")
         others: list[asyncio.Task[None]] = [stopping, ready]
         try:
             await _first([running, stopping, ready])

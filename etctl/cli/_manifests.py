@@ -134,7 +134,7 @@ def command(args: argparse.Namespace) -> int:
         gang_scheduler=args.gang_scheduler,
         jobs=tuple(sorted(set(args.jobs))),
         overlay=args.overlay,
-        webhook_url=args.webhook_url,
+        webhook_url=args.webhook_url or "",
     )
     plugins = [entry.plugin for entry in entries if entry.plugin is not None]
     if args.out is None:

@@ -15,7 +15,12 @@ from pathlib import Path
 from typing import TypeVar
 
 from etctl.cli._sandbox_options import DEMO_KINDS, DemoOptions, SandboxOptions
-from etctl.cli._values import parse_bind_address, parse_duration, parse_positive_int
+from etctl.cli._values import (
+    parse_bind_address,
+    parse_duration,
+    parse_port,
+    parse_positive_int,
+)
 from etctl.common import parse_quantity
 
 __all__ = [
@@ -28,15 +33,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-
-
-def parse_port(text: str) -> int:
-    """A TCP port, 0 (any free one) to 65535."""
-    value = text.strip()
-    if not value.isdigit() or int(value) > 65535:
-        msg = f"{text!r} is not a port (0 to 65535; 0 picks a free one)"
-        raise ValueError(msg)
-    return int(value)
 
 
 def parse_count(text: str) -> int:

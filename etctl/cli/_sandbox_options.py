@@ -13,7 +13,10 @@ from pathlib import Path
 
 from etctl.cli._settings import RunSettings
 
-__all__ = ["DEMO_KINDS", "DemoOptions", "SandboxOptions"]
+__all__ = ["DEMO_KINDS", "OPERATOR_NAMESPACE", "DemoOptions", "SandboxOptions"]
+
+OPERATOR_NAMESPACE = "etctl-system"
+"""The sandbox operator's namespace: its webhook Service and certificate Secret are there."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -35,6 +38,8 @@ class SandboxOptions:
         health_probe_bind_address: the operator's probe address (``0`` disables them).
         ready_timeout: seconds the operator may take to sync its caches.
         shutdown_timeout: seconds a graceful stop of the operator may take.
+        webhooks: run the operator's admission webhooks, installed as the release installs
+            them, so a bad manifest is refused by ``kubectl apply`` as on a cluster.
     """
 
     port: int = 0
@@ -49,9 +54,24 @@ class SandboxOptions:
     health_probe_bind_address: str = "127.0.0.1:0"
     ready_timeout: float = 30.0
     shutdown_timeout: float = 10.0
+    webhooks: bool = True
 
-    def run_settings(self, kubeconfig: Path) -> RunSettings:
-        """The operator's settings: as ``etctl run`` with defaults, on the sandbox's addresses."""
+    def run_settings(self, kubeconfig: Path, *, cert_dir: Path | None = None) -> RunSettings:
+        """The operator's settings: as ``etctl run`` with defaults, on the sandbox's addresses.
+
+        With webhooks, the webhook server listens on a free loopback port and keeps its own
+        certificates (in :data:`OPERATOR_NAMESPACE`'s Secret, its files in ``cert_dir``).
+        """
+        webhooks: dict[str, object] = {}
+        if self.webhooks:
+            webhooks = {
+                "webhooks": True,
+                "webhook_host": "127.0.0.1",
+                "webhook_port": 0,
+                "webhook_namespace": OPERATOR_NAMESPACE,
+            }
+            if cert_dir is not None:
+                webhooks["webhook_cert_path"] = str(cert_dir)
         return RunSettings(
             kubeconfig=str(kubeconfig),
             leader_elect=False,
@@ -62,6 +82,7 @@ class SandboxOptions:
             health_probe_bind_address=self.health_probe_bind_address,
             cache_sync_timeout=self.ready_timeout,
             graceful_shutdown_timeout=self.shutdown_timeout,
+            **webhooks,
         )
 
 

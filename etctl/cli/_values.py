@@ -135,10 +135,10 @@ def parse_list(text: str) -> list[str]:
 
 
 def parse_port(text: str) -> int:
-    """A TCP port, 1..65535 (0 picks a free one)."""
+    """A TCP port, 0 (any free one) to 65535."""
     value = text.strip()
     if not value.isdigit() or int(value) > 65535:
-        msg = f"{text!r} is not a port (0-65535)"
+        msg = f"{text!r} is not a port (0 to 65535; 0 picks a free one)"
         raise ValueError(msg)
     return int(value)
 

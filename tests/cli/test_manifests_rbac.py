@@ -9,8 +9,14 @@ The others run on the embedded API server, which enforces RBAC (with Kubernetes 
 a WebSocket exec also needs ``create``, the stricter of the two behaviours). The release file
 ``manifests/install.yaml`` is installed (the Deployment left out, since the test runs the operator
 itself), and the operator is assembled as ``etctl run`` assembles it, authenticated as its
-ServiceAccount, electing a leader in its namespace. People get the job kinds through the
-aggregated ``etctl-<plural>-edit`` and ``-view`` roles.
+ServiceAccount, electing a leader in its namespace, serving its admission webhooks (the release's
+Service reaches them through an Endpoints object naming the test's loopback port): it provisions
+its certificate into the release's Secret and injects its CA into the release's webhook
+configurations, under the same grants. People get the job kinds through the aggregated
+``etctl-<plural>-edit`` and ``-view`` roles.
+
+On the cluster under test the webhook configurations are left out: they are cluster-wide, and
+would send every job write of the cluster to this test's operator.
 """
 
 from __future__ import annotations
@@ -19,16 +25,18 @@ import asyncio
 import copy
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from etctl.cli._local_webhooks import publish_endpoint
 from etctl.cli._run import build_manager, serve
 from etctl.cli._settings import RunSettings
 from etctl.common import SCALEINS, SCALEOUTS, discover
-from etctl.errors import CacheSyncError, Forbidden, NotFound
+from etctl.errors import CacheSyncError, Forbidden, Invalid, NotFound
 from etctl.jobs.mpijob import MPIJOB, MPIJOBS
 from etctl.jobs.tfjob._api import TFJOBS
 from etctl.jobs.trainingjob._api import TRAININGJOBS
@@ -37,6 +45,7 @@ from etctl.runtime import (
     CRDS,
     EVENTS,
     LEASES,
+    MUTATING_WEBHOOK_CONFIGURATIONS,
     NAMESPACES,
     NODES,
     PODS,
@@ -46,6 +55,7 @@ from etctl.runtime import (
     SECRETS,
     SERVICEACCOUNTS,
     SERVICES,
+    VALIDATING_WEBHOOK_CONFIGURATIONS,
     Client,
     FakeClock,
     Resource,
@@ -76,7 +86,11 @@ KINDS = {
     "ClusterRoleBinding": Resource(
         _RBAC, "v1", "clusterrolebindings", "ClusterRoleBinding", namespaced=False
     ),
+    "Secret": SECRETS,
+    "MutatingWebhookConfiguration": MUTATING_WEBHOOK_CONFIGURATIONS,
+    "ValidatingWebhookConfiguration": VALIDATING_WEBHOOK_CONFIGURATIONS,
 }
+WEBHOOK_CONFIGURATIONS = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
 
 
 def manifests() -> tuple[str, list[dict[str, Any]]]:
@@ -103,8 +117,8 @@ def renamed_into(namespace: str) -> list[dict[str, Any]]:
     documents = []
     for document in DOCUMENTS:
         kind = document["kind"]
-        if kind in ("Namespace", "CustomResourceDefinition"):
-            continue  # the test's namespace; CRDs come with the cluster target
+        if kind in ("Namespace", "CustomResourceDefinition", *WEBHOOK_CONFIGURATIONS):
+            continue  # the test's namespace; CRDs come with the cluster target; see the docs
         labels = document["metadata"].get("labels") or {}
         if any(label.startswith("rbac.authorization.k8s.io/aggregate-to-") for label in labels):
             continue  # people's roles, aggregated into the cluster's own: not the operator's
@@ -253,8 +267,15 @@ def names_of(target: ClusterTarget, res: Resource) -> set[str]:
     }
 
 
-def install(server: ApiServer, edit: Callable[[dict[str, Any]], None] | None = None) -> None:
+def install(
+    server: ApiServer,
+    edit: Callable[[dict[str, Any]], None] | None = None,
+    *,
+    webhooks: bool = True,
+) -> None:
     for document in DOCUMENTS:
+        if not webhooks and document["kind"] in WEBHOOK_CONFIGURATIONS:
+            continue
         doc = copy.deepcopy(document)
         if edit is not None:
             edit(doc)
@@ -276,26 +297,47 @@ def settings_for(server: ApiServer, tmp_path: Path, **options: Any) -> RunSettin
 
 
 @asynccontextmanager
-async def enforced(tmp_path: Path) -> AsyncIterator[Cluster]:
-    """A server enforcing RBAC with manifests/ installed, its kubelet, and an admin client."""
-    clock = FakeClock()
+async def enforced(tmp_path: Path, *, webhooks: bool = True) -> AsyncIterator[Cluster]:
+    """A server enforcing RBAC with manifests/ installed, its kubelet, and an admin client.
+
+    ``webhooks=False`` leaves the webhook configurations out (no operator to answer them).
+    """
+    clock = FakeClock(start=datetime.now(UTC))  # the webhook certificate is checked for real
     kubelet = KubeletConfig.uniform(2, gpus=8, root=tmp_path / "sandboxes")
     auth = AuthConfig(websocket_exec_requires_create=True)
     async with (
         ApiServer(clock=clock, kubelet=kubelet, auth=auth) as server,
         client_of(server, tmp_path) as admin,
     ):
-        install(server)
+        install(server, webhooks=webhooks)
         yield Cluster(server, admin, clock)
 
 
 @asynccontextmanager
 async def operator(env: Cluster, tmp_path: Path) -> AsyncIterator[None]:
-    """``etctl run``'s operator with every plugin, as its ServiceAccount, while the block runs."""
-    settings = settings_for(env.server, tmp_path)
+    """``etctl run --webhooks``'s operator with every plugin, as its ServiceAccount.
+
+    Its webhook server listens on a free loopback port, published as the release Service's
+    endpoint; the block runs once its certificate is provisioned and its CA injected.
+    """
+    settings = settings_for(
+        env.server,
+        tmp_path,
+        webhooks=True,
+        webhook_host="127.0.0.1",
+        webhook_port=0,
+        webhook_cert_path=str(tmp_path / "webhook-certs"),
+        webhook_namespace=NAMESPACE,
+    )
     async with await Client.from_kubeconfig(settings.kubeconfig) as client:
         manager = build_manager(client, settings, discover().plugins(), clock=env.clock)
         async with run_manager(manager):
+            await eventually(lambda: manager.webhook_server.address is not None)
+            assert manager.webhook_server.address is not None
+            await publish_endpoint(env.client, NAMESPACE, manager.webhook_server.address[1])
+            rotator = manager.cert_rotator
+            assert rotator is not None
+            await eventually(lambda: rotator.check() is None)
             yield
 
 
@@ -331,6 +373,19 @@ async def test_the_manifests_grant_everything_the_operator_does(tmp_path: Path) 
     async with enforced(tmp_path) as env, operator(env, tmp_path):
         lease = env.server.storage
         await eventually(lambda: _holder(lease) is not None)
+        # The release's webhooks answer, through its Service, with the CA the operator injected.
+        for kind in WEBHOOK_CONFIGURATIONS:
+            configuration = env.server.storage.get(
+                KINDS[kind], next(d for d in DOCUMENTS if d["kind"] == kind)["metadata"]["name"]
+            )
+            assert all(h["clientConfig"].get("caBundle") for h in configuration["webhooks"])
+        bad = tfjob("chiefless", Worker=replica(1))
+        bad["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["name"] = "tf"
+        with pytest.raises(Invalid) as refused_job:
+            await env.client.create(
+                TFJOBS, {**bad, "metadata": {"name": "chiefless"}}, namespace=NS
+            )
+        assert "no container named" in str(refused_job.value)
         env.apply(example("training-job.yaml"))
         await eventually(lambda: env.running(LAUNCHER) and env.status().get("phase") == "Running")
         env.apply(example("scale-out.yaml"))
@@ -460,7 +515,7 @@ def _tfjob_state(env: Cluster, name: str) -> str:
 
 @pytest.mark.etctl_hooks("service-account tokens minted by the embedded server")
 async def test_the_edit_and_view_roles_give_people_the_job_kinds(tmp_path: Path) -> None:
-    async with enforced(tmp_path) as env:
+    async with enforced(tmp_path, webhooks=False) as env:
         await env.client.create(NAMESPACES, {"metadata": {"name": "team"}})
         for user, role in (("alice", "etctl-tfjobs-edit"), ("bob", "etctl-tfjobs-view")):
             await env.client.create(SERVICEACCOUNTS, {"metadata": {"name": user}}, namespace="team")
