@@ -1,0 +1,230 @@
+"""``kubectl apply`` in the sandbox: bad jobs refused at the door with the field and the reason.
+
+The sandbox runs the operator's webhooks as the release installs them. Each kind's invalid
+manifests are refused by ``kubectl apply``; on a cluster without validation rules in its CRDs
+(before 1.25, or rules removed) the webhooks alone refuse them, with the checks the controllers
+run. Every file of ``examples/`` applies, and is stored exactly as it would be with no webhook.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import dataclasses
+import shutil
+from typing import Any
+
+import pytest
+import yaml
+
+from etctl.cli import Sandbox, SandboxOptions, run_sandbox
+from etctl.common import discover
+from etctl.runtime import CRDS, Resource
+from tests.schema_support import EXAMPLES
+
+pytestmark = [
+    pytest.mark.etctl_kubectl,
+    pytest.mark.etctl_hooks("the sandbox runs its own embedded server"),
+]
+
+QUICK = SandboxOptions(pod_start_delay=0, metrics_bind_address="0")
+
+_CONTAINER = {"name": "main", "image": "busybox:1.36"}
+
+
+def _template(name: str = "main") -> dict[str, Any]:
+    return {"spec": {"containers": [{**_CONTAINER, "name": name}]}}
+
+
+def mpijob(name: str = "pi", **spec: Any) -> dict[str, Any]:
+    specs = {
+        "Launcher": {"replicas": 1, "template": _template()},
+        "Worker": {"replicas": 2, "template": _template()},
+    }
+    return {
+        "apiVersion": "kubeflow.org/v2beta1",
+        "kind": "MPIJob",
+        "metadata": {"name": name},
+        "spec": {"mpiReplicaSpecs": specs, **spec},
+    }
+
+
+def _without_launcher() -> dict[str, Any]:
+    job = mpijob()
+    del job["spec"]["mpiReplicaSpecs"]["Launcher"]
+    return job
+
+
+def _lower_case_worker() -> dict[str, Any]:
+    job = mpijob()
+    job["spec"]["mpiReplicaSpecs"]["worker"] = job["spec"]["mpiReplicaSpecs"].pop("Worker")
+    return job
+
+
+def _two_chiefs() -> dict[str, Any]:
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "TFJob",
+        "metadata": {"name": "chiefs"},
+        "spec": {
+            "tfReplicaSpecs": {
+                "Chief": {"replicas": 1, "template": _template("tensorflow")},
+                "Master": {"replicas": 1, "template": _template("tensorflow")},
+                "Worker": {"replicas": 1, "template": _template("tensorflow")},
+            }
+        },
+    }
+
+
+def _trainingjob_min_above_max() -> dict[str, Any]:
+    job: dict[str, Any] = yaml.safe_load(
+        (EXAMPLES / "trainingjob" / "training-job.yaml").read_text()
+    )
+    job["spec"]["etReplicaSpecs"]["worker"].update(minReplicas=5, maxReplicas=3)
+    return job
+
+
+def _scalein_naming_no_job() -> dict[str, Any]:
+    return {
+        "apiVersion": "kai.alibabacloud.com/v1alpha1",
+        "kind": "ScaleIn",
+        "metadata": {"name": "nameless"},
+        "spec": {"selector": {"name": ""}, "toDelete": {"count": 1}},
+    }
+
+
+INVALID = {
+    "mpijob-without-launcher": (_without_launcher, "spec.mpiReplicaSpecs.Launcher", "missing"),
+    "mpijob-name-of-70": (
+        lambda: mpijob("p" * 70),
+        "metadata.name",
+        "DNS-1035 label",
+    ),
+    "mpijob-min-above-max": (
+        lambda: mpijob(elasticPolicy={"minReplicas": 4, "maxReplicas": 2}),
+        "spec.elasticPolicy",
+        "greater than maxReplicas",
+    ),
+    "mpijob-lower-case-worker": (
+        _lower_case_worker,
+        "spec.mpiReplicaSpecs.worker",
+        "unknown replica type",
+    ),
+    "tfjob-chief-and-master": (_two_chiefs, "spec.tfReplicaSpecs", "both Chief and Master"),
+    "trainingjob-min-above-max": (
+        _trainingjob_min_above_max,
+        "spec.etReplicaSpecs.worker",
+        "greater than maxReplicas",
+    ),
+}
+"""The webhook's refusals: what the controller's own checks say, field and reason."""
+
+
+async def kubectl(sandbox: Sandbox, *args: str, stdin: str = "") -> tuple[int, str, str]:
+    binary = shutil.which("kubectl")
+    assert binary is not None
+    process = await asyncio.create_subprocess_exec(
+        binary,
+        "--kubeconfig",
+        str(sandbox.kubeconfig),
+        *args,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(stdin.encode()), timeout=60)
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+async def apply(sandbox: Sandbox, document: dict[str, Any]) -> tuple[int, str]:
+    status, out, err = await kubectl(sandbox, "apply", "-f", "-", stdin=yaml.safe_dump(document))
+    return status, out + err
+
+
+def strip_rules(node: Any) -> Any:
+    """A CRD without its ``x-kubernetes-validations``: a cluster that does not run CEL rules."""
+    if isinstance(node, dict):
+        return {k: strip_rules(v) for k, v in node.items() if k != "x-kubernetes-validations"}
+    if isinstance(node, list):
+        return [strip_rules(item) for item in node]
+    return node
+
+
+async def test_without_validation_rules_the_webhooks_refuse_each_bad_job_alone() -> None:
+    async def main(sandbox: Sandbox) -> dict[str, tuple[int, str]]:
+        for resource in discover().custom_resources():
+            crd = sandbox.server.storage.get(CRDS, resource.name)
+            sandbox.server.storage.update(CRDS, strip_rules(crd))
+        return {case: await apply(sandbox, make()) for case, (make, _, _) in INVALID.items()}
+
+    answers = await run_sandbox(QUICK, main)
+    assert answers is not None
+    for case, (_, field, reason) in INVALID.items():
+        status, text = answers[case]
+        assert status != 0, (case, text)
+        assert f"{field}: " in text, (case, text)
+        assert reason in text, (case, text)
+        assert "is invalid" in text, (case, text)
+
+
+async def test_in_the_sandbox_every_bad_job_and_a_nameless_scalein_are_refused() -> None:
+    cases = {**{case: make for case, (make, _, _) in INVALID.items()}}
+    cases["scalein-naming-no-job"] = _scalein_naming_no_job
+
+    async def main(sandbox: Sandbox) -> dict[str, tuple[int, str]]:
+        answers = {case: await apply(sandbox, make()) for case, make in cases.items()}
+        _, listed, _ = await kubectl(sandbox, "get", "mpijobs,tfjobs,trainingjobs,scaleins", "-A")
+        answers["listed"] = (0, listed)
+        return answers
+
+    answers = await run_sandbox(QUICK, main)
+    assert answers is not None
+    for case in cases:
+        status, text = answers[case]
+        assert status != 0, (case, text)
+        assert "is invalid" in text, (case, text)
+    assert "spec.selector.name" in answers["scalein-naming-no-job"][1]
+    assert answers["listed"][1] == ""  # nothing of them was stored
+
+
+def _examples() -> list[dict[str, Any]]:
+    documents = []
+    for path in sorted(EXAMPLES.glob("*/*.yaml")):
+        if path.parent.name == "operator":
+            continue  # the greeter's own kind, not the operator's
+        documents.extend(doc for doc in yaml.safe_load_all(path.read_text()) if doc)
+    return documents
+
+
+def _spec(obj: dict[str, Any]) -> Any:
+    return copy.deepcopy(obj.get("spec"))
+
+
+async def test_every_example_applies_and_is_stored_as_without_webhooks() -> None:
+    documents = _examples()
+    kinds = {
+        (resource.group, resource.kind): resource for resource in discover().custom_resources()
+    }
+
+    def resource_of(doc: dict[str, Any]) -> Resource:
+        group, _, version = doc["apiVersion"].rpartition("/")
+        return kinds[(group, doc["kind"])].resource(version)
+
+    async def main(sandbox: Sandbox) -> list[tuple[int, str, Any]]:
+        stored = []
+        for doc in documents:
+            status, text = await apply(sandbox, doc)
+            name = doc["metadata"]["name"]
+            obj = sandbox.server.storage.get(resource_of(doc), name, namespace="default")
+            stored.append((status, text, _spec(obj)))
+        return stored
+
+    admitted = await run_sandbox(QUICK, main)
+    plain = await run_sandbox(dataclasses.replace(QUICK, webhooks=False), main)
+    assert admitted is not None
+    assert plain is not None
+    for doc, (status, text, spec), (_, _, expected) in zip(documents, admitted, plain, strict=True):
+        assert status == 0, text
+        assert "created" in text
+        assert spec == expected, doc["metadata"]["name"]
