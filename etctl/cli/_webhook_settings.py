@@ -188,7 +188,7 @@ def webhook_options(
         raise ConfigError(msg)
     dns, ips = _url_names(settings.webhook_url) if settings.webhook_url else ((), ())
     rotation = CertRotation(
-        secret=settings.webhook_secret,
+        secret_name=settings.webhook_secret,
         namespace=namespace,
         dns_names=(*CertRotation.service_names(settings.webhook_service, namespace), *dns),
         ip_addresses=ips,

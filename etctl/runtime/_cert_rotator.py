@@ -81,7 +81,7 @@ class CertRotation:
     """What a :class:`CertRotator` provisions, and where it injects the CA.
 
     Attributes:
-        secret: the Secret holding the CA and serving certificate (created when missing).
+        secret_name: the Secret holding the CA and serving certificate (created when missing).
         namespace: its namespace (the operator's).
         dns_names: the serving certificate's DNS names (the webhook Service's, see
             :meth:`for_service`).
@@ -96,7 +96,7 @@ class CertRotation:
         check_interval: the longest time between two passes (12 hours).
     """
 
-    secret: str
+    secret_name: str
     namespace: str
     dns_names: tuple[str, ...] = ()
     ip_addresses: tuple[str, ...] = ()
@@ -225,7 +225,7 @@ class CertRotator:
     def _informers(self) -> list[Informer]:
         rotation = self.rotation
         watched: list[tuple[Resource, str, str | None]] = [
-            (SECRETS, rotation.secret, rotation.namespace),
+            (SECRETS, rotation.secret_name, rotation.namespace),
             *((resource, name, None) for resource, name in self._targets()),
         ]
         return [
@@ -254,7 +254,7 @@ class CertRotator:
         horizon = now + datetime.timedelta(seconds=rotation.lookahead)
         try:
             secret: KubeObject | None = await self._client.get(
-                SECRETS, rotation.secret, namespace=rotation.namespace
+                SECRETS, rotation.secret_name, namespace=rotation.namespace
             )
         except NotFound:
             secret = None
@@ -272,7 +272,7 @@ class CertRotator:
         if serving is not None:
             data = {**data, **serving}
             secret = await self._write(secret, data)
-            log.info("webhook serving certificate issued", secret=rotation.secret)
+            log.info("webhook serving certificate issued", kept_in=rotation.secret_name)
         self._write_files(data[TLS_CERT], data[TLS_KEY])
         self.passes += 1
         due = min(_expiry(ca.cert_pem), _expiry(data[TLS_CERT])) - datetime.timedelta(
@@ -295,7 +295,9 @@ class CertRotator:
                 now=now,
                 validity=datetime.timedelta(seconds=self.rotation.ca_validity),
             )
-            log.info("webhook CA created", secret=self.rotation.secret, replaces=bool(current))
+            log.info(
+                "webhook CA created", kept_in=self.rotation.secret_name, replaces=bool(current)
+            )
         # The bundle: the signing CA, then the one it replaced while that one is still valid.
         older = [pem for pem in bundle if pem != ca.cert_pem and self._valid_ca(pem, now)]
         return ca, [ca.cert_pem, *older[:1]]
@@ -348,7 +350,7 @@ class CertRotator:
             body: KubeObject = {
                 "apiVersion": "v1",
                 "kind": "Secret",
-                "metadata": {"name": rotation.secret, "namespace": rotation.namespace},
+                "metadata": {"name": rotation.secret_name, "namespace": rotation.namespace},
                 "type": "Opaque",
                 "data": _encode(data),
             }

@@ -10,7 +10,9 @@ once, and deleting the Greeting deletes what it owned.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import importlib.util
+import socket
 import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -21,6 +23,7 @@ import pytest
 import pytest_asyncio
 import yaml
 
+from etctl.errors import Invalid, NotFound
 from etctl.runtime import CONFIGMAPS, Client, Manager, ManagerOptions, objects
 from etctl.testing import ClusterTarget, cluster_target
 
@@ -172,3 +175,59 @@ def test_the_guide_shows_the_example_exactly() -> None:
     guide = (EXAMPLE.parents[1] / "docs" / "runtime.md").read_text(encoding="utf-8")
     source = (EXAMPLE / "greeter.py").read_text(encoding="utf-8")
     assert f"```python\n{source}```" in guide
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.mark.etctl_hooks(
+    "the API server calls webhooks on 127.0.0.1, which only a local one reaches"
+)
+async def test_the_greeter_defaults_and_validates_at_the_door(
+    client: Client, ns: str, tmp_path: Path
+) -> None:
+    url = f"https://127.0.0.1:{_free_port()}"
+    options = greeter.options("0", url, ns)
+    options = dataclasses.replace(
+        options, webhook=dataclasses.replace(options.webhook, cert_dir=tmp_path / "certs")
+    )
+    manager = Manager(client, options=options)
+    greeter.setup(manager, webhooks=True)
+    await greeter.register(manager, url)
+    async with asyncio.TaskGroup() as group:
+        group.create_task(manager.run(), name="greeter")
+        await manager.wait_started()
+        assert manager.cert_rotator is not None
+        rotator = manager.cert_rotator
+
+        async def injected() -> bool:
+            return rotator.check() is None
+
+        await eventually(injected)
+        # Defaulted: blanks trimmed, the greeting capitalised; the operator greets accordingly.
+        tidy = {**_greeting("ada", "  Ada  ", ns)}
+        tidy["spec"]["greeting"] = " hey"
+        created = await client.create(GREETINGS, tidy)
+        assert created["spec"] == {"name": "Ada", "greeting": "Hey"}
+        await eventually(lambda: _says(client, "ada-greeting", ns, "Hey, Ada!"))
+        # Refused with the field and the reason, as the API server words a 422.
+        with pytest.raises(Invalid) as refused:
+            await client.create(GREETINGS, _greeting("two-lines", "Ada\nLovelace", ns))
+        assert [c["field"] for c in refused.value.causes] == ["spec.name"]
+        assert "must be one line" in str(refused.value)
+        # An update is judged against the old object.
+        with pytest.raises(Invalid) as renamed:
+            await client.patch(GREETINGS, "ada", {"spec": {"name": "Grace"}}, namespace=ns)
+        assert "may not change" in str(renamed.value)
+        await client.patch(GREETINGS, "ada", {"spec": {"greeting": "hello"}}, namespace=ns)
+        await eventually(lambda: _says(client, "ada-greeting", ns, "Hello, Ada!"))
+        with pytest.raises(NotFound):
+            await client.get(GREETINGS, "two-lines", namespace=ns)
+        manager.stop()
+
+
+async def _says(client: Client, name: str, ns: str, text: str) -> bool:
+    return await _message(client, name, ns) == text

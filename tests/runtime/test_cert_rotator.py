@@ -86,7 +86,7 @@ async def env(tmp_path: Path) -> AsyncIterator[Env]:
 
 def rotation(**overrides: Any) -> CertRotation:
     values: dict[str, Any] = {
-        "secret": "etctl-webhook-cert",
+        "secret_name": "etctl-webhook-cert",
         "namespace": NAMESPACE,
         "dns_names": CertRotation.service_names("etctl-webhook-service", NAMESPACE),
         "ip_addresses": ("127.0.0.1",),

@@ -74,7 +74,7 @@ async def test_webhooks_serve_before_the_caches_sync_with_a_provisioned_certific
                         host="127.0.0.1", port=0, cert_dir=tmp_path / "certs"
                     ),
                     cert_rotation=CertRotation(
-                        secret="webhook-cert", namespace=NAMESPACE, ip_addresses=("127.0.0.1",)
+                        secret_name="webhook-cert", namespace=NAMESPACE, ip_addresses=("127.0.0.1",)
                     ),
                 ),
                 clock=clock,
