@@ -19,9 +19,16 @@ from typing import Any
 __all__ = ["diff", "pointer"]
 
 
+def _token(token: str | int) -> str:
+    text = str(token)
+    if "~" in text or "/" in text:
+        return text.replace("~", "~0").replace("/", "~1")
+    return text
+
+
 def pointer(*tokens: str | int) -> str:
     """The JSON pointer (RFC 6901) of a path: ``~`` and ``/`` escaped in each token."""
-    return "".join("/" + str(token).replace("~", "~0").replace("/", "~1") for token in tokens)
+    return "".join("/" + _token(token) for token in tokens)
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -40,12 +47,14 @@ def diff(source: Any, target: Any) -> list[dict[str, Any]]:
 
 def _diff(source: Any, target: Any, path: str, ops: list[dict[str, Any]]) -> None:
     if isinstance(source, dict) and isinstance(target, dict):
-        ops.extend({"op": "remove", "path": path + pointer(k)} for k in source if k not in target)
+        ops.extend(
+            {"op": "remove", "path": f"{path}/{_token(k)}"} for k in source if k not in target
+        )
         for key, value in target.items():
-            if key in source:
-                _diff(source[key], value, path + pointer(key), ops)
-            else:
-                ops.append({"op": "add", "path": path + pointer(key), "value": value})
+            if key not in source:
+                ops.append({"op": "add", "path": f"{path}/{_token(key)}", "value": value})
+            elif source[key] is not value:
+                _diff(source[key], value, f"{path}/{_token(key)}", ops)
         return
     if isinstance(source, list) and isinstance(target, list):
         common = min(len(source), len(target))

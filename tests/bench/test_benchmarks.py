@@ -18,6 +18,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 # Each benchmark with the smallest workload that still walks all of its code.
 SMALL: dict[str, list[str]] = {
+    "admission.py": ["--writes", "10", "--rounds", "1", "--clients", "2"],
     "apimachinery.py": ["--repeat", "20"],
     "apiserver.py": ["--creates", "200", "--watchers", "2", "--concurrency", "4"],
     "cache_memory.py": ["--pods", "200"],
