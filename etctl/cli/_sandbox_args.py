@@ -170,6 +170,13 @@ def add_sandbox_arguments(parser: argparse.ArgumentParser) -> None:
         help="address of /healthz and /readyz; 0 disables them (default: a free loopback port)",
     )
     operator.add_argument(
+        "--webhooks",
+        action=argparse.BooleanOptionalAction,
+        default=defaults.webhooks,
+        help="run the operator's admission webhooks, so kubectl apply refuses a bad job as on a "
+        "cluster (default: on)",
+    )
+    operator.add_argument(
         "--log-level",
         choices=("debug", "info", "warning", "error"),
         default=None,
@@ -203,6 +210,7 @@ def sandbox_options(args: argparse.Namespace) -> SandboxOptions:
         kubeconfig=args.kubeconfig,
         metrics_bind_address=args.metrics_bind_address,
         health_probe_bind_address=args.health_probe_bind_address,
+        webhooks=args.webhooks,
     )
 
 

@@ -25,6 +25,11 @@ The groups below are what the layer offers (see ``docs/runtime.md`` for a walk-t
   :class:`ControllerBuilder`, :class:`Request`, :class:`Result`, handlers and predicates;
 * **cache reads**: :class:`Cache`, :class:`CacheOptions` (with :class:`ByObject`, the scope of one
   resource), index functions and transforms;
+* **webhooks**: :class:`WebhookServer` and its options, :class:`WebhookBuilder`
+  (``manager.webhook(res)``), :class:`Validator` and :class:`Defaulter` handlers answering
+  :class:`AdmissionRequest` s, :func:`invalid` and :class:`FieldError` for a 422,
+  :class:`HubAndSpoke` conversion, :func:`webhook_configurations`, and :class:`CertRotation`
+  for certificates the manager keeps itself;
 * **events, leader election, expectations, time, metrics** and the error tree
   (re-exported from :mod:`etctl.errors`).
 """

@@ -426,10 +426,16 @@ def validate_scalein(scaler: ScaleIn) -> list[str]:
 def validate_scaler_update(old: ScaleIn | ScaleOut, new: ScaleIn | ScaleOut) -> list[str]:
     """Problems with changing a scaler ``old`` into ``new``.
 
-    Once its job adopted it, a scaler names that job for good (its owner reference does); once
-    its turn came (a step is recorded), its spec is what is being carried out: the workers it
-    adds or removes were chosen from it and written down before any was touched.
+    A scaler names its job for good (its owner reference will, and the CRD's validation rule
+    says the same); once its turn came (a step is recorded), its whole spec is what is being
+    carried out: the workers it adds or removes were chosen from it and written down before any
+    was touched.
     """
+    if old.spec.selector != new.spec.selector:
+        return [
+            f"spec.selector: may not change (it names job {old.spec.selector.name!r}); create "
+            "another scaler for another job"
+        ]
     if old.status.step is not None or old.status.finished():
         if old.spec != new.spec:
             step = old.status.step.value if old.status.step is not None else "finished"
@@ -437,12 +443,6 @@ def validate_scaler_update(old: ScaleIn | ScaleOut, new: ScaleIn | ScaleOut) -> 
                 f"spec: may not change once the scaler started (step {step}); create another "
                 "scaler for another change"
             ]
-        return []
-    if old.status.adopted() and old.spec.selector != new.spec.selector:
-        return [
-            f"spec.selector: may not change once job {old.spec.selector.name!r} adopted the "
-            "scaler; create another scaler for another job"
-        ]
     return []
 
 
