@@ -436,13 +436,13 @@ def validate_scaler_update(old: ScaleIn | ScaleOut, new: ScaleIn | ScaleOut) -> 
             f"spec.selector: may not change (it names job {old.spec.selector.name!r}); create "
             "another scaler for another job"
         ]
-    if old.status.step is not None or old.status.finished():
-        if old.spec != new.spec:
-            step = old.status.step.value if old.status.step is not None else "finished"
-            return [
-                f"spec: may not change once the scaler started (step {step}); create another "
-                "scaler for another change"
-            ]
+    started = old.status.step is not None or old.status.finished()
+    if started and old.spec != new.spec:
+        step = old.status.step.value if old.status.step is not None else "finished"
+        return [
+            f"spec: may not change once the scaler started (step {step}); create another "
+            "scaler for another change"
+        ]
     return []
 
 
