@@ -43,6 +43,6 @@ ENV PATH=/opt/etctl/bin:/usr/local/bin:/usr/bin:/bin \
     PYTHONUNBUFFERED=1
 USER 65532:65532
 WORKDIR /tmp
-EXPOSE 8443 8081
+EXPOSE 8443 8081 9443
 ENTRYPOINT ["etctl"]
 CMD ["run"]

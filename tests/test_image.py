@@ -144,11 +144,14 @@ def test_no_shell_is_needed_at_runtime() -> None:
 def test_nothing_is_written_outside_the_tmp_volume() -> None:
     pod, container = operator_container()
     assert container["securityContext"]["readOnlyRootFilesystem"] is True
-    (mount,) = container["volumeMounts"]
-    (volume,) = pod["volumes"]
+    writable = [m for m in container["volumeMounts"] if not m.get("readOnly")]
+    (mount,) = writable
+    volumes = {volume["name"]: volume for volume in pod["volumes"]}
     assert mount["mountPath"] == "/tmp"
-    assert mount["name"] == volume["name"]
-    assert "emptyDir" in volume
+    assert "emptyDir" in volumes[mount["name"]]
+    # The webhook certificate Secret is mounted too, read-only (the kubelet writes it).
+    (certs,) = [m for m in container["volumeMounts"] if m.get("readOnly")]
+    assert "secret" in volumes[certs["name"]]
     env = settings(final_stage(), "ENV")
     assert env["HOME"] == "/tmp"
     assert env["PYTHONDONTWRITEBYTECODE"] == "1"
