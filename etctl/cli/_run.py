@@ -215,6 +215,7 @@ async def serve(
         LeaderElectionLost: this process stopped leading.
         ShutdownIncomplete: the shutdown cancelled reconciles or dropped Events.
     """
+    manager_options(settings)  # unusable settings are refused before anything is connected
     async with await _client(settings) as client:
         manager = build_manager(client, settings, entries, clock=clock)
         log.info(
