@@ -49,6 +49,7 @@ __all__ = [
     "Validator",
     "defaulting_handler",
     "json_response",
+    "unparsed",
     "validating_handler",
 ]
 
@@ -166,6 +167,13 @@ def defaulting_handler(defaulter: Defaulter) -> AdmissionHandler:
     return handle
 
 
+def unparsed(what: str, error: ValidationError) -> str:
+    """Why a review's body is not ``what``, from its first parse error."""
+    first = error.errors(include_url=False)[0]
+    where = ".".join(str(part) for part in first["loc"])
+    return f"not {what}: {where}: {first['msg']}" if where else str(first["msg"])
+
+
 def json_response(status: int, document: object) -> Response:
     """A JSON answer of the webhook server."""
     return Response(status, orjson.dumps(document), content_type="application/json")
@@ -197,10 +205,7 @@ class AdmissionEndpoint:
         try:
             review = AdmissionReview.model_validate_json(http.body)
         except ValidationError as error:
-            first = error.errors(include_url=False)[0]
-            where = ".".join(str(part) for part in first["loc"])
-            reason = f"not an AdmissionReview: {where}: {first['msg']}" if where else first["msg"]
-            return _malformed(http.path, reason)
+            return _malformed(http.path, unparsed("an AdmissionReview", error))
         answer = await self.handler(review.request)
         return json_response(
             200, review_response(answer, uid=review.request.uid, api_version=review.api_version)

@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from etctl.errors import EtctlError
 from etctl.log import get_logger
 from etctl.runtime import _metrics as metrics
-from etctl.runtime._admission_handlers import json_response
+from etctl.runtime._admission_handlers import json_response, unparsed
 from etctl.runtime._http_server import Request, Response
 from etctl.runtime._objects import KubeObject
 
@@ -233,9 +233,7 @@ class ConversionEndpoint:
         try:
             review = ConversionReview.model_validate_json(http.body)
         except ValidationError as error:
-            first = error.errors(include_url=False)[0]
-            where = ".".join(str(part) for part in first["loc"])
-            reason = f"not a ConversionReview: {where}: {first['msg']}" if where else first["msg"]
+            reason = unparsed("a ConversionReview", error)
             log.warning("refused a malformed conversion review", path=http.path, reason=reason)
             return json_response(400, _result("", None, reason))
         request = review.request

@@ -12,10 +12,7 @@ loopback address, and the test is skipped there.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import shutil
-import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -36,8 +33,10 @@ from etctl.runtime import (
     Client,
 )
 from etctl.testing import ClusterTarget, cluster_target
+from tests.cli._kubectl import kubectl_apply
 from tests.cli.test_sandbox_admission import INVALID
 from tests.runtime._realtime import client_of, eventually, run_manager
+from tests.runtime._webhooks import free_port
 from tests.schema_support import EXAMPLES
 
 pytestmark = pytest.mark.etctl_kubectl
@@ -47,12 +46,6 @@ _KINDS = {
     "MutatingWebhookConfiguration": MUTATING_WEBHOOK_CONFIGURATIONS,
     "ValidatingWebhookConfiguration": VALIDATING_WEBHOOK_CONFIGURATIONS,
 }
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _local(target: ClusterTarget) -> bool:
@@ -68,27 +61,6 @@ def _no_tensorflow() -> dict[str, Any]:
     return job
 
 
-async def _kubectl(target: ClusterTarget, document: dict[str, Any]) -> tuple[int, str]:
-    binary = shutil.which("kubectl")
-    assert binary is not None
-    process = await asyncio.create_subprocess_exec(
-        binary,
-        "--kubeconfig",
-        str(target.kubeconfig),
-        "-n",
-        target.namespace,
-        "apply",
-        "-f",
-        "-",
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-    )
-    out, _ = await asyncio.wait_for(process.communicate(yaml.safe_dump(document).encode()), 60)
-    assert process.returncode is not None
-    return process.returncode, out.decode()
-
-
 async def _remove(client: Client, documents: list[dict[str, Any]]) -> None:
     for document in documents:
         with contextlib.suppress(NotFound):
@@ -101,7 +73,7 @@ async def test_the_webhooks_refuse_bad_jobs_on_the_cluster_under_test(tmp_path: 
         if not _local(target):
             pytest.skip("the API server under test cannot reach this machine's webhook server")
         ns = target.namespace
-        port = _free_port()
+        port = free_port()
         url = f"https://127.0.0.1:{port}"
         entries = discover().plugins()
         plugins = [entry.plugin for entry in entries if entry.plugin is not None]
@@ -135,10 +107,12 @@ async def test_the_webhooks_refuse_bad_jobs_on_the_cluster_under_test(tmp_path: 
                         case: make for case, (make, _, _) in INVALID.items()
                     }
                     cases["tfjob-without-tensorflow"] = _no_tensorflow
-                    answers = {case: await _kubectl(target, make()) for case, make in cases.items()}
-                    valid = await _kubectl(
-                        target, yaml.safe_load((EXAMPLES / "tfjob" / "simple.yaml").read_text())
-                    )
+                    answers = {
+                        case: await kubectl_apply(target.kubeconfig, make(), namespace=ns)
+                        for case, make in cases.items()
+                    }
+                    simple = yaml.safe_load((EXAMPLES / "tfjob" / "simple.yaml").read_text())
+                    valid = await kubectl_apply(target.kubeconfig, simple, namespace=ns)
         finally:
             await _remove(admin, documents)
     for case, (status, text) in answers.items():

@@ -8,10 +8,8 @@ run. Every file of ``examples/`` applies, and is stored exactly as it would be w
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import dataclasses
-import shutil
 from typing import Any
 
 import pytest
@@ -20,6 +18,7 @@ import yaml
 from etctl.cli import Sandbox, SandboxOptions, run_sandbox
 from etctl.common import discover
 from etctl.runtime import CRDS, Resource
+from tests.cli._kubectl import kubectl, kubectl_apply
 from tests.schema_support import EXAMPLES
 
 pytestmark = [
@@ -120,26 +119,8 @@ INVALID = {
 """The webhook's refusals: what the controller's own checks say, field and reason."""
 
 
-async def kubectl(sandbox: Sandbox, *args: str, stdin: str = "") -> tuple[int, str, str]:
-    binary = shutil.which("kubectl")
-    assert binary is not None
-    process = await asyncio.create_subprocess_exec(
-        binary,
-        "--kubeconfig",
-        str(sandbox.kubeconfig),
-        *args,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(process.communicate(stdin.encode()), timeout=60)
-    assert process.returncode is not None
-    return process.returncode, out.decode(), err.decode()
-
-
 async def apply(sandbox: Sandbox, document: dict[str, Any]) -> tuple[int, str]:
-    status, out, err = await kubectl(sandbox, "apply", "-f", "-", stdin=yaml.safe_dump(document))
-    return status, out + err
+    return await kubectl_apply(sandbox.kubeconfig, document)
 
 
 def strip_rules(node: Any) -> Any:
@@ -174,7 +155,9 @@ async def test_in_the_sandbox_every_bad_job_and_a_nameless_scalein_are_refused()
 
     async def main(sandbox: Sandbox) -> dict[str, tuple[int, str]]:
         answers = {case: await apply(sandbox, make()) for case, make in cases.items()}
-        _, listed, _ = await kubectl(sandbox, "get", "mpijobs,tfjobs,trainingjobs,scaleins", "-A")
+        _, listed = await kubectl(
+            sandbox.kubeconfig, "get", "mpijobs,tfjobs,trainingjobs,scaleins", "-A"
+        )
         answers["listed"] = (0, listed)
         return answers
 
@@ -185,7 +168,7 @@ async def test_in_the_sandbox_every_bad_job_and_a_nameless_scalein_are_refused()
         assert status != 0, (case, text)
         assert "is invalid" in text, (case, text)
     assert "spec.selector.name" in answers["scalein-naming-no-job"][1]
-    assert answers["listed"][1] == ""  # nothing of them was stored
+    assert answers["listed"][1] == "No resources found\n"  # nothing of them was stored
 
 
 def _examples() -> list[dict[str, Any]]:

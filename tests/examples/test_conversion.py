@@ -9,11 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import importlib.util
-import socket
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -23,30 +20,17 @@ import yaml
 from etctl.errors import ServerError
 from etctl.runtime import Client, Manager, Resource
 from etctl.testing import ApiServer
+from tests.examples._load import load_example
+from tests.runtime._webhooks import free_port
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "conversion"
 
 pytestmark = pytest.mark.etctl_hooks("the API server calls a webhook on 127.0.0.1")
 
 
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("shapes_example", EXAMPLE / "shapes.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-shapes = _load()
+shapes = load_example(EXAMPLE / "shapes.py", "shapes_example")
 V1 = Resource("example.etctl.dev", "v1", "shapes", "Shape")
 V2 = shapes.SHAPES
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def manifest(name: str) -> dict[str, Any]:
@@ -60,7 +44,7 @@ async def client(tmp_path: Path) -> AsyncIterator[Client]:
     async with ApiServer(crds=[manifest("crd.yaml")]) as server:
         kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
         async with Client.connect(kubeconfig) as connected:
-            url = f"https://127.0.0.1:{_free_port()}"
+            url = f"https://127.0.0.1:{free_port()}"
             options = shapes.options(url, "default")
             options = dataclasses.replace(
                 options, webhook=dataclasses.replace(options.webhook, cert_dir=tmp_path / "c")

@@ -11,12 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import importlib.util
-import socket
 import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -26,20 +23,13 @@ import yaml
 from etctl.errors import Invalid, NotFound
 from etctl.runtime import CONFIGMAPS, Client, Manager, ManagerOptions, objects
 from etctl.testing import ClusterTarget, cluster_target
+from tests.examples._load import load_example
+from tests.runtime._webhooks import free_port
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "operator"
 
 
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("greeter_example", EXAMPLE / "greeter.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-greeter = _load()
+greeter = load_example(EXAMPLE / "greeter.py", "greeter_example")
 GREETINGS = greeter.GREETINGS
 
 
@@ -177,19 +167,13 @@ def test_the_guide_shows_the_example_exactly() -> None:
     assert f"```python\n{source}```" in guide
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.mark.etctl_hooks(
     "the API server calls webhooks on 127.0.0.1, which only a local one reaches"
 )
 async def test_the_greeter_defaults_and_validates_at_the_door(
     client: Client, ns: str, tmp_path: Path
 ) -> None:
-    url = f"https://127.0.0.1:{_free_port()}"
+    url = f"https://127.0.0.1:{free_port()}"
     options = greeter.options("0", url, ns)
     options = dataclasses.replace(
         options, webhook=dataclasses.replace(options.webhook, cert_dir=tmp_path / "certs")

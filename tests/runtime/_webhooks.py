@@ -9,9 +9,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
+import socket
 import ssl
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,20 +21,47 @@ from typing import Any
 import aiohttp
 import orjson
 
-from etctl.runtime import WebhookServer, WebhookServerOptions
+from etctl.runtime import AdmissionRequest, KubeObject, WebhookServer, WebhookServerOptions
 from etctl.runtime._certs import KeyPair, issue_serving_certificate, new_ca
 from etctl.runtime._clock import Clock, RealClock
 from tests.runtime._realtime import eventually
 
 __all__ = [
+    "Accepting",
     "CertFiles",
     "WebhookClient",
     "admission_review",
     "conversion_review",
+    "free_port",
     "make_certs",
     "server_on",
     "serving",
 ]
+
+
+class Accepting:
+    """A validator and defaulter that accepts everything as it is: subclass what a test judges."""
+
+    async def default(self, obj: KubeObject, request: AdmissionRequest) -> KubeObject:
+        return obj
+
+    async def validate_create(self, obj: KubeObject, request: AdmissionRequest) -> Sequence[str]:
+        return []
+
+    async def validate_update(
+        self, old: KubeObject, new: KubeObject, request: AdmissionRequest
+    ) -> Sequence[str]:
+        return []
+
+    async def validate_delete(self, obj: KubeObject, request: AdmissionRequest) -> Sequence[str]:
+        return []
+
+
+def free_port() -> int:
+    """A loopback TCP port nothing listens on now (for a URL the API server is told first)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 @dataclass

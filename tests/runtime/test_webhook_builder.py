@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import base64
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from etctl.runtime import (
-    AdmissionRequest,
     HubAndSpoke,
     KubeObject,
     Resource,
@@ -20,25 +18,13 @@ from etctl.runtime import (
     WebhookServerOptions,
     webhook_configurations,
 )
+from tests.runtime._webhooks import Accepting
 
 WIDGETS = Resource("example.etctl.dev", "v2", "widgets", "Widget")
 PODS = Resource("", "v1", "pods", "Pod")
 
 
-class Nothing:
-    async def default(self, obj: KubeObject, req: AdmissionRequest) -> KubeObject:
-        return obj
-
-    async def validate_create(self, obj: KubeObject, req: AdmissionRequest) -> Sequence[str]:
-        return []
-
-    async def validate_update(
-        self, old: KubeObject, new: KubeObject, req: AdmissionRequest
-    ) -> Sequence[str]:
-        return []
-
-    async def validate_delete(self, obj: KubeObject, req: AdmissionRequest) -> Sequence[str]:
-        return []
+Nothing = Accepting
 
 
 def same(o: KubeObject) -> KubeObject:

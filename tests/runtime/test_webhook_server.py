@@ -24,6 +24,7 @@ from etctl.runtime import (
 )
 from tests.runtime._realtime import eventually
 from tests.runtime._webhooks import (
+    Accepting,
     CertFiles,
     admission_review,
     make_certs,
@@ -35,7 +36,7 @@ GREETINGS = Resource("example.etctl.dev", "v1", "greetings", "Greeting")
 PATH = "/validate-example-etctl-dev-v1-greeting"
 
 
-class Slow:
+class Slow(Accepting):
     """A validator that takes its time when asked to, and refuses an empty greeting."""
 
     async def validate_create(self, obj: KubeObject, req: AdmissionRequest) -> Sequence[str]:
@@ -44,14 +45,6 @@ class Slow:
             from etctl.runtime import FieldError, invalid  # noqa: PLC0415
 
             raise invalid("Greeting", req.name, [FieldError("spec.greeting", "Required value")])
-        return []
-
-    async def validate_update(
-        self, old: KubeObject, new: KubeObject, req: AdmissionRequest
-    ) -> Sequence[str]:
-        return []
-
-    async def validate_delete(self, obj: KubeObject, req: AdmissionRequest) -> Sequence[str]:
         return []
 
 
