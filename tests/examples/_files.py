@@ -50,9 +50,7 @@ RESOURCES = {
 CONVERSION = EXAMPLES / "conversion"
 """The conversion example: its Shapes need its program pointing the CRD at itself, with a webhook
 URL and certificate of its own, so ``tests/examples/test_conversion.py`` runs them with it."""
-FILES = sorted(
-    p for p in EXAMPLES.glob("*/*.yaml") if p != OPERATOR_CRD and p.parent != CONVERSION
-)
+FILES = sorted(p for p in EXAMPLES.glob("*/*.yaml") if p != OPERATOR_CRD and p.parent != CONVERSION)
 
 _NEEDS = re.compile(r"#\s*needs:\s*(\S+)")
 
