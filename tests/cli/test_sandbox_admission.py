@@ -17,8 +17,9 @@ import yaml
 
 from etctl.cli import Sandbox, SandboxOptions, run_sandbox
 from etctl.common import discover
-from etctl.runtime import CRDS, Resource
+from etctl.runtime import CRDS
 from tests.cli._kubectl import kubectl, kubectl_apply
+from tests.examples._files import FILES, load, resource_of
 from tests.schema_support import EXAMPLES
 
 pytestmark = [
@@ -172,27 +173,16 @@ async def test_in_the_sandbox_every_bad_job_and_a_nameless_scalein_are_refused()
 
 
 def _examples() -> list[dict[str, Any]]:
-    documents: list[dict[str, Any]] = []
-    for path in sorted(EXAMPLES.glob("*/*.yaml")):
-        if path.parent.name in ("operator", "conversion"):
-            continue  # the runtime examples' own kinds, not the operator's
-        documents.extend(doc for doc in yaml.safe_load_all(path.read_text()) if doc)
-    return documents
+    """Every document of the operator's examples (not the runtime examples' own kinds)."""
+    return [doc for path in FILES if path.parent.name != "operator" for doc in load(path)]
 
 
-def _spec(obj: dict[str, Any]) -> Any:
-    return copy.deepcopy(obj.get("spec"))
+def _content(obj: dict[str, Any]) -> Any:
+    return copy.deepcopy({key: obj.get(key) for key in ("spec", "data")})
 
 
 async def test_every_example_applies_and_is_stored_as_without_webhooks() -> None:
     documents = _examples()
-    kinds = {
-        (resource.group, resource.kind): resource for resource in discover().custom_resources()
-    }
-
-    def resource_of(doc: dict[str, Any]) -> Resource:
-        group, _, version = doc["apiVersion"].rpartition("/")
-        return kinds[(group, doc["kind"])].resource(version)
 
     async def main(sandbox: Sandbox) -> list[tuple[int, str, Any]]:
         stored = []
@@ -200,14 +190,16 @@ async def test_every_example_applies_and_is_stored_as_without_webhooks() -> None
             status, text = await apply(sandbox, doc)
             name = doc["metadata"]["name"]
             obj = sandbox.server.storage.get(resource_of(doc), name, namespace="default")
-            stored.append((status, text, _spec(obj)))
+            stored.append((status, text, _content(obj)))
         return stored
 
     admitted = await run_sandbox(QUICK, main)
     plain = await run_sandbox(dataclasses.replace(QUICK, webhooks=False), main)
     assert admitted is not None
     assert plain is not None
-    for doc, (status, text, spec), (_, _, expected) in zip(documents, admitted, plain, strict=True):
+    for doc, (status, text, content), (_, _, expected) in zip(
+        documents, admitted, plain, strict=True
+    ):
         assert status == 0, text
         assert "created" in text
-        assert spec == expected, doc["metadata"]["name"]
+        assert content == expected, doc["metadata"]["name"]
