@@ -34,6 +34,9 @@ The groups below are what the layer offers (see ``docs/runtime.md`` for a walk-t
   (re-exported from :mod:`etctl.errors`).
 """
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from etctl.errors import (
     AlreadyExists,
     ApiError,
@@ -55,19 +58,6 @@ from etctl.errors import (
     Unauthorized,
 )
 from etctl.runtime import _objects as objects
-from etctl.runtime._admission import (
-    AdmissionRequest,
-    AdmissionResponse,
-    GroupVersionKind,
-    GroupVersionResource,
-    UserInfo,
-)
-from etctl.runtime._admission_handlers import (
-    AdmissionEndpoint,
-    AdmissionHandler,
-    Defaulter,
-    Validator,
-)
 from etctl.runtime._builder import ControllerBuilder, ReconcilerLike
 from etctl.runtime._cache import Cache, CacheReader, NotCachedError
 from etctl.runtime._cache_options import ByObject, CacheOptions
@@ -150,9 +140,8 @@ from etctl.runtime._selectors import FieldSelector, LabelSelector, SelectorError
 from etctl.runtime._store import IndexFunc
 from etctl.runtime._tls import self_signed_pem, serving_context
 from etctl.runtime._transforms import Transform, compose, strip_managed_fields
-from etctl.runtime._webhook_builder import (
+from etctl.runtime._webhook_config import (
     FailurePolicy,
-    WebhookBuilder,
     WebhookClientConfig,
     WebhookSpec,
     webhook_configurations,
@@ -164,6 +153,49 @@ from etctl.runtime._webhook_server import (
     WebhookServerOptions,
 )
 from etctl.runtime._workqueue import WorkQueue
+
+if TYPE_CHECKING:
+    from etctl.runtime._admission import (
+        AdmissionRequest,
+        AdmissionResponse,
+        GroupVersionKind,
+        GroupVersionResource,
+        UserInfo,
+    )
+    from etctl.runtime._admission_handlers import (
+        AdmissionEndpoint,
+        AdmissionHandler,
+        Defaulter,
+        Validator,
+    )
+    from etctl.runtime._webhook_builder import WebhookBuilder
+
+_LAZY = {
+    "AdmissionEndpoint": "etctl.runtime._admission_handlers",
+    "AdmissionHandler": "etctl.runtime._admission_handlers",
+    "AdmissionRequest": "etctl.runtime._admission",
+    "AdmissionResponse": "etctl.runtime._admission",
+    "Defaulter": "etctl.runtime._admission_handlers",
+    "GroupVersionKind": "etctl.runtime._admission",
+    "GroupVersionResource": "etctl.runtime._admission",
+    "UserInfo": "etctl.runtime._admission",
+    "Validator": "etctl.runtime._admission_handlers",
+    "WebhookBuilder": "etctl.runtime._webhook_builder",
+}
+"""Names loaded on first use: admission reviews are pydantic models, whose machinery an operator
+without webhooks never loads (a few MB of its idle memory)."""
+
+
+def __getattr__(name: str) -> Any:
+    """Load the admission names on first use (see :data:`_LAZY`)."""
+    module = _LAZY.get(name)
+    if module is None:
+        msg = f"module {__name__!r} has no attribute {name!r}"
+        raise AttributeError(msg)
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "AdmissionEndpoint",

@@ -49,6 +49,7 @@ import random
 import signal
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from etctl.errors import LeaderElectionLost, ShutdownIncomplete
 from etctl.log import get_logger
@@ -73,8 +74,10 @@ from etctl.runtime._tasks import (
     wait_first,
     wait_tasks,
 )
-from etctl.runtime._webhook_builder import WebhookBuilder
 from etctl.runtime._webhook_server import WebhookServer
+
+if TYPE_CHECKING:
+    from etctl.runtime._webhook_builder import WebhookBuilder
 
 __all__ = ["Manager", "ManagerOptions", "RunnableFunc"]
 
@@ -203,6 +206,10 @@ class Manager:
         ``manager.webhook(R).with_defaulter(d).with_validator(v).with_converter(c).build()``; see
         :class:`~etctl.runtime.WebhookBuilder`.
         """
+        # Loaded on first use: the admission handlers' review models (pydantic) cost an operator
+        # without webhooks nothing.
+        from etctl.runtime._webhook_builder import WebhookBuilder  # noqa: PLC0415
+
         return WebhookBuilder(self.webhook_server, resource, versions=versions)
 
     def add_controller(self, controller: Controller) -> None:

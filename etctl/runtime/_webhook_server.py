@@ -40,11 +40,11 @@ from etctl.log import get_logger
 from etctl.runtime import _metrics as metrics
 from etctl.runtime._certwatcher import CertWatcher
 from etctl.runtime._clock import Clock, RealClock
-from etctl.runtime._conversion import ConversionEndpoint
 from etctl.runtime._http_server import Listener, Request, Response, text
 
 if TYPE_CHECKING:
-    from etctl.runtime._webhook_builder import WebhookSpec
+    from etctl.runtime._conversion_review import ConversionEndpoint
+    from etctl.runtime._webhook_config import WebhookSpec
 
 __all__ = [
     "CONVERSION_PATH",
@@ -169,6 +169,10 @@ class WebhookServer:
     def conversion(self) -> ConversionEndpoint:
         """The conversion endpoint (``/convert``), registered on first use."""
         if self._conversion is None:
+            # Loaded on first use: its review models (pydantic) cost an operator without
+            # webhooks nothing.
+            from etctl.runtime._conversion_review import ConversionEndpoint  # noqa: PLC0415
+
             self._conversion = ConversionEndpoint()
             self.register(CONVERSION_PATH, self._conversion)
         return self._conversion

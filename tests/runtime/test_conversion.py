@@ -10,7 +10,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from etctl.runtime import REGISTRY, ConversionError, HubAndSpoke, KubeObject, Spoke
-from etctl.runtime._conversion import ConversionEndpoint
+from etctl.runtime._conversion_review import ConversionEndpoint
 from etctl.runtime._http_server import Request
 from tests.runtime._webhooks import conversion_review
 
