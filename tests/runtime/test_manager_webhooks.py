@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 import datetime
 import ssl
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -115,3 +117,18 @@ async def test_webhooks_serve_before_the_caches_sync_with_a_provisioned_certific
                 async with http.get(f"http://{probe_host}:{probe_port}/readyz") as ready:
                     assert ready.status == 200
             assert manager.webhook_server.address is None  # stopped with the manager
+
+
+def test_an_operator_without_webhooks_loads_no_review_models() -> None:
+    # The reviews are pydantic models; the runtime otherwise never needs pydantic's machinery.
+    probe = (
+        "import sys, etctl.runtime as r\n"
+        "r.Manager, r.WebhookServer, r.CertRotation, r.HubAndSpoke\n"
+        "print('pydantic.main' in sys.modules)\n"
+        "r.AdmissionRequest\n"
+        "print('pydantic.main' in sys.modules)\n"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert found.stdout.split() == ["False", "True"]
