@@ -27,29 +27,17 @@ import os
 import ssl
 from pathlib import Path
 
+from etctl.errors import ConfigError
 from etctl.log import get_logger
 from etctl.runtime import _metrics as metrics
 from etctl.runtime._clock import Clock, wait_event
+from etctl.runtime._tls import directory_context
 
-__all__ = ["CertWatcher", "server_tls_context"]
+__all__ = ["CertWatcher"]
 
 log = get_logger(__name__)
 
 _Identity = tuple[tuple[int, int, int, int], ...]
-
-
-def server_tls_context(cert_path: Path, key_path: Path) -> ssl.SSLContext:
-    """A server TLS context (TLS 1.2+, HTTP/1.1) serving the certificate and key of two files.
-
-    Raises:
-        OSError: a file cannot be read.
-        ssl.SSLError: they are not a PEM certificate (chain) and its private key.
-    """
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
-    context.set_alpn_protocols(["http/1.1"])
-    context.load_cert_chain(cert_path, key_path)
-    return context
 
 
 class CertWatcher:
@@ -98,15 +86,9 @@ class CertWatcher:
         Raises:
             RuntimeError: nothing was loaded yet.
         """
-        if self._current is None:
+        if self._outer is None:
             msg = f"no certificate loaded from {self.cert_path} yet"
             raise RuntimeError(msg)
-        if self._outer is None:
-            # The listening context serves the first pair itself (a client without SNI still
-            # reaches the callback) and hands every handshake the current one.
-            outer = server_tls_context(self.cert_path, self.key_path)
-            outer.sni_callback = self._select
-            self._outer = outer
         return self._outer
 
     def _select(
@@ -135,8 +117,11 @@ class CertWatcher:
             content = (self.cert_path.read_bytes(), self.key_path.read_bytes())
             if content == self._content:
                 return False
-            fresh = server_tls_context(self.cert_path, self.key_path)
-        except (OSError, ssl.SSLError) as exc:
+            fresh = directory_context(
+                self.cert_path.parent, self.cert_path.name, self.key_path.name
+            )
+            fresh.set_alpn_protocols(["http/1.1"])
+        except (OSError, ConfigError) as exc:
             metrics.CERTWATCHER_READ_ERRORS.inc()
             failed = str(exc)
             if failed != self._failure:
@@ -150,6 +135,13 @@ class CertWatcher:
                     error=failed,
                 )
             return False
+        if self._outer is None:
+            # The first pair's context is the one listened with: it serves that pair itself (a
+            # client without SNI still reaches the callback) and hands every later handshake the
+            # pair loaded last. Made from what was read, not from the files when the first
+            # client comes, which may be broken by then.
+            fresh.sni_callback = self._select
+            self._outer = fresh
         self._current = fresh
         self._content = content
         self._failure = None

@@ -3,11 +3,11 @@
 It serves handlers that answer ``GET`` and ``HEAD`` (the scraper's and the kubelet's requests) by
 default, or the methods a listener is given (``POST`` for webhooks), without any web framework: the
 manager's idle footprint is part of the product. A handler is a plain function (quick and
-synchronous: probes) or a coroutine function (webhooks). A listener may speak TLS and may put a guard in front of every handler: an
-asynchronous check that answers in the handler's stead (401, 403) or lets the request through
-(:mod:`etctl.runtime._delegated_auth`). Its TLS settings are asked for when the first connection
-arrives, not at start: OpenSSL's server side and a loaded certificate weigh about a megabyte,
-which an operator nobody scrapes never needs. Invariants:
+synchronous: probes) or a coroutine function (webhooks). A listener may speak TLS and may put a
+guard in front of every handler: an asynchronous check that answers in the handler's stead (401,
+403) or lets the request through (:mod:`etctl.runtime._delegated_auth`). Its TLS settings are
+asked for when the first connection arrives, not at start: OpenSSL's server side and a loaded
+certificate weigh about a megabyte, which an operator nobody scrapes never needs. Invariants:
 
 * **Bounded input.** A request line over 8 KiB is answered 414, a header line over 8 KiB, a head
   over 16 KiB or over 100 fields 431; a request body is read up to the listener's ``max_body``

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 import ssl
 import warnings
 from collections.abc import Sequence
@@ -19,8 +20,11 @@ from etctl.runtime import (
     AdmissionRequest,
     FakeClock,
     KubeObject,
+    RealClock,
     Resource,
     WebhookBuilder,
+    WebhookServer,
+    WebhookServerOptions,
 )
 from tests.runtime._realtime import eventually
 from tests.runtime._webhooks import (
@@ -174,6 +178,19 @@ async def test_a_certificate_that_never_comes_fails_with_the_reason(tmp_path: Pa
     await clock.advance(61)
     with pytest.raises(ConfigError, match=r"no usable serving certificate in .*empty .* after 60s"):
         await asyncio.wait_for(task, timeout=10)
+
+
+async def test_a_port_in_use_fails_with_one_line_naming_it(tmp_path: Path) -> None:
+    certs = make_certs(tmp_path / "certs")
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        options = WebhookServerOptions(host="127.0.0.1", port=port, cert_dir=certs.directory)
+        server = WebhookServer(options, clock=RealClock())
+        WebhookBuilder(server, GREETINGS).with_validator(Slow()).build()
+        with pytest.raises(ConfigError, match=rf"^cannot serve webhooks on 127.0.0.1:{port}: "):
+            await asyncio.wait_for(server.run(), timeout=10)
 
 
 async def served_serial(address: tuple[str, int], context: ssl.SSLContext) -> bytes:
