@@ -58,6 +58,7 @@ async def client(tmp_path: Path) -> AsyncIterator[Client]:
                 rotator = manager.cert_rotator
                 assert rotator is not None
                 await eventually(lambda: rotator.check() is None)
+                await eventually(lambda: not manager.readyz.failing())  # the webhook serves
                 yield connected
                 manager.stop()
 

@@ -187,8 +187,8 @@ async def test_the_greeter_defaults_and_validates_at_the_door(
         assert manager.cert_rotator is not None
         rotator = manager.cert_rotator
 
-        async def injected() -> bool:
-            return rotator.check() is None
+        async def injected() -> bool:  # and served: /readyz passes
+            return rotator.check() is None and not manager.readyz.failing()
 
         await eventually(injected)
         # Defaulted: blanks trimmed, the greeting capitalised; the operator greets accordingly.
