@@ -102,6 +102,7 @@ async def _operator(
         "idle",
         "--metrics-bind-address",
         f"127.0.0.1:{metrics}",
+        "--metrics-secure=false",  # read by this script, which has no token
         "--health-probe-bind-address",
         "0",
         "--webhooks",

@@ -39,7 +39,14 @@ import httptools
 
 from _report import figure, header
 from etctl.runtime._http_connection import Connection, Timeout
-from etctl.runtime._http_server import Listener, Request, Response, _read_request, _request_line
+from etctl.runtime._http_server import (
+    DEFAULT_MAX_BODY,
+    Listener,
+    Request,
+    Response,
+    _read_request,
+    _request_line,
+)
 
 _HEADERS = (
     b"Audit-Id: 6c3d0c58-5d4d-4b1c-9d2a-5b8f0b7b2f6e\r\n"
@@ -212,7 +219,7 @@ def _server_parser(count: int) -> float:
             first = await reader.read(1)
             line = await _request_line(reader, first)
             assert line is not None
-            incoming = await _read_request(reader, line)
+            incoming = await _read_request(reader, line, DEFAULT_MAX_BODY)
             if incoming.request.path != "/readyz":
                 msg = "the server did not parse the request"
                 raise AssertionError(msg)
