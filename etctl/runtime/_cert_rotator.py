@@ -24,7 +24,12 @@ Passes run when something changes (the Secret, a configuration, a CRD: each watc
 small informer, so rotation never waits for the manager's caches) and when the next rotation is
 due (at most ``check_interval`` apart). A failed pass (a 409 from a concurrent replica's write, an
 API error) is retried with capped backoff; every replica may run a rotator, writes are
-conditional on the resourceVersion read. ``cryptography`` is loaded by the first pass.
+conditional on the resourceVersion read.
+
+What steps 1 and 3 decide is a pure function of the Secret, the settings and the time
+(:mod:`etctl._cert_rotation`), computed in a short-lived child process (about 0.1 s a pass): it
+needs ``cryptography``, which would add about 11 MB to the operator's resident memory for good
+(``in_process=True`` computes it here, for tests and whoever has the memory to spare).
 """
 
 from __future__ import annotations
@@ -41,18 +46,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from etctl._cert_rotation import (
+    CA_CERT,
+    CA_KEY,
+    TLS_CERT,
+    TLS_KEY,
+    Plan,
+    Policy,
+    plan,
+    plan_request,
+    read_plan,
+)
+from etctl._certificates import CertificateError
 from etctl.errors import AlreadyExists, EtctlError, NotFound
 from etctl.log import get_logger
-from etctl.runtime._certs import (
-    CertificateError,
-    KeyPair,
-    inspect,
-    issue_serving_certificate,
-    key_matches,
-    new_ca,
-    signed_by,
-    split_pem,
-)
 from etctl.runtime._client import Client
 from etctl.runtime._clock import Clock, RealClock, wait_event
 from etctl.runtime._informer import Informer
@@ -64,13 +71,11 @@ from etctl.runtime._resources import (
     VALIDATING_WEBHOOK_CONFIGURATIONS,
     Resource,
 )
+from etctl.runtime._tls import certificates_child
 
 __all__ = ["CA_CERT", "CA_KEY", "TLS_CERT", "TLS_KEY", "CertRotation", "CertRotator"]
 
 log = get_logger(__name__)
-
-CA_CERT, CA_KEY, TLS_CERT, TLS_KEY = "ca.crt", "ca.key", "tls.crt", "tls.key"
-"""The keys of the certificate Secret (cert-controller's)."""
 
 _DAY = 86400.0
 _MAX_BACKOFF = 300.0
@@ -125,6 +130,17 @@ class CertRotation:
             f"{service}.{namespace}.svc.cluster.local",
         )
 
+    def policy(self) -> Policy:
+        """What the certificates must be, for the plan."""
+        return Policy(
+            dns_names=self.dns_names,
+            ip_addresses=self.ip_addresses,
+            ca_name=self.ca_name,
+            ca_validity=self.ca_validity,
+            cert_validity=self.cert_validity,
+            lookahead=self.lookahead,
+        )
+
 
 def _decode(secret: ObjectView | None) -> dict[str, bytes]:
     data = (secret or {}).get("data") or {}
@@ -141,10 +157,6 @@ def _encode(data: Mapping[str, bytes]) -> dict[str, str]:
     return {key: base64.b64encode(value).decode() for key, value in sorted(data.items())}
 
 
-def _expiry(pem: bytes) -> datetime.datetime:
-    return inspect(pem).not_after
-
-
 class CertRotator:
     """Keeps the webhook certificates of one :class:`CertRotation` (see the module docs).
 
@@ -157,6 +169,7 @@ class CertRotator:
         clock: the clock of every wait and of certificate validity.
         rng: backoff jitter.
         on_written: called after new files were written (the webhook server reloads at once).
+        in_process: plan in this process rather than in a child (see the module docs).
     """
 
     def __init__(
@@ -170,8 +183,10 @@ class CertRotator:
         clock: Clock | None = None,
         rng: random.Random | None = None,
         on_written: Callable[[], object] | None = None,
+        in_process: bool = False,
     ) -> None:
         self._client = client
+        self._in_process = in_process
         self._on_written = on_written
         self.rotation = rotation
         self._cert_dir = cert_dir
@@ -247,11 +262,11 @@ class CertRotator:
         """One pass (steps 1-4 of the module docs); returns seconds until the next is due.
 
         Raises:
-            EtctlError: an API call failed (a conflict included): the pass is retried.
+            EtctlError: an API call failed (a conflict included), or the plan could not be made:
+                the pass is retried.
         """
         rotation = self.rotation
         now = self._clock.now()
-        horizon = now + datetime.timedelta(seconds=rotation.lookahead)
         try:
             secret: KubeObject | None = await self._client.get(
                 SECRETS, rotation.secret_name, namespace=rotation.namespace
@@ -259,90 +274,29 @@ class CertRotator:
         except NotFound:
             secret = None
         data = _decode(secret)
-        ca, bundle = self._ca(data, now, horizon)
-        wanted = dict(data)
-        wanted[CA_CERT], wanted[CA_KEY] = b"".join(bundle), ca.key_pem
-        if wanted != data:
-            if TLS_CERT not in wanted or TLS_KEY not in wanted:
-                wanted.update(self._serving(ca, data, now, horizon) or {})
-            secret = await self._write(secret, wanted)
-            data = wanted
+        planned = await self._plan(data, now)
+        if planned.ca_created:
+            log.info(
+                "webhook CA created", kept_in=rotation.secret_name, replaces=planned.replaces_ca
+            )
+        if planned.first is not None:
+            secret = await self._write(secret, planned.first)
+            data = planned.first
         await self._inject(data[CA_CERT])
-        serving = self._serving(ca, data, now, horizon)
-        if serving is not None:
-            data = {**data, **serving}
+        if planned.serving is not None:
+            data = {**data, **planned.serving}
             secret = await self._write(secret, data)
             log.info("webhook serving certificate issued", kept_in=rotation.secret_name)
         self._write_files(data[TLS_CERT], data[TLS_KEY])
         self.passes += 1
-        due = min(_expiry(ca.cert_pem), _expiry(data[TLS_CERT])) - datetime.timedelta(
-            seconds=rotation.lookahead
-        )
-        return min(rotation.check_interval, max((due - now).total_seconds(), 1.0))
+        return min(rotation.check_interval, max((planned.due - now).total_seconds(), 1.0))
 
-    def _ca(
-        self, data: Mapping[str, bytes], now: datetime.datetime, horizon: datetime.datetime
-    ) -> tuple[KeyPair, list[bytes]]:
-        """The CA to sign with and the bundle to inject (step 1)."""
-        bundle = split_pem(data.get(CA_CERT, b""))
-        current = bundle[0] if bundle else b""
-        key = data.get(CA_KEY, b"")
-        if current and self._usable_ca(current, key, horizon):
-            ca = KeyPair(current, key)
-        else:
-            ca = new_ca(
-                self.rotation.ca_name,
-                now=now,
-                validity=datetime.timedelta(seconds=self.rotation.ca_validity),
-            )
-            log.info(
-                "webhook CA created", kept_in=self.rotation.secret_name, replaces=bool(current)
-            )
-        # The bundle: the signing CA, then the one it replaced while that one is still valid.
-        older = [pem for pem in bundle if pem != ca.cert_pem and self._valid_ca(pem, now)]
-        return ca, [ca.cert_pem, *older[:1]]
-
-    @staticmethod
-    def _valid_ca(pem: bytes, moment: datetime.datetime) -> bool:
-        try:
-            info = inspect(pem)
-        except CertificateError:
-            return False
-        return info.is_ca and info.valid_until(moment)
-
-    def _usable_ca(self, pem: bytes, key: bytes, horizon: datetime.datetime) -> bool:
-        return self._valid_ca(pem, horizon) and key_matches(pem, key)
-
-    def _serving(
-        self,
-        ca: KeyPair,
-        data: Mapping[str, bytes],
-        now: datetime.datetime,
-        horizon: datetime.datetime,
-    ) -> dict[str, bytes] | None:
-        """A new serving certificate and key, or None when the current pair is good (step 3)."""
-        rotation = self.rotation
-        cert, key = data.get(TLS_CERT, b""), data.get(TLS_KEY, b"")
-        try:
-            info = inspect(cert) if cert else None
-        except CertificateError:
-            info = None
-        if (
-            info is not None
-            and info.valid_until(horizon)
-            and info.covers(rotation.dns_names, rotation.ip_addresses)
-            and signed_by(cert, ca.cert_pem)
-            and key_matches(cert, key)
-        ):
-            return None
-        issued = issue_serving_certificate(
-            ca,
-            dns_names=rotation.dns_names,
-            ip_addresses=rotation.ip_addresses,
-            now=now,
-            validity=datetime.timedelta(seconds=rotation.cert_validity),
-        )
-        return {TLS_CERT: issued.cert_pem, TLS_KEY: issued.key_pem}
+    async def _plan(self, data: Mapping[str, bytes], now: datetime.datetime) -> Plan:
+        policy = self.rotation.policy()
+        if self._in_process:
+            return plan(data, policy, now)
+        request = plan_request(data, policy, now).encode()
+        return read_plan((await certificates_child("--rotate", stdin=request)).decode())
 
     async def _write(self, secret: KubeObject | None, data: Mapping[str, bytes]) -> KubeObject:
         rotation = self.rotation

@@ -38,6 +38,7 @@ from etctl.errors import ConfigError
 __all__ = [
     "CERT_NAME",
     "KEY_NAME",
+    "certificates_child",
     "directory_context",
     "self_signed_context",
     "self_signed_pem",
@@ -88,8 +89,10 @@ def directory_context(
     return context
 
 
-async def self_signed_context(common_name: str) -> ssl.SSLContext:
-    """A server's TLS context with a fresh self-signed certificate, made in a child process.
+async def certificates_child(*args: str, stdin: bytes = b"") -> bytes:
+    """The output of ``python -m etctl._certificates ARGS`` fed ``stdin``, in a child process.
+
+    ``cryptography``'s work is done there, so that this process never loads it.
 
     Raises:
         ConfigError: the child failed or took over a minute.
@@ -98,21 +101,34 @@ async def self_signed_context(common_name: str) -> ssl.SSLContext:
         sys.executable,
         "-m",
         _certificates.__name__,
-        common_name,
-        stdin=asyncio.subprocess.DEVNULL,
+        *args,
+        stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
     try:
         async with asyncio.timeout(_CHILD_TIMEOUT):
-            out, err = await process.communicate()
-    except TimeoutError:
-        process.kill()
-        await process.wait()
-        msg = f"making a self-signed certificate took over {_CHILD_TIMEOUT:g} s"
-        raise ConfigError(msg) from None
+            out, err = await process.communicate(stdin)
+    except BaseException as exc:
+        # Timed out, or cancelled (a manager stopping mid-pass): the child goes too.
+        if process.returncode is None:
+            process.kill()
+        await asyncio.shield(process.wait())
+        if isinstance(exc, TimeoutError):
+            msg = f"making certificates took over {_CHILD_TIMEOUT:g} s"
+            raise ConfigError(msg) from None
+        raise
     if process.returncode != 0:
-        msg = f"making a self-signed certificate failed: {err.decode(errors='replace')[-500:]}"
+        msg = f"making certificates failed: {err.decode(errors='replace')[-500:]}"
         raise ConfigError(msg)
-    made = json.loads(out)
+    return out
+
+
+async def self_signed_context(common_name: str) -> ssl.SSLContext:
+    """A server's TLS context with a fresh self-signed certificate, made in a child process.
+
+    Raises:
+        ConfigError: the child failed or took over a minute.
+    """
+    made = json.loads(await certificates_child(common_name))
     return serving_context(made["cert"].encode(), made["key"].encode())

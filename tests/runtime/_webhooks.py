@@ -21,8 +21,8 @@ from typing import Any
 import aiohttp
 import orjson
 
+from etctl._certificates import KeyPair, issue_serving_certificate, new_ca
 from etctl.runtime import AdmissionRequest, KubeObject, WebhookServer, WebhookServerOptions
-from etctl.runtime._certs import KeyPair, issue_serving_certificate, new_ca
 from etctl.runtime._clock import Clock, RealClock
 from tests.runtime._realtime import eventually
 

@@ -7,6 +7,8 @@ import base64
 import contextlib
 import datetime
 import logging
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -15,8 +17,8 @@ from typing import Any
 
 import pytest
 
+from etctl._certificates import inspect, key_matches, signed_by, split_pem
 from etctl.runtime import CRDS, NAMESPACES, SECRETS, CertRotation, CertRotator, Client, FakeClock
-from etctl.runtime._certs import inspect, key_matches, signed_by, split_pem
 from etctl.testing import ApiServer, Fault
 from tests._logs import captured_logs
 from tests.runtime._realtime import client_of, eventually
@@ -112,11 +114,14 @@ async def rotating(e: Env, rotator: CertRotator) -> AsyncIterator[CertRotator]:
             await task
 
 
+@pytest.mark.parametrize("in_process", [False, True], ids=["planned in a child", "in process"])
 async def test_a_first_pass_makes_the_secret_injects_the_ca_and_writes_the_files(
-    tmp_path: Path,
+    tmp_path: Path, in_process: bool
 ) -> None:
     async with env(tmp_path) as e:
-        rotator = CertRotator(e.client, rotation(), cert_dir=e.cert_dir, clock=e.clock)
+        rotator = CertRotator(
+            e.client, rotation(), cert_dir=e.cert_dir, clock=e.clock, in_process=in_process
+        )
         assert rotator.check() == "the webhook certificates are not provisioned yet"
         async with rotating(e, rotator):
             await eventually(lambda: rotator.passes >= 1)
@@ -261,3 +266,41 @@ async def test_a_bundle_removed_by_someone_else_is_injected_again(tmp_path: Path
             await eventually(lambda: rotator.passes > passes)  # woken by the CRD's change
             await idle(rotator)
             assert await e.crd_bundle() == bundle
+
+
+_PASS_IN_A_FRESH_PROCESS = """
+import asyncio, sys, tempfile
+from pathlib import Path
+from etctl.runtime import NAMESPACES, SECRETS, CertRotation, CertRotator, Client
+from etctl.testing import ApiServer
+
+async def main() -> None:
+    async with ApiServer() as server:
+        server.storage.create(NAMESPACES, {"metadata": {"name": "etctl-system"}})
+        with tempfile.TemporaryDirectory() as tmp:
+            kubeconfig = server.write_kubeconfig(Path(tmp) / "kubeconfig")
+            async with await Client.from_kubeconfig(kubeconfig) as client:
+                rotation = CertRotation(
+                    secret_name="cert", namespace="etctl-system", ip_addresses=("127.0.0.1",)
+                )
+                await CertRotator(client, rotation, cert_dir=Path(tmp) / "certs").reconcile()
+                secret = await client.get(SECRETS, "cert", namespace="etctl-system")
+    print(sorted(secret["data"]), "cryptography" in sys.modules)
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.etctl_hooks("a fresh process with its own embedded server")
+def test_a_pass_leaves_the_operator_without_cryptography() -> None:
+    # About 11 MB of resident memory for good, a quarter of an idle operator: the plan that needs
+    # the package is made in a child process.
+    found = subprocess.run(
+        [sys.executable, "-c", _PASS_IN_A_FRESH_PROCESS],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    assert found.stdout.split("]")[-1].strip() == "False", found.stdout
+    assert "'tls.key'" in found.stdout

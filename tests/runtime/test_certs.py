@@ -7,7 +7,7 @@ import ssl
 
 import pytest
 
-from etctl.runtime._certs import (
+from etctl._certificates import (
     CertificateError,
     inspect,
     issue_serving_certificate,
