@@ -9,10 +9,12 @@ anchors' users expect (mpi-operator's and training-operator's ``base`` plus ``ov
     base/crds/<group>_<plural>.yaml the plugins' CRDs (as ``etctl crds`` writes them)
     base/rbac/                      service account, ClusterRole from the plugins' needs +
                                     binding, leader-election Role + binding (the operator's
-                                    namespace only), the metrics-auth ClusterRole + binding
-                                    (TokenReviews, SubjectAccessReviews) and the metrics-reader
-                                    ClusterRole for scrapers, and per job kind the ClusterRoles
-                                    aggregated into admin, edit and view (:mod:`._userroles`)
+                                    namespace only), the webhook certificate Secret's Role +
+                                    binding (that Secret only), the metrics-auth ClusterRole +
+                                    binding (TokenReviews, SubjectAccessReviews) and the
+                                    metrics-reader ClusterRole for scrapers, and per job kind the
+                                    ClusterRoles aggregated into admin, edit and view
+                                    (:mod:`._userroles`)
     base/manager/deployment.yaml    the operator: non-root, read-only root filesystem, seccomp
                                     RuntimeDefault, no privilege escalation, all capabilities
                                     dropped, probes on 8081 (HTTP), metrics on 8443 (HTTPS,
@@ -57,6 +59,7 @@ from etctl.cli._rbac import (
 )
 from etctl.cli._render_webhooks import (
     WEBHOOK_RULES,
+    WEBHOOK_SECRET_RULES,
     cert_manager_documents,
     cert_manager_overlay,
     inject_ca_annotation,
@@ -164,6 +167,19 @@ def _rbac(
             "kind": "RoleBinding",
             "metadata": _meta(f"{_NAME}-leader-election", ns),
             "roleRef": {"apiGroup": api, "kind": "Role", "name": f"{_NAME}-leader-election"},
+            "subjects": subject,
+        },
+        "rbac/webhook-cert-role.yaml": {
+            "apiVersion": f"{api}/v1",
+            "kind": "Role",
+            "metadata": _meta(f"{_NAME}-webhook-cert", ns),
+            "rules": [rule_to_dict(rule) for rule in WEBHOOK_SECRET_RULES],
+        },
+        "rbac/webhook-cert-role-binding.yaml": {
+            "apiVersion": f"{api}/v1",
+            "kind": "RoleBinding",
+            "metadata": _meta(f"{_NAME}-webhook-cert", ns),
+            "roleRef": {"apiGroup": api, "kind": "Role", "name": f"{_NAME}-webhook-cert"},
             "subjects": subject,
         },
         "rbac/metrics-auth-role.yaml": {

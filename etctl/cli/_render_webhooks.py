@@ -50,6 +50,7 @@ __all__ = [
     "SERVING_CERTIFICATE",
     "WEBHOOK_PORT_NAME",
     "WEBHOOK_RULES",
+    "WEBHOOK_SECRET_RULES",
     "cert_manager_documents",
     "cert_manager_overlay",
     "inject_ca_annotation",
@@ -78,6 +79,18 @@ WEBHOOK_RULES: tuple[PolicyRule, ...] = (
     ),
 )
 """What injecting the CA takes: the two configurations, by name (watched by name too)."""
+
+WEBHOOK_SECRET_RULES: tuple[PolicyRule, ...] = (
+    PolicyRule(
+        api_groups=("",),
+        resources=("secrets",),
+        verbs=("get", "list", "watch", "update"),
+        resource_names=(DEFAULT_WEBHOOK_SECRET,),
+    ),
+)
+"""What keeping the certificates takes, in a Role of the operator's namespace: the Secret the
+manifests ship (empty), by name (watched by name too). Never create: the operator's grants stay
+the same whichever plugins are enabled, and no other Secret is touched."""
 
 
 def webhook_configuration_documents(

@@ -33,6 +33,7 @@ import pytest
 import yaml
 
 from etctl.cli._local_webhooks import publish_endpoint
+from etctl.cli._render import ManifestOptions, render_stream
 from etctl.cli._run import build_manager, serve
 from etctl.cli._settings import RunSettings
 from etctl.common import SCALEINS, SCALEOUTS, discover
@@ -58,6 +59,7 @@ from etctl.runtime import (
     VALIDATING_WEBHOOK_CONFIGURATIONS,
     Client,
     FakeClock,
+    Manager,
     Resource,
 )
 from etctl.testing import (
@@ -93,14 +95,14 @@ KINDS = {
 WEBHOOK_CONFIGURATIONS = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
 
 
-def manifests() -> tuple[str, list[dict[str, Any]]]:
-    """The operator's namespace and the documents of the release file, manifests/install.yaml.
+def manifests(release: str | None = None) -> tuple[str, list[dict[str, Any]]]:
+    """The operator's namespace and the documents of a release file (manifests/install.yaml).
 
     The Deployment is left out: the operator runs in the test, as its ServiceAccount.
     """
     documents = [
         doc
-        for doc in yaml.safe_load_all((MANIFESTS / "install.yaml").read_text())
+        for doc in yaml.safe_load_all(release or (MANIFESTS / "install.yaml").read_text())
         if doc and doc["kind"] != "Deployment"
     ]
     namespace = next(d for d in documents if d["kind"] == "Namespace")["metadata"]["name"]
@@ -272,8 +274,9 @@ def install(
     edit: Callable[[dict[str, Any]], None] | None = None,
     *,
     webhooks: bool = True,
+    documents: list[dict[str, Any]] = DOCUMENTS,
 ) -> None:
-    for document in DOCUMENTS:
+    for document in documents:
         if not webhooks and document["kind"] in WEBHOOK_CONFIGURATIONS:
             continue
         doc = copy.deepcopy(document)
@@ -297,10 +300,13 @@ def settings_for(server: ApiServer, tmp_path: Path, **options: Any) -> RunSettin
 
 
 @asynccontextmanager
-async def enforced(tmp_path: Path, *, webhooks: bool = True) -> AsyncIterator[Cluster]:
+async def enforced(
+    tmp_path: Path, *, webhooks: bool = True, documents: list[dict[str, Any]] = DOCUMENTS
+) -> AsyncIterator[Cluster]:
     """A server enforcing RBAC with manifests/ installed, its kubelet, and an admin client.
 
-    ``webhooks=False`` leaves the webhook configurations out (no operator to answer them).
+    ``webhooks=False`` leaves the webhook configurations out (no operator to answer them);
+    ``documents`` are another release's.
     """
     clock = FakeClock(start=datetime.now(UTC))  # the webhook certificate is checked for real
     kubelet = KubeletConfig.uniform(2, gpus=8, root=tmp_path / "sandboxes")
@@ -309,13 +315,15 @@ async def enforced(tmp_path: Path, *, webhooks: bool = True) -> AsyncIterator[Cl
         ApiServer(clock=clock, kubelet=kubelet, auth=auth) as server,
         client_of(server, tmp_path) as admin,
     ):
-        install(server, webhooks=webhooks)
+        install(server, webhooks=webhooks, documents=documents)
         yield Cluster(server, admin, clock)
 
 
 @asynccontextmanager
-async def operator(env: Cluster, tmp_path: Path) -> AsyncIterator[None]:
-    """``etctl run --webhooks``'s operator with every plugin, as its ServiceAccount.
+async def operator(
+    env: Cluster, tmp_path: Path, jobs: tuple[str, ...] = ()
+) -> AsyncIterator[Manager]:
+    """``etctl run --webhooks``'s operator with every plugin (or ``jobs``), as its ServiceAccount.
 
     Its webhook server listens on a free loopback port, published as the release Service's
     endpoint; the block runs once its certificate is provisioned and its CA injected.
@@ -328,9 +336,11 @@ async def operator(env: Cluster, tmp_path: Path) -> AsyncIterator[None]:
         webhook_port=0,
         webhook_cert_path=str(tmp_path / "webhook-certs"),
         webhook_namespace=NAMESPACE,
+        jobs=jobs,
     )
     async with await Client.from_kubeconfig(settings.kubeconfig) as client:
-        manager = build_manager(client, settings, discover().plugins(), clock=env.clock)
+        entries = discover().plugins(list(jobs) or None)
+        manager = build_manager(client, settings, entries, clock=env.clock)
         async with run_manager(manager):
             await eventually(lambda: manager.webhook_server.address is not None)
             assert manager.webhook_server.address is not None
@@ -338,7 +348,7 @@ async def operator(env: Cluster, tmp_path: Path) -> AsyncIterator[None]:
             rotator = manager.cert_rotator
             assert rotator is not None
             await eventually(lambda: rotator.check() is None)
-            yield
+            yield manager
 
 
 def refused(server: ApiServer, name: str) -> list[str]:
@@ -407,6 +417,40 @@ async def test_the_manifests_grant_everything_the_operator_does(tmp_path: Path) 
         assert _holder(lease) is not None
         assert env.status()["phase"] == "Running"
         assert env.server.requests.find(user=OPERATOR)
+        assert refused(env.server, OPERATOR) == []
+
+
+@pytest.mark.etctl_hooks("a release rendered for one kind, its RBAC enforced")
+async def test_a_release_of_one_kind_keeps_its_webhook_certificate(tmp_path: Path) -> None:
+    # TFJob grants no Secrets (MPIJob's launcher needs them): the webhook certificate's Secret
+    # comes with a Role of its own, for that Secret only.
+    plugins = [e.plugin for e in discover().plugins(["tfjob"]) if e.plugin is not None]
+    _, documents = manifests(render_stream(plugins, ManifestOptions(jobs=("tfjob",))))
+    secret_rules = [
+        rule
+        for d in documents
+        if d["kind"] in ("Role", "ClusterRole")
+        for rule in d["rules"]
+        if "secrets" in rule.get("resources", ())
+    ]
+    assert secret_rules == [
+        {
+            "apiGroups": [""],
+            "resources": ["secrets"],
+            "resourceNames": ["etctl-webhook-server-cert"],
+            "verbs": ["get", "list", "watch", "update"],
+        }
+    ]
+    async with (
+        enforced(tmp_path, documents=documents) as env,
+        operator(env, tmp_path, jobs=("tfjob",)) as manager,
+    ):
+        assert manager.cert_rotator is not None
+        assert manager.cert_rotator.passes >= 1
+        bad = tfjob("chiefless", Worker=replica(1))
+        bad["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["name"] = "tf"
+        with pytest.raises(Invalid, match="no container named"):
+            await env.client.create(TFJOBS, bad, namespace=NS)
         assert refused(env.server, OPERATOR) == []
 
 
