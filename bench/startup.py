@@ -11,7 +11,11 @@ Three figures, each the median of ``--runs`` fresh processes:
   metrics secure, over HTTPS with a self-signed certificate, behind TokenReviews and
   SubjectAccessReviews (the cluster authenticates tokens and enforces RBAC, over plain HTTP); then
   again after ``/metrics`` (with a token) and ``/readyz`` were each fetched once, as a scrape and
-  a probe would.
+  a probe would;
+* idle RSS of ``etctl run --webhooks``, as the manifests run it: the same, plus the admission
+  webhooks of every kind served over HTTPS and their certificate provisioned by the operator (a
+  CA and a serving certificate in a Secret, made by a child process), reached by URL as an
+  operator outside the cluster is.
 
 The memory depends on what is installed beside etctl: a package the process loads without being
 one of etctl's dependencies (structlog imports ``rich`` whenever it is installed, and the test
@@ -65,8 +69,13 @@ def help_seconds() -> float:
     return time.perf_counter() - began
 
 
-def run_once(kubeconfig: Path, idle: float) -> tuple[float, float, float, float]:
-    """Seconds to ``caches synced``, CPU seconds by then, idle RSS, RSS after a scrape (MB)."""
+def run_once(
+    kubeconfig: Path, idle: float, webhook_certs: Path | None = None
+) -> tuple[float, float, float, float]:
+    """Seconds to ``caches synced``, CPU seconds by then, idle RSS, RSS after a scrape (MB).
+
+    With ``webhook_certs``, the operator serves its webhooks, its certificate written there.
+    """
     metrics, probes = free_port(), free_port()
     command = [
         *_etctl(),
@@ -80,6 +89,16 @@ def run_once(kubeconfig: Path, idle: float) -> tuple[float, float, float, float]
         "--health-probe-bind-address",
         f"127.0.0.1:{probes}",
     ]
+    if webhook_certs is not None:
+        port = free_port()
+        command += [
+            "--webhooks",
+            "--webhook-host=127.0.0.1",
+            f"--webhook-port={port}",
+            f"--webhook-url=https://127.0.0.1:{port}",
+            "--webhook-namespace=default",
+            f"--webhook-cert-path={webhook_certs}",
+        ]
     began = time.perf_counter()
     process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
     assert process.stderr is not None
@@ -210,6 +229,10 @@ def main() -> None:
             assert server.stdout is not None
             server.stdout.readline()  # the URL: the server listens
             runs = [run_once(kubeconfig, args.idle) for _ in range(args.runs)]
+            hooked = [
+                run_once(kubeconfig, args.idle, Path(tmp) / f"webhook-certs-{run}")
+                for run in range(args.runs)
+            ]
         finally:
             server.send_signal(signal.SIGTERM)
             server.communicate(timeout=60)
@@ -222,6 +245,8 @@ def main() -> None:
     figure("  its CPU time by then", cpu * 1000, "ms")
     figure("etctl run idle RSS", rss, "MB", compare=f"target <= {RSS_TARGET:g} MB")
     figure("  after a /metrics scrape and a probe", scraped, "MB")
+    hooked_rss = statistics.median(run[2] for run in hooked)
+    figure("etctl run --webhooks idle RSS", hooked_rss, "MB", compare=f"+{hooked_rss - rss:.1f} MB")
     foreign, cost = foreign_modules()
     if foreign:
         figure(
