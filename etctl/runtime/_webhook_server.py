@@ -189,8 +189,8 @@ class WebhookServer:
         """Wait for a certificate, listen, serve until cancelled (see the module docs).
 
         Raises:
-            ConfigError: no usable certificate appeared within ``cert_wait_timeout``, or the
-                address cannot be bound (a port in use), naming it.
+            ConfigError: no usable certificate appeared within ``cert_wait_timeout``.
+            OSError: the address cannot be bound (a port in use), named with the endpoint.
         """
         self._started = True
         failure: Exception | None = None
@@ -228,9 +228,8 @@ class WebhookServer:
         try:
             self.address = await listener.start(options.host or None, options.port)
         except OSError as exc:
-            # A port in use is a setting to change: one line naming it, as for metrics.
-            msg = f"cannot serve webhooks on {options.host}:{options.port}: {exc.strerror or exc}"
-            raise ConfigError(msg) from exc
+            # asyncio names the address but not what was to listen there (as for metrics).
+            raise OSError(exc.errno, f"webhooks: {exc.strerror or exc}") from exc
         host, port = self.address
         log.info("serving webhooks", address=f"{host}:{port}", paths=self.paths)
         try:
