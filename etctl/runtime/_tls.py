@@ -24,6 +24,7 @@ this user can read, removed before the context is returned; TLS 1.2 is the oldes
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import ssl
 import sys
@@ -110,10 +111,15 @@ async def certificates_child(*args: str, stdin: bytes = b"") -> bytes:
         async with asyncio.timeout(_CHILD_TIMEOUT):
             out, err = await process.communicate(stdin)
     except BaseException as exc:
-        # Timed out, or cancelled (a manager stopping mid-pass): the child goes too.
+        # Timed out, or cancelled (a manager stopping mid-pass): the child goes too, reaped
+        # before this returns even if cancelled again meanwhile (a kill takes milliseconds), so
+        # that no process or pipe outlives the call.
         if process.returncode is None:
             process.kill()
-        await asyncio.shield(process.wait())
+        reaped = asyncio.ensure_future(process.wait())
+        while not reaped.done():
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(reaped)
         if isinstance(exc, TimeoutError):
             msg = f"making certificates took over {_CHILD_TIMEOUT:g} s"
             raise ConfigError(msg) from None
