@@ -33,7 +33,7 @@ from etctl.runtime import (
     Client,
 )
 from etctl.testing import ClusterTarget, cluster_target
-from tests.cli._kubectl import kubectl_apply
+from tests._kubectl import kubectl_apply
 from tests.cli.test_sandbox_admission import INVALID
 from tests.runtime._realtime import client_of, eventually, run_manager
 from tests.runtime._webhooks import free_port

@@ -18,7 +18,7 @@ import yaml
 from etctl.cli import Sandbox, SandboxOptions, run_sandbox
 from etctl.common import discover
 from etctl.runtime import CRDS
-from tests.cli._kubectl import kubectl, kubectl_apply
+from tests._kubectl import kubectl, kubectl_apply
 from tests.examples._files import FILES, load, resource_of
 from tests.schema_support import EXAMPLES
 
@@ -156,10 +156,10 @@ async def test_in_the_sandbox_every_bad_job_and_a_nameless_scalein_are_refused()
 
     async def main(sandbox: Sandbox) -> dict[str, tuple[int, str]]:
         answers = {case: await apply(sandbox, make()) for case, make in cases.items()}
-        _, listed = await kubectl(
+        listed = await kubectl(
             sandbox.kubeconfig, "get", "mpijobs,tfjobs,trainingjobs,scaleins", "-A"
         )
-        answers["listed"] = (0, listed)
+        answers["listed"] = (0, listed.stdout + listed.stderr)
         return answers
 
     answers = await run_sandbox(QUICK, main)

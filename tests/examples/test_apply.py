@@ -9,8 +9,6 @@ kubectl itself, client-side as written in the README, with a server-side dry run
 
 from __future__ import annotations
 
-import asyncio
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +17,7 @@ import pytest
 from etctl.common import discover
 from etctl.runtime import CRDS, PatchType, objects
 from etctl.testing import ApiServer, cluster_target
+from tests._kubectl import kubectl
 from tests.examples._files import (
     CRD_DIR,
     FILES,
@@ -93,24 +92,13 @@ async def test_the_example_applies_server_side(tmp_path: Path, path: Path) -> No
     "a fresh embedded server, whose default namespace the README's commands use"
 )
 async def test_kubectl_applies_every_example_as_the_readme_says(tmp_path: Path) -> None:
-    kubectl = shutil.which("kubectl")
-    assert kubectl is not None
     async with ApiServer() as server:
         kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
 
         async def run(*args: str) -> str:
-            # Not subprocess.run: the server answers on this event loop, which must keep running.
-            process = await asyncio.create_subprocess_exec(
-                kubectl,
-                "--kubeconfig",
-                str(kubeconfig),
-                *args,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-            )
-            out, err = await asyncio.wait_for(process.communicate(), timeout=60)
-            assert process.returncode == 0, (out + err).decode()
-            return out.decode()
+            done = await kubectl(kubeconfig, *args)
+            assert done.returncode == 0, done.stdout + done.stderr
+            return done.stdout
 
         await run("apply", "-f", str(CRD_DIR))
         await run("apply", "-f", str(OPERATOR_CRD))

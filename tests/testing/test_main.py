@@ -23,6 +23,7 @@ import yaml
 
 from etctl.runtime import NAMESPACES, Client
 from etctl.testing.__main__ import _kubelet_config, _parser, main
+from tests._kubectl import kubectl
 from tests.testing.apiserver._protoencode import envelope, f, m
 
 
@@ -186,23 +187,6 @@ async def test_tls_can_be_turned_off_or_on_without_auth(tmp_path: Path) -> None:
             ]
 
 
-async def _kubectl(
-    kubeconfig: Path, *args: str, stdin: bytes | None = None
-) -> tuple[int | None, str, str]:
-    """``kubectl --kubeconfig KUBECONFIG ARGS...``: its exit code, stdout and stderr."""
-    process = await asyncio.create_subprocess_exec(
-        "kubectl",
-        "--kubeconfig",
-        str(kubeconfig),
-        *args,
-        stdin=asyncio.subprocess.PIPE if stdin is not None else None,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(process.communicate(stdin), 60)
-    return process.returncode, out.decode(), err.decode()
-
-
 @pytest.mark.etctl_kubectl
 async def test_kubectl_authenticates_and_mints_tokens_with_auth(tmp_path: Path) -> None:
     """kubectl sends its token only over TLS, and its typed requests are protobuf."""
@@ -210,7 +194,8 @@ async def test_kubectl_authenticates_and_mints_tokens_with_auth(tmp_path: Path) 
     async with _serving("--no-kubelet", "--auth", "--kubeconfig", str(kubeconfig)):
 
         async def run(*args: str, refused: bool = False) -> str:
-            code, out, err = await _kubectl(kubeconfig, *args)
+            done = await kubectl(kubeconfig, *args)
+            code, out, err = done.returncode, done.stdout, done.stderr
             if refused:
                 assert code != 0, out
                 return err
@@ -272,7 +257,8 @@ async def test_kubectls_typed_creates_store_what_their_json_would(tmp_path: Path
     async with _serving("--no-kubelet", "--kubeconfig", str(kubeconfig)):
 
         async def run(*args: str, stdin: bytes | None = None) -> str:
-            code, out, err = await _kubectl(kubeconfig, *args, stdin=stdin)
+            done = await kubectl(kubeconfig, *args, stdin=stdin)
+            code, out, err = done.returncode, done.stdout, done.stderr
             assert code == 0, f"kubectl {' '.join(args)}: {err}"
             return out
 

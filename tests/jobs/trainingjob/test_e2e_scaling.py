@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ from etctl.common import SCALEINS, SCALEOUTS
 from etctl.jobs.trainingjob._api import TRAININGJOBS
 from etctl.runtime import ROLES, objects
 from etctl.testing import Behaviour, Fault, PodPolicy, wait_idle
+from tests._kubectl import kubectl
 from tests._logs import captured_logs
 from tests.common._operator import advance_idle
 from tests.jobs.trainingjob._operator import (
@@ -317,21 +317,9 @@ async def test_a_long_named_job_grows_as_far_as_its_worker_names_fit(tmp_path: P
         assert job["status"]["targetWorkers"] == workers
 
 
-async def kubectl(kubeconfig: Path, *args: str) -> tuple[int, str, str]:
-    binary = shutil.which("kubectl")
-    assert binary is not None
-    process = await asyncio.create_subprocess_exec(
-        binary,
-        "--kubeconfig",
-        str(kubeconfig),
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    async with asyncio.timeout(30):
-        out, err = await process.communicate()
-    assert process.returncode is not None
-    return process.returncode, out.decode(), err.decode()
+async def run_kubectl(kubeconfig: Path, *args: str) -> tuple[int, str, str]:
+    done = await kubectl(kubeconfig, *args)
+    return done.returncode, done.stdout, done.stderr
 
 
 @pytest.mark.etctl_kubectl
@@ -339,27 +327,27 @@ async def test_kubectl_applies_the_examples_and_scales(tmp_path: Path) -> None:
     async with cluster(tmp_path) as env, operator(env):
         kubeconfig = env.server.write_kubeconfig(tmp_path / "kubectl-config")
         job = str(EXAMPLES / "trainingjob" / "training-job.yaml")
-        code, out, err = await kubectl(kubeconfig, "apply", "-f", job)
+        code, out, err = await run_kubectl(kubeconfig, "apply", "-f", job)
         assert code == 0, err
         assert "trainingjob.kai.alibabacloud.com/elastic-training created" in out
         await eventually(lambda: env.status().get("phase") == "Running")
-        code, out, err = await kubectl(kubeconfig, "scale", "tj", JOB, "--replicas=3")
+        code, out, err = await run_kubectl(kubeconfig, "scale", "tj", JOB, "--replicas=3")
         assert code == 0, err
         assert "scaled" in out
         await eventually(lambda: env.status().get("targetWorkers") == [w(0), w(1), w(2)])
         await eventually(lambda: env.running(w(2)))
         await eventually(lambda: env.status().get("currentScaler") is None)
         await eventually(lambda: len(env.status().get("currentWorkers", [])) == 3)
-        code, out, err = await kubectl(kubeconfig, "get", "tj", JOB)
+        code, out, err = await run_kubectl(kubeconfig, "get", "tj", JOB)
         assert code == 0, err
         header, row = out.splitlines()
         assert header.split()[:4] == ["NAME", "PHASE", "WORKERS", "DESIRED"]
         assert row.split()[:4] == [JOB, "Running", "3", "3"]
         scaler = str(EXAMPLES / "trainingjob" / "scale-in-count.yaml")
-        code, out, err = await kubectl(kubeconfig, "apply", "-f", scaler)
+        code, out, err = await run_kubectl(kubeconfig, "apply", "-f", scaler)
         assert code == 0, err
         await eventually(lambda: env.scaler_done(SCALEINS, "scalein-sample"))
-        code, out, err = await kubectl(
+        code, out, err = await run_kubectl(
             kubeconfig, "get", "scalein", "scalein-sample", "-o", "jsonpath={.status.phase}"
         )
         assert (code, out) == (0, "ScaleSucceeded"), err

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ import yaml
 
 from etctl.runtime import PODS
 from etctl.testing import ApiServer
+from tests._kubectl import kubectl as run_kubectl
 from tests.testing.apiserver._client import WIDGET_CRD
 
 pytestmark = pytest.mark.etctl_kubectl
@@ -46,23 +46,13 @@ class Kubectl:
     async def __call__(
         self, *args: str, ok: bool = True, stdin: bytes | None = None
     ) -> tuple[int, str]:
-        binary = shutil.which("kubectl")
-        assert binary is not None
-        process = await asyncio.create_subprocess_exec(
-            binary,
-            f"--kubeconfig={self.kubeconfig}",
-            f"--cache-dir={self.cache}",
-            *args,
-            stdin=asyncio.subprocess.PIPE if stdin is not None else None,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
+        done = await run_kubectl(
+            self.kubeconfig, f"--cache-dir={self.cache}", *args, stdin=stdin, timeout=20
         )
-        async with asyncio.timeout(20):
-            out, _ = await process.communicate(stdin)
-        text = out.decode()
+        text = done.stdout + done.stderr
         if ok:
-            assert process.returncode == 0, text
-        return process.returncode or 0, text
+            assert done.returncode == 0, text
+        return done.returncode, text
 
     def manifest(self, name: str, *docs: Mapping[str, Any]) -> str:
         path = self.tmp / name

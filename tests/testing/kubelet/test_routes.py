@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -19,6 +17,7 @@ from kubernetes_asyncio.stream import WsApiClient
 from etctl.runtime import FakeClock
 from etctl.testing import ApiServer
 from etctl.testing._kubelet import Kubelet
+from tests._kubectl import kubectl
 from tests.testing.apiserver._client import Api
 from tests.testing.kubelet._helpers import PODS, container_state, phase_is, pod, sim, wait_for
 
@@ -291,38 +290,18 @@ def kubeconfig(server: ApiServer, tmp_path: Path) -> Path:
     return server.write_kubeconfig(tmp_path / "kubeconfig")
 
 
-async def _kubectl(
-    kubeconfig: Path, *args: str, stdin: str | None = None
-) -> subprocess.CompletedProcess[str]:
-    binary = shutil.which("kubectl")
-    assert binary is not None
-    process = await asyncio.create_subprocess_exec(
-        binary,
-        "--kubeconfig",
-        str(kubeconfig),
-        *args,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    async with asyncio.timeout(30):
-        out, err = await process.communicate(stdin.encode() if stdin is not None else None)
-    assert process.returncode is not None
-    return subprocess.CompletedProcess(args, process.returncode, out.decode(), err.decode())
-
-
 @pytest.mark.etctl_kubectl
 async def test_kubectl_exec(kubeconfig: Path, running: dict[str, Any]) -> None:
-    done = await _kubectl(
+    done = await kubectl(
         kubeconfig, "exec", "box", "-c", "main", "--", "sh", "-c", "echo hi; exit 4"
     )
     assert (done.returncode, done.stdout) == (4, "hi\n")
     assert "command terminated with exit code 4" in done.stderr
-    piped = await _kubectl(
+    piped = await kubectl(
         kubeconfig, "exec", "-i", "box", "-c", "main", "--", "wc", "-l", stdin="a\nb\n"
     )
     assert (piped.returncode, piped.stdout) == (0, "2\n")
-    missing = await _kubectl(kubeconfig, "exec", "box", "-c", "nope", "--", "ls")
+    missing = await kubectl(kubeconfig, "exec", "box", "-c", "nope", "--", "ls")
     assert missing.returncode == 1
     assert "container nope is not valid for pod box" in missing.stderr
 
@@ -331,9 +310,9 @@ async def test_kubectl_exec(kubeconfig: Path, running: dict[str, Any]) -> None:
 async def test_kubectl_logs(kubeconfig: Path, api: Api, kubelet: Kubelet, clock: FakeClock) -> None:
     await api.create(PODS, pod("talker", annotations=sim(log="hello", run_seconds=3)))
     await wait_for(api, PODS, "talker", phase_is("Running"))
-    logs = await _kubectl(kubeconfig, "logs", "talker")
+    logs = await kubectl(kubeconfig, "logs", "talker")
     assert (logs.returncode, logs.stdout) == (0, "hello\nsim: started container main\n")
     await clock.advance(3)
     await wait_for(api, PODS, "talker", lambda o: container_state(o)["restartCount"] == 1)
-    previous = await _kubectl(kubeconfig, "logs", "talker", "--previous", "--tail", "1")
+    previous = await kubectl(kubeconfig, "logs", "talker", "--previous", "--tail", "1")
     assert previous.stdout == "sim: container main exited with code 0\n"
