@@ -126,7 +126,10 @@ class CertWatcher:
             failed = str(exc)
             if failed != self._failure:
                 self._failure = failed
-                log.warning(
+                # Files not written yet are the normal start (the rotator or the kubelet brings
+                # them, and the server says it waits): said, not warned about.
+                awaited = self._current is None and isinstance(exc, FileNotFoundError)
+                (log.info if awaited else log.warning)(
                     "cannot load the serving certificate; the previous one stays in use"
                     if self._current is not None
                     else "cannot load the serving certificate yet",
