@@ -5,7 +5,8 @@ answer or the mapped error, after retrying transient failures as the request's
 :class:`~etctl.runtime._retry.RetrySafety` allows, on the injected clock. A 401 reloads the
 credentials once (an exec plugin's token may have been revoked early, a token file rotated) and
 repeats the attempt before the error is final. Every attempt of a write (any method but GET,
-HEAD and OPTIONS) first checks the fence of the task it runs in (:mod:`etctl.runtime._fence`).
+HEAD and OPTIONS) checks the fence of the task it runs in (:mod:`etctl.runtime._fence`) first, and
+again at the moment it is written to its connection.
 Concurrent requests refused with the same credential reload it once: a reload is skipped when the
 credential refused is no longer the current one (client-go's ``maybeRefreshCreds``).
 """
@@ -18,7 +19,7 @@ from typing import Any, TypeVar
 
 from etctl.errors import EtctlError, TransportError, Unauthorized
 from etctl.runtime._clock import Clock
-from etctl.runtime._fence import check_fence
+from etctl.runtime._fence import check_fence, current_fence
 from etctl.runtime._retry import RetryPolicy, RetrySafety, retry_after
 from etctl.runtime._transport import (
     Query,
@@ -121,9 +122,18 @@ class Caller:
         accept: str,
         uncertain: list[bool] | None,
     ) -> RawResponse:
-        """One attempt: a 2xx answer, or the error it maps to (a write checks its fence first)."""
+        """One attempt: a 2xx answer, or the error it maps to (a write checks its fence first).
+
+        A write's fence is checked twice: before anything is built, and again as the request is
+        written to its connection, since waiting for a free slot or a new connection is a moment
+        in which the process can be paused past its renew deadline.
+        """
+        before_send = None
         if method not in _READS:
-            check_fence(f"{method} {path}")
+            what = f"{method} {path}"
+            check_fence(what)
+            if current_fence() is not None:
+                before_send = partial(check_fence, what)
         try:
             raw = await self.transport.request(
                 method,
@@ -133,6 +143,7 @@ class Caller:
                 content_type=content_type,
                 accept=accept,
                 timeout=self._timeout,
+                before_send=before_send,
             )
         except TransportError:
             if uncertain is not None:

@@ -57,6 +57,7 @@ import contextlib
 import os
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from functools import partial
 from typing import Any
 
 from etctl.errors import NotFound, TransportError
@@ -66,7 +67,7 @@ from etctl.runtime._addressing import namespace_for, path_for
 from etctl.runtime._caller import Caller
 from etctl.runtime._client_options import ClientOptions
 from etctl.runtime._exec import PROTOCOLS, ExecResult, ExecSession
-from etctl.runtime._fence import check_fence
+from etctl.runtime._fence import check_fence, current_fence
 from etctl.runtime._kubeconfig import (
     ClusterConfig,
     in_cluster_available,
@@ -684,10 +685,13 @@ class Client:
         path = path_for(PODS, namespace, pod, "exec")
         transport = self._caller.transport
 
+        what = f"exec in {namespace}/{pod}"
+        fenced = partial(check_fence, what) if current_fence() is not None else None
+
         async def connect() -> WebSocket:
-            check_fence(f"exec in {namespace}/{pod}")
+            check_fence(what)
             return await transport.ws_connect(
-                path, query=query, protocols=PROTOCOLS, timeout=timeout
+                path, query=query, protocols=PROTOCOLS, timeout=timeout, before_send=fenced
             )
 
         try:

@@ -10,7 +10,10 @@ matters, at the moment of acting:
 
 * every write verb of the client (POST, PUT, PATCH, DELETE) and every exec, on each attempt, calls
   :func:`check_fence`, which raises :class:`~etctl.errors.Fenced` once the fence of the task it
-  runs in has lapsed, *before* anything is sent; a controller checks it before each reconcile too;
+  runs in has lapsed, *before* anything is sent: when the request is built, and again when it is
+  written to its connection, after any wait for a free connection or a new one (a pause there
+  would otherwise let a request checked before it out after it); a controller checks it before
+  each reconcile too;
 * the fence is a context variable: the manager starts every leader-only task under the elector's
   fence (:func:`fenced_context`), and every task such a task starts (controller workers, their
   reconciles, what those spawn) inherits it. The elector's own Lease requests and work that does
@@ -18,8 +21,8 @@ matters, at the moment of acting:
 * an Event recorded by fenced work keeps that work's fence: the recorder drops it, unsent, once
   the fence has lapsed (:func:`under_fence` applies it to the send).
 
-What is left: the check runs just before a request is handed to the connection pool, so a pause
-that falls between the two (while a connection is opened, say) lets that one request out. The
+What is left: nothing is awaited between the last check and the write to the socket, so only a
+pause that falls inside those few statements lets a request out after the deadline. The
 ``lease_duration - renew_deadline`` margin (5 s by default) is what covers it: the fence lapses
 that long before anyone else may lead. Only the API server could close it completely.
 """

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from etctl.runtime._http_connection import (
@@ -293,6 +294,14 @@ class Pool:
         connection.connection_made(secure)
         return connection
 
+    def _unused(self, connection: Connection) -> None:
+        """Give back a connection no request was written to: it is as good as before."""
+        if connection.closed or self._closed:
+            connection.abort()
+        else:
+            self._idle.append((asyncio.get_running_loop().time(), connection))
+        self._free_slot()
+
     async def _exchange(
         self,
         request: bytes,
@@ -301,28 +310,47 @@ class Pool:
         head_only: bool = False,
         upgrade: bool = False,
         limit: int = 0,
+        before_send: Callable[[], None] | None = None,
     ) -> tuple[Connection, Response]:
-        """Send ``request`` on a connection of this pool; its answer's head. Holds one slot."""
+        """Send ``request`` on a connection of this pool; its answer's head. Holds one slot.
+
+        ``before_send`` runs with the connection in hand, with no wait between it and the write:
+        when it raises, nothing is sent and the connection goes back to the pool unused.
+        """
         loop = asyncio.get_running_loop()
         deadline = None if timeout.total is None else loop.time() + timeout.total
         await self._slot(deadline)
-        connection: Connection | None = None
         try:
             connection = await self._connection(timeout, deadline)
+        except BaseException:
+            self._free_slot()
+            raise
+        if before_send is not None:
+            try:
+                before_send()
+            except BaseException:
+                self._unused(connection)
+                raise
+        try:
             self._busy.add(connection)
             connection.send(
                 request, timeout, deadline, head_only=head_only, upgrade=upgrade, limit=limit
             )
             return connection, await connection.head()
         except BaseException:
-            if connection is not None:
-                self._busy.discard(connection)
-                connection.abort()
+            self._busy.discard(connection)
+            connection.abort()
             self._free_slot()
             raise
 
     async def request(
-        self, request: bytes, timeout: Timeout, *, head_only: bool = False, limit: int = 0
+        self,
+        request: bytes,
+        timeout: Timeout,
+        *,
+        head_only: bool = False,
+        limit: int = 0,
+        before_send: Callable[[], None] | None = None,
     ) -> tuple[Response, bytes]:
         """Send a request; its answer, body read in full.
 
@@ -331,6 +359,8 @@ class Pool:
             timeout: the exchange's bounds.
             head_only: the answer has no body (a ``HEAD``).
             limit: the largest body accepted (0: no limit).
+            before_send: called at the last moment before the request is written, with nothing
+                awaited in between (a fence's check); what it raises is raised, nothing sent.
 
         Raises:
             NotConnected: no connection could be opened (nothing was sent).
@@ -339,7 +369,7 @@ class Pool:
             TimeoutError: a bound of ``timeout`` passed.
         """
         connection, response = await self._exchange(
-            request, timeout, head_only=head_only, limit=limit
+            request, timeout, head_only=head_only, limit=limit, before_send=before_send
         )
         try:
             body = await connection.read_all()
@@ -352,12 +382,17 @@ class Pool:
         connection, response = await self._exchange(request, timeout)
         return Stream(self, connection, response)
 
-    async def upgrade(self, request: bytes, timeout: Timeout) -> Upgraded | Stream:
+    async def upgrade(
+        self, request: bytes, timeout: Timeout, *, before_send: Callable[[], None] | None = None
+    ) -> Upgraded | Stream:
         """Send an upgrade request: the switched connection, or a :class:`Stream` of the refusal.
 
         The switched connection leaves the pool (and frees its slot): its new owner closes it.
+        ``before_send`` is :meth:`request`'s.
         """
-        connection, response = await self._exchange(request, timeout, upgrade=True)
+        connection, response = await self._exchange(
+            request, timeout, upgrade=True, before_send=before_send
+        )
         if response.status != 101:
             return Stream(self, connection, response)
         self._busy.discard(connection)

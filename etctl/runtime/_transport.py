@@ -40,7 +40,7 @@ import netrc
 import os
 import ssl
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -447,8 +447,13 @@ class Transport:
         content_type: str | None = None,
         accept: str = "application/json",
         timeout: Timeout,
+        before_send: Callable[[], None] | None = None,
     ) -> RawResponse:
         """Send one request and read the whole answer.
+
+        ``before_send`` runs at the last moment before the request is written to its connection,
+        nothing awaited in between (:meth:`~etctl.runtime._http.Pool.request`); what it raises is
+        raised and nothing is sent.
 
         Raises:
             UnsafeRequest: the request cannot be sent safely (nothing was sent).
@@ -467,7 +472,11 @@ class Transport:
         head, credential = await self._head(method, path, query, extra)
         try:
             response, data = await self._api.request(
-                head + payload, timeout, head_only=method == "HEAD", limit=self._max_response
+                head + payload,
+                timeout,
+                head_only=method == "HEAD",
+                limit=self._max_response,
+                before_send=before_send,
             )
         except _UNANSWERED as exc:
             raise self._unanswered(exc, f"{method} {path}", method) from exc
@@ -493,9 +502,17 @@ class Transport:
         return stream
 
     async def ws_connect(
-        self, path: str, *, query: Query, protocols: Sequence[str], timeout: float
+        self,
+        path: str,
+        *,
+        query: Query,
+        protocols: Sequence[str],
+        timeout: float,
+        before_send: Callable[[], None] | None = None,
     ) -> WebSocket:
         """Open a websocket (exec) on the websocket pool, authenticated like every request.
+
+        ``before_send`` is :meth:`request`'s.
 
         Raises:
             ApiError: the server refused the upgrade (a 4xx/5xx instead of 101), with its message.
@@ -509,7 +526,7 @@ class Transport:
         what = f"exec {path}"
         head, credential = await self._head("GET", path, query, headers)
         try:
-            answer = await self._ws_api.upgrade(head, limits)
+            answer = await self._ws_api.upgrade(head, limits, before_send=before_send)
         except _UNANSWERED as exc:
             raise self._unanswered(exc, what, "GET") from exc
         if isinstance(answer, Stream):

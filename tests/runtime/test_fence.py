@@ -15,7 +15,7 @@ from etctl.runtime._fence import check_fence, current_fence, fenced_context, und
 from etctl.runtime._recorder import ClientEventSink, EventRecorder
 from etctl.testing import ApiServer
 from tests.runtime._fakes import unique_name
-from tests.runtime._realtime import client_of
+from tests.runtime._realtime import client_of, eventually
 
 
 class Switch:
@@ -122,3 +122,43 @@ async def test_events_of_fenced_work_are_dropped_once_the_fence_lapsed(
     reasons = [e["reason"] for e in listed.items]
     assert reasons == ["Anyone"]
     assert recorder.fenced == 1
+
+
+@pytest.mark.etctl_hooks("the server is paused to hold the only connection's answer")
+async def test_a_write_whose_fence_lapses_while_it_waits_for_a_connection_is_not_sent(
+    server: ApiServer, tmp_path: Path
+) -> None:
+    # A process paused between its check and its send (waiting for a free connection, or for
+    # one to open) must not send once it resumes past its renew deadline.
+    fence = Switch()
+    name = unique_name("cm")
+    async with client_of(server, tmp_path, pool_size=1) as client:
+        await client.create(CONFIGMAPS, configmap(name), namespace="default")
+        slots = client._caller.transport._api._slots
+        assert slots is not None
+        refused: list[Fenced] = []
+
+        async def late_write() -> None:
+            try:
+                await client.patch(CONFIGMAPS, name, {"data": {"late": "yes"}}, namespace="default")
+            except Fenced as exc:
+                refused.append(exc)
+
+        server.pause()
+        async with asyncio.TaskGroup() as group:
+            # The only connection is busy with a read the server holds.
+            group.create_task(client.get(CONFIGMAPS, name, namespace="default"))
+            await eventually(slots.locked)
+            group.create_task(late_write(), context=fenced_context(fence))
+            await eventually(lambda: bool(slots._waiters))  # checked, and waiting for a slot
+            fence.reason = "renew deadline passed"
+            before = writes(server)
+            server.resume()
+        assert [str(exc) for exc in refused] == [
+            f"PATCH /api/v1/namespaces/default/configmaps/{name} refused: renew deadline passed"
+        ]
+        assert writes(server) == before  # nothing reached the server
+        stored = await client.get(CONFIGMAPS, name, namespace="default")
+        assert "data" not in stored
+        # The connection it did not use serves the next request.
+        await client.patch(CONFIGMAPS, name, {"data": {"a": "b"}}, namespace="default")

@@ -358,6 +358,30 @@ async def test_connection_refused_is_not_connected() -> None:
         await pool.request(request(), LIMITS)
 
 
+class Refused(Exception):
+    pass
+
+
+def refuse() -> None:
+    raise Refused
+
+
+@pytest.mark.parametrize("upgrade", [False, True], ids=["request", "upgrade"])
+async def test_a_send_refused_at_the_last_moment_sends_nothing_and_keeps_the_connection(
+    upgrade: bool,
+) -> None:
+    answer = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+    async with serving(answering(answer, answer)) as (server, pool):
+        assert (await pool.request(request(), LIMITS))[1] == b"ok"  # one idle connection
+        send = pool.upgrade if upgrade else pool.request
+        for _ in range(5):  # more than the pool's four slots: each refusal gave its slot back
+            with pytest.raises(Refused):
+                await send(request(), LIMITS, before_send=refuse)
+        assert len(server.requests) == 1  # nothing more was written
+        assert (await pool.request(request(), LIMITS))[1] == b"ok"
+    assert server.connections == 1  # the refused sends left the connection as it was
+
+
 async def test_a_switch_of_protocols_hands_over_the_transport_with_early_bytes() -> None:
     switch = b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: upgrade\r\n\r\nearly"
     async with serving(answering(switch)) as (_server, pool):
