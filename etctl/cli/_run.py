@@ -33,13 +33,7 @@ import prometheus_client
 
 from etctl.cli._settings import RunSettings, SettingsError, add_run_arguments, settings_from
 from etctl.cli._webhook_settings import webhook_options
-from etctl.common import (
-    JobSettings,
-    Registered,
-    discover,
-    setup_job_controller,
-    setup_job_webhooks,
-)
+from etctl.common import JobSettings, Registered, discover, setup_job_controller
 from etctl.errors import (
     CacheSyncError,
     ConfigError,
@@ -190,6 +184,9 @@ def build_manager(
             max_concurrent_reconciles=settings.max_concurrent_reconciles,
         )
         if settings.webhooks:
+            # Here, not at the top: an operator without webhooks never loads the admission code.
+            from etctl.common import setup_job_webhooks  # noqa: PLC0415
+
             setup_job_webhooks(manager.webhook_server, entry.plugin)
     return manager
 

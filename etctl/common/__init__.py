@@ -10,7 +10,9 @@ controller reads from a pod (:class:`PodView`) and the ScaleIn/ScaleOut API shar
 are here too. See ``docs/plugins.md``.
 """
 
-from etctl.common._admission import ModelAdmission
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from etctl.common._api import (
     MANAGED_BY_IMMUTABLE,
     MANAGED_BY_KEPT,
@@ -179,12 +181,34 @@ from etctl.common._validation import (
     validate_run_policy,
     validate_scaling_bounds,
 )
-from etctl.common._webhooks import setup_job_webhooks
 from etctl.common._wiring import (
     DEFAULT_JOB_WORKERS,
     setup_job_controller,
     setup_job_controllers,
 )
+
+if TYPE_CHECKING:
+    from etctl.common._admission import ModelAdmission
+    from etctl.common._webhooks import setup_job_webhooks
+
+_LAZY = {
+    "ModelAdmission": "etctl.common._admission",
+    "setup_job_webhooks": "etctl.common._webhooks",
+}
+"""Names loaded on first use: a kind's admission webhooks, which an operator without webhooks
+never serves (they load the runtime's webhook server and its admission reviews)."""
+
+
+def __getattr__(name: str) -> Any:
+    """Load the admission names on first use (see :data:`_LAZY`)."""
+    module = _LAZY.get(name)
+    if module is None:
+        msg = f"module {__name__!r} has no attribute {name!r}"
+        raise AttributeError(msg)
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "BuildsExtraObjects",

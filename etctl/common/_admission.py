@@ -29,13 +29,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
 
 from etctl.common._crd import CustomResource
 from etctl.common._validation import parse_problems
-from etctl.runtime import AdmissionRequest, FieldError, KubeObject, invalid, objects
+from etctl.runtime import FieldError, KubeObject, invalid, objects
+
+if TYPE_CHECKING:
+    from etctl.runtime import AdmissionRequest
 
 __all__ = ["ModelAdmission", "field_error"]
 

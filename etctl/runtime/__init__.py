@@ -61,7 +61,6 @@ from etctl.runtime import _objects as objects
 from etctl.runtime._builder import ControllerBuilder, ReconcilerLike
 from etctl.runtime._cache import Cache, CacheReader, NotCachedError
 from etctl.runtime._cache_options import ByObject, CacheOptions
-from etctl.runtime._cert_rotator import CertRotation, CertRotator
 from etctl.runtime._client import (
     Client,
     ClientOptions,
@@ -74,10 +73,8 @@ from etctl.runtime._client import (
     WatchEventType,
 )
 from etctl.runtime._clock import Clock, FakeClock, RealClock, wait_event
-from etctl.runtime._conversion import ConversionError, HubAndSpoke, Spoke
 from etctl.runtime._event import CreateEvent, DeleteEvent, UpdateEvent
 from etctl.runtime._expectations import DEFAULT_TTL, Expectations
-from etctl.runtime._field_errors import FieldError, invalid
 from etctl.runtime._handler import (
     EnqueueRequestForObject,
     EnqueueRequestForOwner,
@@ -140,16 +137,10 @@ from etctl.runtime._selectors import FieldSelector, LabelSelector, SelectorError
 from etctl.runtime._store import IndexFunc
 from etctl.runtime._tls import self_signed_pem, serving_context
 from etctl.runtime._transforms import Transform, compose, strip_managed_fields
-from etctl.runtime._webhook_config import (
-    FailurePolicy,
-    WebhookClientConfig,
-    WebhookSpec,
-    webhook_configurations,
-)
-from etctl.runtime._webhook_server import (
+from etctl.runtime._webhook_options import (
     DEFAULT_CERT_DIR,
     DEFAULT_WEBHOOK_PORT,
-    WebhookServer,
+    CertRotation,
     WebhookServerOptions,
 )
 from etctl.runtime._workqueue import WorkQueue
@@ -168,26 +159,49 @@ if TYPE_CHECKING:
         Defaulter,
         Validator,
     )
+    from etctl.runtime._cert_rotator import CertRotator
+    from etctl.runtime._conversion import ConversionError, HubAndSpoke, Spoke
+    from etctl.runtime._field_errors import FieldError, invalid
     from etctl.runtime._webhook_builder import WebhookBuilder
+    from etctl.runtime._webhook_config import (
+        FailurePolicy,
+        WebhookClientConfig,
+        WebhookSpec,
+        webhook_configurations,
+    )
+    from etctl.runtime._webhook_server import WebhookServer
 
 _LAZY = {
     "AdmissionEndpoint": "etctl.runtime._admission_handlers",
     "AdmissionHandler": "etctl.runtime._admission_handlers",
     "AdmissionRequest": "etctl.runtime._admission",
     "AdmissionResponse": "etctl.runtime._admission",
+    "CertRotator": "etctl.runtime._cert_rotator",
+    "ConversionError": "etctl.runtime._conversion",
     "Defaulter": "etctl.runtime._admission_handlers",
+    "FailurePolicy": "etctl.runtime._webhook_config",
+    "FieldError": "etctl.runtime._field_errors",
     "GroupVersionKind": "etctl.runtime._admission",
     "GroupVersionResource": "etctl.runtime._admission",
+    "HubAndSpoke": "etctl.runtime._conversion",
+    "Spoke": "etctl.runtime._conversion",
     "UserInfo": "etctl.runtime._admission",
     "Validator": "etctl.runtime._admission_handlers",
     "WebhookBuilder": "etctl.runtime._webhook_builder",
+    "WebhookClientConfig": "etctl.runtime._webhook_config",
+    "WebhookServer": "etctl.runtime._webhook_server",
+    "WebhookSpec": "etctl.runtime._webhook_config",
+    "invalid": "etctl.runtime._field_errors",
+    "webhook_configurations": "etctl.runtime._webhook_config",
 }
-"""Names loaded on first use: admission reviews are pydantic models, whose machinery an operator
-without webhooks never loads (a few MB of its idle memory)."""
+"""Names loaded on first use: the webhook server, admission, conversion and certificate rotation,
+which an operator without webhooks never runs (admission reviews are pydantic models; the
+rotator brings the certificate planning). Their settings (:class:`WebhookServerOptions`,
+:class:`CertRotation`) load with the manager's options."""
 
 
 def __getattr__(name: str) -> Any:
-    """Load the admission names on first use (see :data:`_LAZY`)."""
+    """Load the webhook names on first use (see :data:`_LAZY`)."""
     module = _LAZY.get(name)
     if module is None:
         msg = f"module {__name__!r} has no attribute {name!r}"

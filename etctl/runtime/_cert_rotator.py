@@ -42,7 +42,6 @@ import os
 import random
 import tempfile
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +51,6 @@ from etctl._cert_rotation import (
     TLS_CERT,
     TLS_KEY,
     Plan,
-    Policy,
     plan,
     plan_request,
     read_plan,
@@ -72,74 +70,13 @@ from etctl.runtime._resources import (
     Resource,
 )
 from etctl.runtime._tls import certificates_child
+from etctl.runtime._webhook_options import CertRotation
 
 __all__ = ["CA_CERT", "CA_KEY", "TLS_CERT", "TLS_KEY", "CertRotation", "CertRotator"]
 
 log = get_logger(__name__)
 
-_DAY = 86400.0
 _MAX_BACKOFF = 300.0
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class CertRotation:
-    """What a :class:`CertRotator` provisions, and where it injects the CA.
-
-    Attributes:
-        secret_name: the Secret holding the CA and serving certificate (created when missing).
-        namespace: its namespace (the operator's).
-        dns_names: the serving certificate's DNS names (the webhook Service's, see
-            :meth:`for_service`).
-        ip_addresses: its IP addresses (an operator outside the cluster, reached by URL).
-        validating_webhooks: ValidatingWebhookConfigurations whose webhooks get the CA bundle.
-        mutating_webhooks: MutatingWebhookConfigurations whose webhooks get the CA bundle.
-        conversion_crds: CRDs (by name) whose conversion webhook gets the CA bundle.
-        ca_name: the CA's common name.
-        ca_validity: seconds a new CA is valid (10 years, cert-controller's).
-        cert_validity: seconds a new serving certificate is valid (1 year).
-        lookahead: seconds before expiry at which a certificate is replaced (90 days).
-        check_interval: the longest time between two passes (12 hours).
-    """
-
-    secret_name: str
-    namespace: str
-    dns_names: tuple[str, ...] = ()
-    ip_addresses: tuple[str, ...] = ()
-    validating_webhooks: tuple[str, ...] = ()
-    mutating_webhooks: tuple[str, ...] = ()
-    conversion_crds: tuple[str, ...] = ()
-    ca_name: str = "etctl-webhook-ca"
-    ca_validity: float = 3650 * _DAY
-    cert_validity: float = 365 * _DAY
-    lookahead: float = 90 * _DAY
-    check_interval: float = 12 * 3600.0
-
-    def __post_init__(self) -> None:
-        if not self.dns_names and not self.ip_addresses:
-            msg = "a certificate rotation needs the DNS names or IP addresses to serve"
-            raise ValueError(msg)
-        if not 0 < self.lookahead < self.cert_validity <= self.ca_validity:
-            msg = "certificate rotation needs 0 < lookahead < cert_validity <= ca_validity"
-            raise ValueError(msg)
-
-    @staticmethod
-    def service_names(service: str, namespace: str) -> tuple[str, ...]:
-        """The names a Service is reached by inside the cluster."""
-        return (
-            f"{service}.{namespace}.svc",
-            f"{service}.{namespace}.svc.cluster.local",
-        )
-
-    def policy(self) -> Policy:
-        """What the certificates must be, for the plan."""
-        return Policy(
-            dns_names=self.dns_names,
-            ip_addresses=self.ip_addresses,
-            ca_name=self.ca_name,
-            ca_validity=self.ca_validity,
-            cert_validity=self.cert_validity,
-            lookahead=self.lookahead,
-        )
 
 
 def _decode(secret: ObjectView | None) -> dict[str, bytes]:

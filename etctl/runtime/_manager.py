@@ -55,7 +55,6 @@ from etctl.errors import LeaderElectionLost, ShutdownIncomplete
 from etctl.log import get_logger
 from etctl.runtime._builder import ControllerBuilder, ReconcilerLike
 from etctl.runtime._cache import Cache
-from etctl.runtime._cert_rotator import CertRotator
 from etctl.runtime._client import Client
 from etctl.runtime._clock import Clock, RealClock
 from etctl.runtime._controller import Controller
@@ -74,10 +73,11 @@ from etctl.runtime._tasks import (
     wait_first,
     wait_tasks,
 )
-from etctl.runtime._webhook_server import WebhookServer
 
 if TYPE_CHECKING:
+    from etctl.runtime._cert_rotator import CertRotator
     from etctl.runtime._webhook_builder import WebhookBuilder
+    from etctl.runtime._webhook_server import WebhookServer
 
 __all__ = ["Manager", "ManagerOptions", "RunnableFunc"]
 
@@ -170,11 +170,12 @@ class Manager:
                 cert_name=self.options.metrics_cert_name,
                 key_name=self.options.metrics_key_name,
             )
-        self.webhook_server = WebhookServer(self.options.webhook, clock=self.clock)
-        """The webhook server, run when a webhook is registered (see :meth:`webhook`)."""
+        self._webhook_server: WebhookServer | None = None
         self.cert_rotator: CertRotator | None = None
         """The rotation of the webhook server's certificate (``options.cert_rotation``)."""
         if self.options.cert_rotation is not None:
+            from etctl.runtime._cert_rotator import CertRotator  # noqa: PLC0415 - see webhook_server
+
             webhook = self.options.webhook
             self.cert_rotator = CertRotator(
                 client,
@@ -193,6 +194,19 @@ class Manager:
             readyz=self.readyz,
             secure=secure,
         )
+
+    @property
+    def webhook_server(self) -> WebhookServer:
+        """The webhook server, run when a webhook is registered (see :meth:`webhook`).
+
+        Made on first use: a manager that registers no webhook and rotates no certificate never
+        loads the server, the admission reviews or the certificate code.
+        """
+        if self._webhook_server is None:
+            from etctl.runtime._webhook_server import WebhookServer  # noqa: PLC0415
+
+            self._webhook_server = WebhookServer(self.options.webhook, clock=self.clock)
+        return self._webhook_server
 
     # -- setup
 
@@ -419,8 +433,8 @@ class Manager:
             self._webhook_tasks.append(
                 self._spawn(group, "cert-rotator", rotator.run, finishable=False)
             )
-        server = self.webhook_server
-        if server.active:
+        server = self._webhook_server
+        if server is not None and server.active:
             if "webhook" not in self.readyz.names:
                 self.readyz.add("webhook", server.check)
             self._webhook_tasks.append(

@@ -15,10 +15,9 @@ from pathlib import Path
 
 from etctl.errors import ConfigError
 from etctl.runtime._cache_options import CacheOptions
-from etctl.runtime._cert_rotator import CertRotation
 from etctl.runtime._health import parse_bind_address
 from etctl.runtime._lease import LeaderElectionConfig, default_identity
-from etctl.runtime._webhook_server import WebhookServerOptions
+from etctl.runtime._webhook_options import CertRotation, WebhookServerOptions
 
 __all__ = ["SERVICE_ACCOUNT_NAMESPACE", "ManagerOptions"]
 

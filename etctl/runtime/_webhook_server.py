@@ -28,11 +28,8 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-import tempfile
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from etctl.errors import ConfigError
@@ -41,6 +38,12 @@ from etctl.runtime import _metrics as metrics
 from etctl.runtime._certwatcher import CertWatcher
 from etctl.runtime._clock import Clock, RealClock
 from etctl.runtime._http_server import Listener, Request, Response, text
+from etctl.runtime._webhook_options import (
+    DEFAULT_CERT_DIR,
+    DEFAULT_WEBHOOK_PORT,
+    MAX_REQUEST_SIZE,
+    WebhookServerOptions,
+)
 
 if TYPE_CHECKING:
     from etctl.runtime._conversion_review import ConversionEndpoint
@@ -58,60 +61,11 @@ __all__ = [
 
 log = get_logger(__name__)
 
-DEFAULT_WEBHOOK_PORT = 9443
-"""controller-runtime's (and kubebuilder's) webhook port."""
-DEFAULT_CERT_DIR = Path(tempfile.gettempdir()) / "k8s-webhook-server" / "serving-certs"
-"""controller-runtime's default certificate directory."""
-MAX_REQUEST_SIZE = 7 * 1024 * 1024
-"""controller-runtime's limit on a review's size, in bytes."""
 CONVERSION_PATH = "/convert"
 """Where the conversion webhook of every kind is served (controller-runtime's path)."""
 
 WebhookHandler = Callable[[Request], Awaitable[Response]]
 """Serves one webhook path."""
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class WebhookServerOptions:
-    """Where and how the webhook server listens.
-
-    Attributes:
-        host: the interface to bind (``""``: every interface).
-        port: the port (9443; 0 picks a free one, for tests).
-        cert_dir: the directory of the serving certificate and key.
-        cert_name: the certificate's file in it (PEM, leaf first).
-        key_name: the key's file in it.
-        max_request_size: the largest request body accepted, in bytes.
-        timeout: seconds a request may take: sending it, its handler, taking the answer.
-        cert_wait_timeout: seconds to wait for a usable certificate before failing.
-    """
-
-    host: str = ""
-    port: int = DEFAULT_WEBHOOK_PORT
-    cert_dir: Path = DEFAULT_CERT_DIR
-    cert_name: str = "tls.crt"
-    key_name: str = "tls.key"
-    max_request_size: int = MAX_REQUEST_SIZE
-    timeout: float = 30.0
-    cert_wait_timeout: float = 300.0
-
-    def __post_init__(self) -> None:
-        if not 0 <= self.port <= 65535:
-            msg = f"the webhook port must be in 0-65535, got {self.port}"
-            raise ConfigError(msg)
-        if self.max_request_size <= 0 or self.timeout <= 0 or self.cert_wait_timeout <= 0:
-            msg = "max_request_size, timeout and cert_wait_timeout must be positive"
-            raise ConfigError(msg)
-
-    @property
-    def cert_path(self) -> Path:
-        """The serving certificate's file."""
-        return self.cert_dir / self.cert_name
-
-    @property
-    def key_path(self) -> Path:
-        """The serving key's file."""
-        return self.cert_dir / self.key_name
 
 
 class WebhookServer:

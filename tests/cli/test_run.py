@@ -134,12 +134,20 @@ async def test_run_serves_probes_reconciles_and_drains_on_sigterm(tmp_path: Path
             assert not lease["spec"].get("holderIdentity")
 
 
-_LOADED = (
-    "import atexit, sys\n"
-    "family = {'aiohttp', 'yarl', 'multidict'}\n"
-    "atexit.register(lambda: print('LOADED', sorted(m for m in sys.modules"
-    " if m.split('.')[0] in family), file=sys.stderr))"
-)
+def loaded_at_exit(*names: str) -> str:
+    """A prelude printing, as the process exits, which modules it loaded among ``names``.
+
+    A name stands for its package and every module under it.
+    """
+    return (
+        "import atexit, sys\n"
+        f"names = {sorted(names)!r}\n"
+        "atexit.register(lambda: print('LOADED', sorted(m for m in sys.modules"
+        " if any(m == n or m.startswith(n + '.') for n in names)), file=sys.stderr))"
+    )
+
+
+_LOADED = loaded_at_exit("aiohttp", "yarl", "multidict")
 
 
 async def test_the_operator_process_never_loads_aiohttp(tmp_path: Path) -> None:
@@ -172,6 +180,59 @@ async def test_the_operator_process_never_loads_aiohttp(tmp_path: Path) -> None:
             _, err = await asyncio.wait_for(process.communicate(), timeout=20)
     assert process.returncode == 0, err.decode()
     assert "LOADED []" in err.decode().splitlines()[-1]
+
+
+_WEBHOOK_CODE = (
+    "etctl._cert_rotation",
+    "etctl.common._admission",
+    "etctl.common._webhooks",
+    "etctl.runtime._admission",
+    "etctl.runtime._admission_handlers",
+    "etctl.runtime._cert_rotator",
+    "etctl.runtime._certwatcher",
+    "etctl.runtime._conversion",
+    "etctl.runtime._conversion_review",
+    "etctl.runtime._field_errors",
+    "etctl.runtime._jsonpatch",
+    "etctl.runtime._webhook_builder",
+    "etctl.runtime._webhook_config",
+    "etctl.runtime._webhook_server",
+)
+
+
+async def test_an_operator_without_webhooks_never_loads_their_code(tmp_path: Path) -> None:
+    """No webhook server, admission, conversion or certificate code without ``--webhooks``."""
+    async with (
+        cluster_target(tmp_path, crds=[crd_manifest(TFJOB)], namespace="team") as target,
+        client_of(target) as client,
+    ):
+        probes, metrics = free_port(), free_port()
+        async with etctl_process(
+            "run",
+            *_QUIET,
+            f"--kubeconfig={target.kubeconfig}",
+            f"--health-probe-bind-address=127.0.0.1:{probes}",
+            f"--metrics-bind-address=127.0.0.1:{metrics}",
+            "--metrics-secure=false",  # the test server authenticates no one
+            f"--namespace={target.namespace}",
+            "--jobs=tfjob",
+            prelude=loaded_at_exit(*_WEBHOOK_CODE),
+        ) as process:
+            await client.create(
+                TFJOBS, tfjob("plain", namespace=target.namespace, Worker=replica(1))
+            )
+            await eventually(
+                lambda: bool(target.storage.list(PODS, namespace=target.namespace).items),
+                timeout=20,
+            )
+            assert (await get(f"http://127.0.0.1:{probes}/readyz"))[0] == 200
+            status, text = await get(f"http://127.0.0.1:{metrics}/metrics")
+            assert status == 200
+            assert "# TYPE controller_runtime_reconcile_total counter" in text.splitlines()
+            process.send_signal(signal.SIGTERM)
+            _, err = await asyncio.wait_for(process.communicate(), timeout=20)
+    assert process.returncode == 0, err.decode()
+    assert err.decode().splitlines()[-1] == "LOADED []"
 
 
 @pytest.mark.etctl_hooks("its own server with the MPIJob and TrainingJob CRDs")
