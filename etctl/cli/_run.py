@@ -29,8 +29,6 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-import prometheus_client
-
 from etctl.cli._settings import RunSettings, SettingsError, add_run_arguments, settings_from
 from etctl.cli._webhook_settings import webhook_options
 from etctl.common import JobSettings, Registered, discover, setup_job_controller
@@ -243,7 +241,10 @@ def command(args: argparse.Namespace) -> int:
         configure(fmt=settings.log_format, level=settings.log_level)
         # controller-runtime exports no ``*_created`` series. The switch is process-wide, so the
         # binary flips it here; the library never does (an embedding program keeps its choice).
-        prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
+        # (Imported here: after etctl.runtime deferred the package, see its _metrics module.)
+        from prometheus_client.metrics import disable_created_metrics  # noqa: PLC0415
+
+        disable_created_metrics()  # type: ignore[no-untyped-call]
         asyncio.run(serve(settings, entries, handle_signals=True))
     except ConfigError as exc:
         return _usage_error(str(exc))

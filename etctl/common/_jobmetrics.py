@@ -15,7 +15,7 @@ counts nothing.
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Histogram
+from prometheus_client.metrics import Counter, Histogram
 
 from etctl.runtime import REGISTRY
 

@@ -13,7 +13,8 @@ controller-runtime serves its probes:
   for an unknown name. A set without checks serves ``ping``, which always passes.
 
 :class:`HttpServer` binds these and ``/metrics`` (the Prometheus exposition of
-:data:`etctl.runtime.REGISTRY`, OpenMetrics when asked for) on the manager's event loop. With
+:data:`etctl.runtime.REGISTRY`, OpenMetrics when asked for: :mod:`etctl.runtime._exposition`) on
+the manager's event loop. With
 :class:`SecureServing`, ``/metrics`` is served over HTTPS behind a guard (the manager's is
 controller-runtime's TokenReview and SubjectAccessReview filter), with a certificate from a
 directory or self-signed (:mod:`etctl.runtime._tls`), loaded or made at the first connection (the
@@ -34,12 +35,12 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from prometheus_client import CollectorRegistry
-from prometheus_client.exposition import choose_encoder
+from prometheus_client.registry import CollectorRegistry
 
 from etctl.errors import ConfigError
 from etctl.log import get_logger
 from etctl.runtime import _metrics as metrics
+from etctl.runtime._exposition import choose_encoder
 from etctl.runtime._http_server import (
     DEFAULT_TIMEOUT,
     Guard,

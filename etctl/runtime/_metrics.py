@@ -7,18 +7,23 @@ received by type, relists, watch restarts, objects cached, time of the last even
 All metrics live on :data:`REGISTRY`, not on prometheus-client's global default registry, so an
 application that embeds etctl keeps control of its own metrics. Components import the metric
 objects from here and never declare their own: one module is the inventory a golden test checks.
+This module is also where prometheus-client is first imported, its package deferred (below), so
+what the process loads of it is the metric types and the registry, never its servers.
 """
 
 from __future__ import annotations
 
-from prometheus_client import (
-    PLATFORM_COLLECTOR,
-    PROCESS_COLLECTOR,
-    CollectorRegistry,
-    Counter,
-    Gauge,
-    Histogram,
-)
+from etctl.runtime._deferred import defer
+
+# The package's __init__ imports every part of the library, its push-gateway client and HTTP
+# servers among them (about 1 MB of an idle operator); deferred, its modules import one by one, and
+# the package runs only if something reads a name from it (see etctl.runtime._deferred).
+defer("prometheus_client")
+
+from prometheus_client.metrics import Counter, Gauge, Histogram  # noqa: E402
+from prometheus_client.platform_collector import PLATFORM_COLLECTOR  # noqa: E402
+from prometheus_client.process_collector import PROCESS_COLLECTOR  # noqa: E402
+from prometheus_client.registry import CollectorRegistry  # noqa: E402
 
 __all__ = [
     "ACTIVE_WORKERS",

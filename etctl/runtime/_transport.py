@@ -43,11 +43,10 @@ import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import SplitResult, unquote, urlsplit
 
 import orjson
-from prometheus_client import Counter
 
 from etctl.errors import (
     ApiError,
@@ -72,6 +71,9 @@ from etctl.runtime._kubeconfig import ClusterConfig
 from etctl.runtime._metrics import REST_CLIENT_REQUESTS
 from etctl.runtime._target import Query, check_method, header_line, request_target
 from etctl.runtime._websocket import WebSocket, accept_key, handshake_headers
+
+if TYPE_CHECKING:
+    from prometheus_client.metrics import Counter
 
 __all__ = [
     "Query",
