@@ -212,8 +212,8 @@ _UNUSED = (
 async def test_an_operator_without_webhooks_never_loads_their_code(tmp_path: Path) -> None:
     """No webhook server, admission, conversion or certificate code without ``--webhooks``.
 
-    Nor prometheus-client's servers: the operator writes the exposition itself, so a scrape
-    loads them no more than the start does.
+    Nor prometheus-client's servers, nor urllib's HTTP client: the operator writes the
+    exposition and reads the proxy variables itself, so a scrape loads them no more than the start.
     """
     async with (
         cluster_target(tmp_path, crds=[crd_manifest(TFJOB)], namespace="team") as target,

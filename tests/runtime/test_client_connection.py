@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import datetime
+import os
+import urllib.request
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -16,7 +18,7 @@ from aiohttp import web
 
 from etctl.errors import RequestNotSent
 from etctl.runtime import CONFIGMAPS, PODS, Client, ClientOptions
-from etctl.runtime._transport import _no_proxy_matches, encode_body
+from etctl.runtime._transport import _environment_proxies, _no_proxy_matches, encode_body
 from etctl.testing._apiserver.tls import ServingCertificate, serving_certificate
 from tests.runtime.scripted import (
     InstantClock,
@@ -216,3 +218,25 @@ def test_body_encoding_covers_what_json_dumps_accepted() -> None:
     }
     with pytest.raises(TypeError):
         encode_body({"x": object()})
+
+
+@pytest.mark.parametrize(
+    "environ",
+    [
+        {},
+        {"HTTPS_PROXY": "http://upper:3128", "NO_PROXY": "10.0.0.0/8"},
+        {"HTTPS_PROXY": "http://upper:3128", "https_proxy": "http://lower:3128"},
+        {"HTTPS_PROXY": "http://upper:3128", "https_proxy": ""},  # the lower case unsets it
+        {"http_proxy": "http://p:1", "HTTP_PROXY": "http://q:2", "REQUEST_METHOD": "GET"},
+        {"HTTP_PROXY": "http://q:2", "REQUEST_METHOD": "GET", "Ftp_Proxy": "x", "PROXY": "y"},
+        {"all_proxy": "socks5://s:1080", "no_proxy": "", "NO_PROXY": "a,b"},
+    ],
+)
+def test_proxy_variables_are_read_as_python_reads_them(environ: dict[str, str]) -> None:
+    with pytest.MonkeyPatch.context() as patch:
+        for name in list(os.environ):
+            patch.delenv(name)
+        for name, value in environ.items():
+            patch.setenv(name, value)
+        expected = urllib.request.getproxies_environment()
+    assert _environment_proxies(environ) == expected
