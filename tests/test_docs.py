@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from etctl.common import discover
+from etctl.cli._registry import discover
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"

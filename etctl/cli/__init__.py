@@ -10,8 +10,9 @@
 
 In Python, :func:`run_sandbox` starts the same sandbox as ``etctl sandbox`` (with
 :class:`SandboxOptions`), hands a :class:`Sandbox` to your coroutine once the operator's caches
-have synced, and stops everything when it returns. They are loaded on first use, so ``etctl run``
-never imports the embedded API server.
+have synced, and stops everything when it returns; ``registry=`` chooses the job kinds it runs
+(a :class:`Registry`; :func:`discover` builds one from the ``etctl.jobs`` entry points). They are
+loaded on first use, so ``etctl run`` never imports the embedded API server.
 
 Exit statuses follow the usual conventions, always with a one-line message and never a traceback:
 
@@ -38,11 +39,22 @@ from etctl._version import __version__
 
 if TYPE_CHECKING:
     from etctl.cli._embedded import Sandbox, run_sandbox
+    from etctl.cli._registry import Registry, discover
     from etctl.cli._sandbox_options import SandboxOptions
 
-__all__ = ["Sandbox", "SandboxOptions", "build_parser", "main", "run_sandbox"]
+__all__ = [
+    "Registry",
+    "Sandbox",
+    "SandboxOptions",
+    "build_parser",
+    "discover",
+    "main",
+    "run_sandbox",
+]
 
 _LAZY = {
+    "Registry": "etctl.cli._registry",
+    "discover": "etctl.cli._registry",
     "Sandbox": "etctl.cli._embedded",
     "run_sandbox": "etctl.cli._embedded",
     "SandboxOptions": "etctl.cli._sandbox_options",
@@ -50,7 +62,7 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    """Load the sandbox's names on first use (they bring the embedded API server with them)."""
+    """Load the sandbox's and the registry's names on first use (the sandbox brings its server)."""
     module = _LAZY.get(name)
     if module is None:
         msg = f"module {__name__!r} has no attribute {name!r}"

@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from etctl.common import ENTRY_POINT_GROUP, check_manifests, discover, write_manifests
+from etctl.cli._crdfiles import check_manifests, write_manifests
+from etctl.cli._registry import ENTRY_POINT_GROUP, discover
 
 __all__ = ["add_parser", "command"]
 

@@ -35,9 +35,10 @@ from pathlib import Path
 from typing import Generic, TypeVar
 
 from etctl.cli._local_webhooks import install_webhooks, publish_endpoint
+from etctl.cli._registry import Registered, Registry, discover
 from etctl.cli._run import build_manager
 from etctl.cli._sandbox_options import OPERATOR_NAMESPACE, SandboxOptions
-from etctl.common import Registered, Registry, crd_manifest, discover
+from etctl.common import crd_manifest
 from etctl.log import get_logger
 from etctl.runtime import Client, Clock, Manager, RealClock
 from etctl.testing import (

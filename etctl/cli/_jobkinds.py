@@ -26,6 +26,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from etctl.cli._registry import Registered
 from etctl.common import (
     Capabilities,
     CustomResource,
@@ -34,7 +35,6 @@ from etctl.common import (
     JobState,
     MemberFields,
     PublishedFile,
-    Registered,
     ReplicatedJob,
 )
 from etctl.errors import ConfigError

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from etctl.common import dump_yaml
+from etctl.cli._crdfiles import dump_yaml
 
 __all__ = ["HEADER", "OPERATOR_NAME", "dump", "kustomization", "labels", "meta"]
 

@@ -17,6 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from etctl.cli._generated import check_files, write_files
+from etctl.cli._registry import discover
 from etctl.cli._render import (
     DEFAULT_IMAGE,
     OVERLAYS,
@@ -27,7 +29,6 @@ from etctl.cli._render import (
 )
 from etctl.cli._settings import GANG_SCHEDULERS
 from etctl.cli._values import parse_https_url, parse_list, parse_namespace
-from etctl.common import check_files, discover, write_files
 from etctl.errors import ConfigError
 
 __all__ = ["add_parser", "check", "command", "write"]

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from etctl._version import __version__
+from etctl.cli._crdfiles import render_manifests
 from etctl.cli._manifest_docs import OPERATOR_NAME as _NAME
 from etctl.cli._manifest_docs import dump as _dump
 from etctl.cli._manifest_docs import kustomization as _kustomization
@@ -69,7 +70,7 @@ from etctl.cli._render_webhooks import (
     webhook_volume,
 )
 from etctl.cli._userroles import KUBEFLOW_LABELS, ROLES, role_name, user_roles
-from etctl.common import CustomResource, JobPlugin, crd_manifest, render_manifests
+from etctl.common import CustomResource, JobPlugin, crd_manifest
 from etctl.errors import ConfigError
 
 __all__ = [

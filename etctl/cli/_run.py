@@ -29,9 +29,10 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from etctl.cli._registry import Registered, discover
 from etctl.cli._settings import RunSettings, SettingsError, add_run_arguments, settings_from
 from etctl.cli._webhook_settings import webhook_options
-from etctl.common import JobSettings, Registered, discover, setup_job_controller
+from etctl.common import JobSettings, setup_job_controller
 from etctl.errors import (
     CacheSyncError,
     ConfigError,

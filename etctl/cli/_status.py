@@ -38,8 +38,9 @@ from etctl.cli._feed import Feed
 from etctl.cli._jobkinds import JobKind, job_kinds, resolve, split_target
 from etctl.cli._jobview import Snapshot, snapshot
 from etctl.cli._observer import Observer, StepFailed, describe
+from etctl.cli._registry import discover
 from etctl.cli._timeline import Timeline
-from etctl.common import JOB_NAME, SCALEINS, SCALEOUTS, discover
+from etctl.common import JOB_NAME, SCALEINS, SCALEOUTS
 from etctl.errors import ConfigError, EtctlError, NotFound
 from etctl.runtime import CONFIGMAPS, EVENTS, PODS, Client, Clock, RealClock, objects
 

@@ -4,10 +4,9 @@
 change. A plugin describes its kind with the shared job API (:class:`ReplicaSpec`,
 :class:`RunPolicy`, :class:`JobStatus` and friends), implements :class:`JobPlugin` plus any
 one-method capabilities it needs (:class:`BuildsServices`, :class:`GatesCreation`,
-:class:`ScalesElastically`, ...), and is registered through the :data:`ENTRY_POINT_GROUP`
-entry point; :func:`setup_job_controller` wires it into a runtime ``Manager``. The facts every
-controller reads from a pod (:class:`PodView`) and the ScaleIn/ScaleOut API shared by elastic kinds
-are here too. See ``docs/plugins.md``.
+:class:`ScalesElastically`, ...), and is registered through the ``etctl.jobs`` entry
+point; :func:`setup_job_controller` wires it into a runtime ``Manager``. The ScaleIn/ScaleOut API
+shared by elastic kinds is here too. See ``docs/plugins.md``.
 """
 
 import importlib
@@ -61,20 +60,12 @@ from etctl.common._crd import (
     CustomResource,
     PrinterColumn,
     ScaleSubresource,
-    check_manifests,
     crd_manifest,
-    dump_yaml,
-    render_manifests,
-    write_manifests,
 )
 from etctl.common._gang import (
     SCHEDULER_PLUGINS,
     VOLCANO,
     scheduler_for,
-)
-from etctl.common._generated import (
-    check_files,
-    write_files,
 )
 from etctl.common._jobcontroller import (
     JobController,
@@ -133,12 +124,6 @@ from etctl.common._quantities import (
     format_quantity,
     parse_quantity,
 )
-from etctl.common._registry import (
-    ENTRY_POINT_GROUP,
-    Registered,
-    Registry,
-    discover,
-)
 from etctl.common._restarts import (
     FailureAction,
     failure_action,
@@ -184,7 +169,6 @@ from etctl.common._validation import (
 from etctl.common._wiring import (
     DEFAULT_JOB_WORKERS,
     setup_job_controller,
-    setup_job_controllers,
 )
 
 if TYPE_CHECKING:
@@ -221,7 +205,6 @@ __all__ = [
     "DEFAULT_JOB_WORKERS",
     "DeclaresRBAC",
     "DesiredObject",
-    "ENTRY_POINT_GROUP",
     "EXEC_DURATION",
     "ElasticWorkersStatus",
     "Elasticity",
@@ -269,8 +252,6 @@ __all__ = [
     "REPLICA_INDEX",
     "REPLICA_TYPE",
     "Recorder",
-    "Registered",
-    "Registry",
     "ReplicaRef",
     "ReplicaSpec",
     "ReplicaStatus",
@@ -297,11 +278,7 @@ __all__ = [
     "Verdict",
     "WORKER_FIELDS",
     "canonical_keys",
-    "check_files",
-    "check_manifests",
     "crd_manifest",
-    "discover",
-    "dump_yaml",
     "failure_action",
     "first_container_name",
     "format_quantity",
@@ -321,13 +298,11 @@ __all__ = [
     "pod_containers",
     "pods_created",
     "progress_first",
-    "render_manifests",
     "replica_labels",
     "scaler_targets",
     "scheduler_for",
     "set_condition",
     "setup_job_controller",
-    "setup_job_controllers",
     "setup_job_webhooks",
     "slot_name",
     "to_timestamp",
@@ -340,6 +315,4 @@ __all__ = [
     "validate_scaleout",
     "validate_scaler_update",
     "validate_scaling_bounds",
-    "write_files",
-    "write_manifests",
 ]

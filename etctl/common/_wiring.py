@@ -18,8 +18,7 @@ named ``<kind>-controller``) and registers a controller with these watches:
 Every informer comes from the manager's shared cache, and the controller waits for all of them
 before it reconciles: a resource that cannot be listed (a PodGroup CRD that is not installed while
 gang scheduling is configured, RBAC that forbids it) makes the manager fail at start with the
-reason, never idle silently. :func:`setup_job_controllers` does this for every plugin of a
-registry (or the ones named).
+reason, never idle silently.
 
 An elastic plugin (:class:`~etctl.common.ScalesElastically`) also gets its scaling machinery
 (:func:`~etctl.common._scaling.wiring.setup_scaling`), and a plugin with controllers of its own
@@ -28,17 +27,15 @@ An elastic plugin (:class:`~etctl.common.ScalesElastically`) also gets its scali
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from etctl.common._jobcontroller import JobController
 from etctl.common._plugin import JobPlugin, JobSettings
 from etctl.common._priority import progress_first
-from etctl.common._registry import Registry
 from etctl.common._scaling.wiring import setup_scaling
 from etctl.runtime import EnqueueRequestsFromMapFunc, Manager, ObjectView, Request
 
-__all__ = ["DEFAULT_JOB_WORKERS", "setup_job_controller", "setup_job_controllers"]
+__all__ = ["DEFAULT_JOB_WORKERS", "setup_job_controller"]
 
 DEFAULT_JOB_WORKERS = 16
 """Jobs of one kind reconciled at once by default.
@@ -111,33 +108,3 @@ def setup_job_controller(
     if capabilities.controllers is not None:
         capabilities.controllers.setup_controllers(manager, controller.settings)
     return controller
-
-
-def setup_job_controllers(
-    manager: Manager,
-    registry: Registry,
-    *,
-    names: Iterable[str] | None = None,
-    settings: JobSettings | None = None,
-    max_concurrent_reconciles: int = DEFAULT_JOB_WORKERS,
-    reconcile_timeout: float | None = None,
-) -> list[JobController[Any]]:
-    """Set up the JobController of every plugin in ``registry`` (or of those ``names``).
-
-    Raises:
-        ConfigError: a named kind is unknown or has no controller plugin.
-    """
-    controllers = []
-    for entry in registry.plugins(names):
-        assert entry.plugin is not None  # plugins() returns controller entries only
-        controllers.append(
-            setup_job_controller(
-                manager,
-                entry.plugin,
-                settings=settings,
-                name=entry.name,
-                max_concurrent_reconciles=max_concurrent_reconciles,
-                reconcile_timeout=reconcile_timeout,
-            )
-        )
-    return controllers

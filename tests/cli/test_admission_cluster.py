@@ -22,10 +22,10 @@ import pytest
 import yaml
 
 from etctl.cli._manifest_docs import labels
+from etctl.cli._registry import discover
 from etctl.cli._render_webhooks import webhook_configuration_documents
 from etctl.cli._run import build_manager
 from etctl.cli._settings import RunSettings
-from etctl.common import discover
 from etctl.errors import NotFound
 from etctl.runtime import (
     MUTATING_WEBHOOK_CONFIGURATIONS,

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from etctl.cli._jobkinds import JobKind, job_kinds, resolve, split_target
-from etctl.common import PublishedFile, Registry, discover
+from etctl.cli._registry import Registry, discover
+from etctl.common import PublishedFile
 from etctl.errors import ConfigError
 from etctl.jobs.tfjob import TFJOB
 from etctl.jobs.trainingjob import TrainingJobPlugin

@@ -5,7 +5,7 @@ import yaml
 
 from etctl.cli import _manifests as manifests_command
 from etctl.cli import main
-from etctl.common import Registry
+from etctl.cli._registry import Registry
 from etctl.jobs.tfjob._api import TFJOB
 
 

@@ -33,10 +33,11 @@ import pytest
 import yaml
 
 from etctl.cli._local_webhooks import publish_endpoint
+from etctl.cli._registry import discover
 from etctl.cli._render import ManifestOptions, render_stream
 from etctl.cli._run import build_manager, serve
 from etctl.cli._settings import RunSettings
-from etctl.common import SCALEINS, SCALEOUTS, discover
+from etctl.common import SCALEINS, SCALEOUTS
 from etctl.errors import CacheSyncError, Forbidden, Invalid, NotFound
 from etctl.jobs.mpijob import MPIJOB, MPIJOBS
 from etctl.jobs.tfjob._api import TFJOBS

@@ -6,8 +6,10 @@ from typing import Any
 import pytest
 import yaml
 
+from etctl.cli._crdfiles import render_manifests
+from etctl.cli._registry import discover
 from etctl.cli._render import DEFAULT_IMAGE, ManifestOptions, render, render_stream
-from etctl.common import CustomResource, discover, render_manifests
+from etctl.common import CustomResource
 from etctl.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]

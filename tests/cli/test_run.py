@@ -18,9 +18,10 @@ import yaml
 
 from etctl.cli import _run as run_command
 from etctl.cli import main
+from etctl.cli._registry import Registry, discover
 from etctl.cli._run import serve
 from etctl.cli._settings import OPTIONS, RunSettings
-from etctl.common import Registry, crd_manifest, discover
+from etctl.common import crd_manifest
 from etctl.errors import CacheSyncError
 from etctl.jobs.mpijob import MPIJOB, MPIJobPlugin
 from etctl.jobs.tfjob._api import TFJOB, TFJOBS

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from etctl.cli import Sandbox, SandboxOptions, run_sandbox
-from etctl.common import discover
+from etctl.cli._registry import discover
 from etctl.runtime import CRDS
 from tests._kubectl import kubectl, kubectl_apply
 from tests.examples._files import FILES, load, resource_of

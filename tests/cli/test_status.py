@@ -21,9 +21,9 @@ import yaml
 from etctl.cli import Sandbox, run_sandbox
 from etctl.cli._describe import describe_job
 from etctl.cli._jobkinds import job_kinds, resolve
+from etctl.cli._registry import discover
 from etctl.cli._sandbox_options import SandboxOptions
 from etctl.cli._status import EXIT_TIMED_OUT, read_job, watch_job
-from etctl.common import discover
 from etctl.errors import ConfigError
 from etctl.jobs.tfjob import TFJOBS
 from etctl.jobs.trainingjob import SCALEOUTS, TRAININGJOBS

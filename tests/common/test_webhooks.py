@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from etctl.common import discover, setup_job_webhooks
+from etctl.cli._registry import discover
+from etctl.common import setup_job_webhooks
 from etctl.runtime import WebhookServer, WebhookServerOptions
 
 

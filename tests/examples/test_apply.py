@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from etctl.common import discover
+from etctl.cli._registry import discover
 from etctl.runtime import CRDS, PatchType, objects
 from etctl.testing import ApiServer, cluster_target
 from tests._kubectl import kubectl

@@ -8,9 +8,9 @@ model, printer columns and subresources); :func:`crd_manifest` turns it into an
     etctl crds [manifests/base/crds]          # write one YAML file per CRD
     etctl crds --check [manifests/base/crds]  # exit 1 if the files are stale
 
-The resources come from the job plugin registry (:mod:`etctl.common._registry`, the ``etctl.jobs``
-entry-point group): every registered kind's ``custom_resources``, so a third-party job package gets
-its CRDs generated the same way.
+The CLI renders, writes and checks those files (``etctl.cli._crdfiles``) for every kind of the
+job plugin registry (the ``etctl.jobs`` entry-point group): every registered kind's
+``custom_resources``, so a third-party job package gets its CRDs generated the same way.
 
 Invariants checked when a description is built or rendered, so a broken CRD never reaches a
 cluster: names are valid and lower-case, exactly one version is the storage version, printer
@@ -18,14 +18,7 @@ columns and scale-subresource paths point at schema fields of the right type, an
 structural.
 """
 
-from etctl.common._crd.files import (
-    check_manifests,
-    dump_yaml,
-    render_manifests,
-    write_manifests,
-)
 from etctl.common._crd.resource import (
-    ENTRY_POINT_GROUP,
     CRDVersion,
     CustomResource,
     PrinterColumn,
@@ -35,15 +28,10 @@ from etctl.common._crd.resource import (
 from etctl.common._openapi import openapi_schema
 
 __all__ = [
-    "ENTRY_POINT_GROUP",
     "CRDVersion",
     "CustomResource",
     "PrinterColumn",
     "ScaleSubresource",
-    "check_manifests",
     "crd_manifest",
-    "dump_yaml",
     "openapi_schema",
-    "render_manifests",
-    "write_manifests",
 ]

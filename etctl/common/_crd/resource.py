@@ -25,16 +25,12 @@ from etctl.errors import ConfigError
 from etctl.runtime import Resource
 
 __all__ = [
-    "ENTRY_POINT_GROUP",
     "CRDVersion",
     "CustomResource",
     "PrinterColumn",
     "ScaleSubresource",
     "crd_manifest",
 ]
-
-ENTRY_POINT_GROUP = "etctl.jobs"
-"""The entry-point group of job kinds (:mod:`etctl.common._registry`), whose CRDs are generated."""
 
 _DNS_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")

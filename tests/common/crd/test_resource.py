@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import yaml
 
-from etctl.common import discover
+from etctl.cli._registry import discover
 from etctl.common._crd import (
     CRDVersion,
     CustomResource,

@@ -3,7 +3,8 @@ from typing import Any
 
 import pytest
 
-from etctl.common import Capabilities, JobPlugin, ReplicaRef, SyncPolicy, discover
+from etctl.cli._registry import discover
+from etctl.common import Capabilities, JobPlugin, ReplicaRef, SyncPolicy
 from etctl.jobs.trainingjob._api import TrainingJob
 from etctl.jobs.trainingjob._plugin import TrainingJobPlugin
 from etctl.runtime import CONFIGMAPS, ROLEBINDINGS, ROLES, SECRETS, SERVICEACCOUNTS

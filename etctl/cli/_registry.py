@@ -29,11 +29,13 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any
 
-from etctl.common._crd import ENTRY_POINT_GROUP, CustomResource
-from etctl.common._plugin import Capabilities, JobPlugin
+from etctl.common import Capabilities, CustomResource, JobPlugin
 from etctl.errors import ConfigError
 
 __all__ = ["ENTRY_POINT_GROUP", "Registered", "Registry", "discover"]
+
+ENTRY_POINT_GROUP = "etctl.jobs"
+"""The entry-point group job kinds register under (built-in kinds as third-party ones)."""
 
 
 @dataclass(frozen=True, slots=True)

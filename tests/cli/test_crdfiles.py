@@ -7,13 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from etctl.common import discover
-from etctl.common._crd import (
-    check_manifests,
-    crd_manifest,
-    render_manifests,
-    write_manifests,
-)
+from etctl.cli._crdfiles import check_manifests, render_manifests, write_manifests
+from etctl.cli._registry import discover
+from etctl.common import crd_manifest
 from etctl.errors import ConfigError
 from tests.common.crd._widget import widget
 from tests.schema_support import CRD_DIR

@@ -3,7 +3,7 @@
 One YAML file per CRD (``<group>_<plural>.yaml``), each starting with a header that marks it as
 generated; :func:`check_manifests` reports files that differ from the generator's output and
 generated files no registered kind produces any more, and leaves other files alone. The kinds come
-from the job plugin registry (:mod:`etctl.common._registry`, the ``etctl.jobs`` entry-point group),
+from the job plugin registry (:mod:`etctl.cli._registry`, the ``etctl.jobs`` entry-point group),
 so a third-party job package gets its CRDs generated the same way.
 """
 
@@ -15,8 +15,8 @@ from typing import Any
 
 import yaml
 
-from etctl.common._crd.resource import CustomResource, crd_manifest
-from etctl.common._generated import check_files, write_files
+from etctl.cli._generated import check_files, write_files
+from etctl.common import CustomResource, crd_manifest
 from etctl.errors import ConfigError
 
 __all__ = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from etctl.common import Registry, discover
+from etctl.cli._registry import Registry, discover
 from etctl.errors import ConfigError
 from etctl.jobs.trainingjob import CUSTOM_RESOURCES as TRAININGJOB_CRDS
 from tests.common.simplejob import SIMPLEJOB, SimpleJobPlugin
