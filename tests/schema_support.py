@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from etctl._apimachinery.validator import validate_object
 from etctl.common import CustomResource, crd_manifest
 from etctl.errors import Invalid
 from etctl.runtime import Client, KubeObject, Resource
@@ -49,6 +50,11 @@ def as_created(document: dict[str, Any]) -> dict[str, Any]:
     if not metadata.get("name"):
         metadata["name"] = metadata.get("generateName", "") + "x7k2q"
     return out
+
+
+def conformance_problems(document: Mapping[str, Any], schema: Mapping[str, Any]) -> list[str]:
+    """Where ``document`` breaks a CRD's schema, as the API server's validation words it."""
+    return [str(error) for error in validate_object(document, schema)]
 
 
 def crd_schema(resource: CustomResource) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+from etctl._apimachinery.quantity import amount as quantity_amount
 from etctl.cli._sandbox_options import DEMO_KINDS, DemoOptions, SandboxOptions
 from etctl.cli._values import (
     parse_bind_address,
@@ -21,7 +22,6 @@ from etctl.cli._values import (
     parse_port,
     parse_positive_int,
 )
-from etctl.common import parse_quantity
 
 __all__ = [
     "add_sandbox_arguments",
@@ -61,7 +61,7 @@ def parse_delay(text: str) -> float:
 def parse_resource_quantity(text: str) -> str:
     """A positive resource quantity (``8``, ``7500m``, ``32Gi``), returned as written."""
     value = text.strip()
-    amount, _ = parse_quantity(value)
+    amount = quantity_amount(value)
     if amount <= 0:
         msg = f"{text!r} must be more than zero"
         raise ValueError(msg)

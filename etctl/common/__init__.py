@@ -119,11 +119,6 @@ from etctl.common._plugin import (
 from etctl.common._priority import (
     progress_first,
 )
-from etctl.common._quantities import (
-    QuantityError,
-    format_quantity,
-    parse_quantity,
-)
 from etctl.common._restarts import (
     FailureAction,
     failure_action,
@@ -247,7 +242,6 @@ __all__ = [
     "PublishedFile",
     "PublishesFiles",
     "Quantity",
-    "QuantityError",
     "REPLICA_BOUNDS",
     "REPLICA_INDEX",
     "REPLICA_TYPE",
@@ -281,7 +275,6 @@ __all__ = [
     "crd_manifest",
     "failure_action",
     "first_container_name",
-    "format_quantity",
     "format_timestamp",
     "get_condition",
     "is_dns1123_label",
@@ -292,7 +285,6 @@ __all__ = [
     "json_size",
     "member_index",
     "openapi_schema",
-    "parse_quantity",
     "phase_of",
     "planned",
     "pod_containers",

@@ -29,7 +29,6 @@ from pydantic import BeforeValidator, ConfigDict, Field, PlainValidator, WithJso
 from pydantic_core import PydanticCustomError
 
 from etctl.common._meta import (
-    QUANTITY_PATTERN,
     Int32,
     Int64,
     KubeModel,
@@ -47,7 +46,6 @@ from etctl.common._meta import (
 __all__ = [
     "MANAGED_BY_IMMUTABLE",
     "MANAGED_BY_KEPT",
-    "QUANTITY_PATTERN",
     "REPLICA_BOUNDS",
     "CleanPodPolicy",
     "ConditionStatus",

@@ -31,8 +31,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from etctl._apimachinery.quantity import QuantityError, ResourceList
 from etctl.common._api import RunPolicy, pod_containers
-from etctl.common._quantities import QuantityError, ResourceList
 from etctl.errors import ConfigError
 from etctl.runtime import KubeObject, ObjectView, Resource
 

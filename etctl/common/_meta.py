@@ -30,8 +30,9 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from etctl._apimachinery import quantity
+
 __all__ = [
-    "QUANTITY_PATTERN",
     "Int32",
     "Int64",
     "KubeModel",
@@ -114,19 +115,13 @@ Int32 = Annotated[int, WithJsonSchema({"type": "integer", "format": "int32"})]
 Int64 = Annotated[int, WithJsonSchema({"type": "integer", "format": "int64"})]
 """An integer the Go types declare as ``int64``."""
 
-QUANTITY_PATTERN = (
-    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
-    r"(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
-)
-"""The syntax of a resource quantity (``500m``, ``2Gi``, ``1e3``)."""
-
 Quantity = Annotated[
     int | str,
     WithJsonSchema(
         {
             "anyOf": [{"type": "integer"}, {"type": "string"}],
             "x-kubernetes-int-or-string": True,
-            "pattern": QUANTITY_PATTERN,
+            "pattern": quantity.PATTERN,
         }
     ),
 ]

@@ -14,10 +14,10 @@ converter here bridges the two:
   default only serves lenient parsing sets ``json_schema_extra={"default": None}`` to keep that
   default out of the schema.
 
-:func:`~etctl.common._structural.structural_problems` then checks the result the way the API server
-does before it accepts a CRD (every node typed, junctors only carrying value validations, no
-forbidden keywords, defaults that conform), so a schema that would be rejected fails at generation
-time, not at install time.
+The result is then checked by the same rules the embedded API server applies before it accepts a
+CRD (:mod:`etctl._apimachinery.structural`: every node typed, junctors only carrying value
+validations, no forbidden keywords, defaults that conform), plus etctl's own (no ``title``), so a
+schema that would be rejected fails at generation time, not at install time.
 
 :class:`KnownKeys` describes a map with well-known keys (``tfReplicaSpecs``) as an object with one
 property per key, each with its own schema, while keeping other keys for the controller to report.
@@ -35,10 +35,11 @@ from pydantic import BaseModel, GetJsonSchemaHandler
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
-from etctl.common._structural import INT_OR_STRING, JUNCTORS, structural_problems
+from etctl._apimachinery.schemapath import INT_OR_STRING, JUNCTORS
+from etctl._apimachinery.structural import structural_errors
 from etctl.errors import ConfigError
 
-__all__ = ["KnownKeys", "openapi_schema", "schema_at"]
+__all__ = ["KnownKeys", "openapi_schema", "schema_at", "schema_problems"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,11 +88,41 @@ def openapi_schema(model: type[BaseModel]) -> dict[str, Any]:
     schema: dict[str, Any] = json.loads(
         json.dumps(_Converter(defs).convert(raw, model.__name__, ()))
     )
-    problems = structural_problems(schema)
+    problems = schema_problems(schema, root=False)
     if problems:
         msg = f"{model.__name__}: the generated schema is not structural: " + "; ".join(problems)
         raise ConfigError(msg)
     return schema
+
+
+def schema_problems(schema: Mapping[str, Any], *, root: bool = True) -> list[str]:
+    """Why the API server would refuse ``schema`` in a CRD, plus etctl's own rule (no titles).
+
+    Args:
+        schema: a version's ``openAPIV3Schema``, or the schema of one model.
+        root: ``schema`` is a version's root; False checks it as a field's schema, so the rules
+            that hold only at a CRD's root (on ``metadata``, ``apiVersion`` and ``kind``) are not
+            applied to a model that will sit below it.
+    """
+    if root:
+        return structural_errors(schema) + _titles(schema, "openAPIV3Schema")
+    field = "openAPIV3Schema.properties[model]"
+    wrapped = {"type": "object", "properties": {"model": schema}}
+    found = structural_errors(wrapped) + _titles(schema, field)
+    return [problem.replace(field, "<model>", 1) for problem in found]
+
+
+def _titles(node: Any, path: str) -> list[str]:
+    """Etctl's own schema rule: no ``title`` anywhere (pydantic's titles say nothing to users)."""
+    if isinstance(node, list):
+        return [p for i, item in enumerate(node) for p in _titles(item, f"{path}[{i}]")]
+    if not isinstance(node, Mapping):
+        return []
+    found = [f"{path}.title: etctl keeps titles out of its CRDs"] if "title" in node else []
+    for key, value in node.items():
+        if key not in ("default", "enum", "example"):
+            found.extend(_titles(value, f"{path}.{key}"))
+    return found
 
 
 class _Converter:

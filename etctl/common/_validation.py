@@ -22,13 +22,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from etctl.common._api import (
-    QUANTITY_PATTERN,
-    ReplicaSpec,
-    ReplicatedJob,
-    RunPolicy,
-    pod_containers,
-)
+from etctl._apimachinery import quantity
+from etctl.common._api import ReplicaSpec, ReplicatedJob, RunPolicy, pod_containers
 from etctl.common._conditions import is_finished
 
 __all__ = [
@@ -50,7 +45,6 @@ _DNS1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 _DNS1123 = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _DNS1123_SUBDOMAIN_MAX_LENGTH = 253
-_QUANTITY = re.compile(QUANTITY_PATTERN)
 
 
 def is_dns1035_label(value: str) -> bool:
@@ -195,12 +189,11 @@ def validate_run_policy(policy: RunPolicy, *, path: str = "spec.runPolicy") -> l
     timeout = scheduling.schedule_timeout_seconds
     if timeout is not None and timeout < 0:
         problems.append(f"{where}.scheduleTimeoutSeconds: {timeout} is negative")
-    for resource, quantity in (scheduling.min_resources or {}).items():
-        if isinstance(quantity, str) and not _QUANTITY.fullmatch(quantity):
-            problems.append(
-                f"{where}.minResources.{resource}: {quantity!r} is not a quantity "
-                "(for example 4, 500m or 2Gi)"
-            )
+    for resource, amount in (scheduling.min_resources or {}).items():
+        try:
+            quantity.amount(amount)
+        except quantity.QuantityError as exc:
+            problems.append(f"{where}.minResources.{resource}: {exc}")
     return problems
 
 

@@ -14,9 +14,8 @@ from etctl.cli._demo_manifests import (
     trainingjob_manifest,
 )
 from etctl.common import SCALEIN, SCALEOUT, ScaleIn, ScaleOut, validate_scalein, validate_scaleout
-from etctl.common._structural import conformance_problems
 from etctl.jobs.trainingjob._api import TRAININGJOB, TrainingJob, validate_trainingjob
-from tests.schema_support import crd_schema
+from tests.schema_support import conformance_problems, crd_schema
 
 
 def test_the_trainingjob_is_valid_and_elastic() -> None:

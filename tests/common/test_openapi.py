@@ -5,7 +5,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from etctl.common import Int32, KubeModel, Quantity, ReplicaSpec
-from etctl.common._openapi import KnownKeys, openapi_schema, schema_at
+from etctl.common._openapi import KnownKeys, openapi_schema, schema_at, schema_problems
 from etctl.errors import ConfigError
 
 
@@ -171,8 +171,24 @@ def test_non_structural_results_are_rejected() -> None:
     class BadDefault(KubeModel):
         name: str = Field(default="", json_schema_extra={"minLength": 1})
 
-    with pytest.raises(ConfigError, match="default '' does not conform"):
+    with pytest.raises(ConfigError, match=r"default: Invalid value.*at least 1 chars long"):
         openapi_schema(BadDefault)
+
+
+def test_schemas_are_judged_by_the_servers_rules_plus_no_titles() -> None:
+    untyped = {"type": "object", "properties": {"a": {}}, "title": "T"}
+    assert schema_problems(untyped, root=False) == [
+        "<model>.properties[a].type: Required value: must not be empty for specified object fields",
+        "<model>.title: etctl keeps titles out of its CRDs",
+    ]
+    labels = {"type": "object", "properties": {"labels": {"type": "object"}}}
+    at_root = {"type": "object", "properties": {"metadata": labels}}
+    # metadata is restricted at a CRD's root only, not in a model that will sit below it
+    assert schema_problems(at_root, root=False) == []
+    assert schema_problems(at_root) == [
+        "openAPIV3Schema.properties[metadata]: Forbidden: must not specify anything other than "
+        "name and generateName, but metadata is implicitly specified"
+    ]
 
 
 def test_inlined_nodes_are_not_shared(tree: dict[str, Any]) -> None:

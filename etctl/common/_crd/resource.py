@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from etctl.common._openapi import openapi_schema, schema_at
+from etctl.common._openapi import openapi_schema, schema_at, schema_problems
 from etctl.errors import ConfigError
 from etctl.runtime import Resource
 
@@ -246,6 +246,7 @@ def _version_manifest(resource: CustomResource, version: CRDVersion) -> dict[str
     ]
     if version.scale and not version.status_subresource:
         problems.append("a scale subresource needs the status subresource")
+    problems.extend(schema_problems(schema))
     found = [problem for problem in problems if problem]
     if found:
         raise ConfigError(f"{where}: " + "; ".join(found))

@@ -17,7 +17,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from etctl.testing._apiserver._gofmt import go_json, go_quote, go_v
+from etctl._apimachinery.gofmt import go_json, go_quote, go_v
 
 __all__ = [
     "Element",

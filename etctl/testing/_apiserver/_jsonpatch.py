@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Final
 
-from etctl.testing._apiserver._gofmt import go_json, go_type_name
+from etctl._apimachinery.gofmt import go_json, go_type_name
 from etctl.testing._apiserver._patcherror import MISSING, PatchError, bad_request
 
 __all__ = ["MAX_JSON_PATCH_OPERATIONS", "apply_json_patch"]

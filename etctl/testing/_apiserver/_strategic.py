@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from etctl._apimachinery.gofmt import go_type_name, go_v
 from etctl.runtime import KubeObject
-from etctl.testing._apiserver._gofmt import go_type_name, go_v
 from etctl.testing._apiserver._patcherror import MISSING, PatchError, bad_request, unclassified
 from etctl.testing._apiserver.patchmeta import FieldMeta, meta_for_kind
 

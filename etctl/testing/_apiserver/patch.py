@@ -27,8 +27,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from etctl._apimachinery.gofmt import go_json, go_quote
 from etctl.runtime import KubeObject
-from etctl.testing._apiserver._gofmt import go_json, go_quote
 from etctl.testing._apiserver._jsonpatch import MAX_JSON_PATCH_OPERATIONS, apply_json_patch
 from etctl.testing._apiserver._patcherror import PatchError, bad_request
 from etctl.testing._apiserver._strategic import apply_strategic_merge_patch

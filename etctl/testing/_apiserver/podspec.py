@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping
 from fractions import Fraction
 from typing import Any
 
-from etctl.testing._apiserver import quantity
+from etctl._apimachinery import quantity
 from etctl.testing._apiserver.status import Cause
 from etctl.testing._apiserver.strategy import field_path, mapping
 from etctl.testing._apiserver.validation import (

@@ -26,10 +26,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from etctl.testing._apiserver._defaulting import apply_defaults, prune
-from etctl.testing._apiserver._structural import structural_errors, structural_field_errors
-from etctl.testing._apiserver._validator import validate_object
-from etctl.testing._apiserver.fielderror import FieldError
+from etctl._apimachinery.defaulting import apply_defaults, prune
+from etctl._apimachinery.fielderror import FieldError
+from etctl._apimachinery.structural import structural_errors, structural_field_errors
+from etctl._apimachinery.validator import validate_object
 
 __all__ = [
     "FieldError",

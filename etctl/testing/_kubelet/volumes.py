@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from etctl._apimachinery.quantity import amount as parse_quantity
 from etctl.runtime import ObjectView, objects
 from etctl.testing._apiserver.strategy import mapping
-from etctl.testing._kubelet.quantity import parse_quantity
 from etctl.testing._kubelet.vfs import FileMeta
 
 __all__ = [

@@ -15,7 +15,7 @@ from etctl.common._crd import (
     ScaleSubresource,
     crd_manifest,
 )
-from etctl.common._structural import structural_problems
+from etctl.common._openapi import schema_problems
 from etctl.errors import ConfigError
 from etctl.runtime import Resource
 from tests.common.crd._widget import Widget, widget
@@ -203,7 +203,7 @@ def walk(node: Any, path: str = "") -> list[tuple[str, dict[str, Any]]]:
 def test_every_generated_schema_is_structural(resource: CustomResource) -> None:
     for version in crd_manifest(resource)["spec"]["versions"]:
         schema = version["schema"]["openAPIV3Schema"]
-        assert structural_problems(schema) == []
+        assert schema_problems(schema) == []
         text = yaml.safe_dump(schema)
         assert "$ref" not in text
         assert "$defs" not in text

@@ -22,7 +22,6 @@ from etctl.common._scaling.api import (
     validate_scalein,
     validate_scaleout,
 )
-from etctl.common._structural import conformance_problems
 from etctl.common._validation import parse_problems
 from etctl.runtime import Resource
 from etctl.testing import ClusterTarget
@@ -31,6 +30,7 @@ from tests.schema_support import (
     admitted,
     apply_defaults,
     as_created,
+    conformance_problems,
     crd_schema,
     load_document,
     load_yaml,
@@ -202,11 +202,11 @@ def test_wrongly_typed_scalers_do_not_parse() -> None:
 @pytest.mark.parametrize(
     ("to_delete", "problem"),
     [
-        ({"count": 1, "podNames": ["w-1"]}, "matches 2 of the oneOf alternatives"),
-        ({}, "matches 0 of the oneOf alternatives"),
-        ({"count": 0}, "below the minimum 1"),
-        ({"podNames": []}, "needs at least 1 item(s)"),
-        ({"podNames": [""]}, "shorter than 1 character(s)"),
+        ({"count": 1, "podNames": ["w-1"]}, "Found 2 valid alternatives"),
+        ({}, "Found none valid"),
+        ({"count": 0}, "should be greater than or equal to 1"),
+        ({"podNames": []}, "should have at least 1 items"),
+        ({"podNames": [""]}, "should be at least 1 chars long"),
     ],
 )
 def test_scale_in_schema_rejects_bad_requests(to_delete: dict[str, Any], problem: str) -> None:
@@ -218,18 +218,21 @@ def test_scale_in_schema_rejects_bad_requests(to_delete: dict[str, Any], problem
 @pytest.mark.parametrize(
     ("spec", "problem"),
     [
-        ({"selector": {"name": "elastic"}}, "spec.toAdd: required"),
-        ({"toAdd": {"count": 1}}, "spec.selector: required"),
-        ({"selector": {"name": ""}, "toAdd": {"count": 1}}, "shorter than 1 character(s)"),
-        ({"selector": {"name": "e"}, "toAdd": {}}, "spec.toAdd.count: required"),
-        ({"selector": {"name": "e"}, "toAdd": {"count": 1}, "timeout": 0}, "below the minimum 1"),
+        ({"selector": {"name": "elastic"}}, "spec.toAdd: Required value"),
+        ({"toAdd": {"count": 1}}, "spec.selector: Required value"),
+        ({"selector": {"name": ""}, "toAdd": {"count": 1}}, "should be at least 1 chars long"),
+        ({"selector": {"name": "e"}, "toAdd": {}}, "spec.toAdd.count: Required value"),
+        (
+            {"selector": {"name": "e"}, "toAdd": {"count": 1}, "timeout": 0},
+            "should be greater than or equal to 1",
+        ),
         (
             {"selector": {"name": "e"}, "toAdd": {"count": 1}, "env": [{"value": "x"}]},
-            "spec.env[0].name: required",
+            "spec.env[0].name: Required value",
         ),
         (
             {"selector": {"name": "e"}, "toAdd": {"count": 1}, "env": [{"name": "A-B"}]},
-            "does not match",
+            "should match",
         ),
     ],
 )

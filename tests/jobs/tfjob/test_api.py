@@ -5,7 +5,6 @@ from typing import Any
 import pytest
 
 from etctl.common import CleanPodPolicy, RestartPolicy, crd_manifest
-from etctl.common._structural import conformance_problems
 from etctl.jobs.tfjob._api import (
     TFJOB,
     TFJOBS,
@@ -20,6 +19,7 @@ from tests.schema_support import (
     admitted,
     apply_defaults,
     as_created,
+    conformance_problems,
     crd_schema,
     load_yaml,
     refused,
@@ -167,21 +167,33 @@ def test_validation_reports_run_policy_problems() -> None:
 
 
 BAD_SPECS: list[tuple[Any, str]] = [
-    (lambda s: s["tfReplicaSpecs"]["Worker"].update(replicas=-1), "below the minimum 0"),
-    (lambda s: s["tfReplicaSpecs"]["Worker"].update(restartPolicy="Sometimes"), "not one of"),
+    (
+        lambda s: s["tfReplicaSpecs"]["Worker"].update(replicas=-1),
+        "should be greater than or equal to 0",
+    ),
+    (
+        lambda s: s["tfReplicaSpecs"]["Worker"].update(restartPolicy="Sometimes"),
+        "Unsupported value",
+    ),
     (
         lambda s: s["tfReplicaSpecs"]["Worker"].update(template={"spec": {}}),
-        "containers: required",
+        "containers: Required value",
     ),
     (
         lambda s: s["tfReplicaSpecs"].update(Chief=replica(2)),
-        "Chief.replicas: 2 is above the maximum 1",
+        "Chief.replicas in body should be less than or equal to 1",
     ),
-    (lambda s: s["tfReplicaSpecs"].clear(), "needs at least 1 key(s)"),
-    (lambda s: s.pop("tfReplicaSpecs"), "spec.tfReplicaSpecs: required"),
-    (lambda s: s.update(successPolicy="Whenever"), "successPolicy: 'Whenever' is not one of"),
-    (lambda s: s.update(runPolicy={"cleanPodPolicy": "Some"}), "cleanPodPolicy: 'Some'"),
-    (lambda s: s.update(runPolicy={"ttlSecondsAfterFinished": -5}), "below the minimum 0"),
+    (lambda s: s["tfReplicaSpecs"].clear(), "should have at least 1 properties"),
+    (lambda s: s.pop("tfReplicaSpecs"), "spec.tfReplicaSpecs: Required value"),
+    (lambda s: s.update(successPolicy="Whenever"), 'successPolicy: Unsupported value: "Whenever"'),
+    (
+        lambda s: s.update(runPolicy={"cleanPodPolicy": "Some"}),
+        'cleanPodPolicy: Unsupported value: "Some"',
+    ),
+    (
+        lambda s: s.update(runPolicy={"ttlSecondsAfterFinished": -5}),
+        "should be greater than or equal to 0",
+    ),
 ]
 """Changes to an example that the schema refuses, and (a part of) what it says."""
 

@@ -5,7 +5,6 @@ from typing import Any
 import pytest
 
 from etctl.common import CleanPodPolicy, RestartPolicy, RunPolicy, SchedulingPolicy, crd_manifest
-from etctl.common._structural import conformance_problems
 from etctl.jobs.trainingjob import CUSTOM_RESOURCES
 from etctl.jobs.trainingjob._api import (
     TRAININGJOB,
@@ -21,6 +20,7 @@ from tests.schema_support import (
     EXAMPLES,
     admitted,
     apply_defaults,
+    conformance_problems,
     crd_schema,
     load_yaml,
     refused,
@@ -254,25 +254,37 @@ def test_long_names_are_checked_against_the_highest_worker_name() -> None:
 
 
 BAD_SPECS: list[tuple[Any, str]] = [
-    (lambda s: s["etReplicaSpecs"].pop("launcher"), "etReplicaSpecs.launcher: required"),
+    (lambda s: s["etReplicaSpecs"].pop("launcher"), "etReplicaSpecs.launcher: Required value"),
     (
         lambda s: s["etReplicaSpecs"].update(launcher=None),
-        "launcher: None is not of type object",
+        "launcher in body must be of type object",
     ),
-    (lambda s: s["etReplicaSpecs"]["launcher"].update(replicas=2), "above the maximum 1"),
-    (lambda s: s["etReplicaSpecs"]["launcher"].pop("template"), "launcher.template: required"),
-    (lambda s: s["etReplicaSpecs"]["worker"].update(replicas=0), "below the minimum 1"),
+    (
+        lambda s: s["etReplicaSpecs"]["launcher"].update(replicas=2),
+        "should be less than or equal to 1",
+    ),
+    (
+        lambda s: s["etReplicaSpecs"]["launcher"].pop("template"),
+        "launcher.template: Required value",
+    ),
+    (
+        lambda s: s["etReplicaSpecs"]["worker"].update(replicas=0),
+        "should be greater than or equal to 1",
+    ),
     (
         lambda s: s["etReplicaSpecs"]["worker"].update(template={"spec": {"containers": []}}),
-        "needs at least 1 item(s)",
+        "should have at least 1 items",
     ),
-    (lambda s: s.update(launcherAttachMode="rsh"), "'rsh' is not one of ['ssh', 'kubexec']"),
+    (
+        lambda s: s.update(launcherAttachMode="rsh"),
+        'Unsupported value: "rsh": supported values: "ssh", "kubexec"',
+    ),
     (
         lambda s: s.update(restartPolicy="Always"),
-        "'Always' is not one of ['Never', 'OnFailure']",
+        'Unsupported value: "Always": supported values: "Never", "OnFailure"',
     ),
-    (lambda s: s.update(backoffLimit=-1), "below the minimum 0"),
-    (lambda s: s.update(cleanPodPolicy="Some"), "'Some' is not one of"),
+    (lambda s: s.update(backoffLimit=-1), "should be greater than or equal to 0"),
+    (lambda s: s.update(cleanPodPolicy="Some"), 'Unsupported value: "Some"'),
 ]
 """Changes to an example that the schema refuses, and (a part of) what it says."""
 

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
+from etctl._apimachinery.quantity import parse
 from etctl.errors import BadRequest, Invalid
 from etctl.runtime import PODS, Client, ClientOptions
 from etctl.testing import ApiServer
-from etctl.testing._apiserver.quantity import parse
 
 Edit = Callable[[dict[str, Any]], None]
 QUANTITY_FORMAT = (

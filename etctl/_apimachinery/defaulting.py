@@ -11,7 +11,7 @@ import copy
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from etctl.testing._apiserver._schemapath import Schema
+from etctl._apimachinery.schemapath import Schema
 
 __all__ = ["apply_defaults", "prune", "prune_value"]
 

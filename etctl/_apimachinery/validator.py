@@ -14,10 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from etctl.testing._apiserver._formats import check_format, is_known_format
-from etctl.testing._apiserver._gofmt import go_json, go_quote, go_v
-from etctl.testing._apiserver._resourcechecks import check_embedded_resources, check_list_types
-from etctl.testing._apiserver.fielderror import (
+from etctl._apimachinery.fielderror import (
     FieldError,
     invalid,
     not_supported,
@@ -26,6 +23,9 @@ from etctl.testing._apiserver.fielderror import (
     too_many,
     type_invalid,
 )
+from etctl._apimachinery.formats import check_format, is_known_format
+from etctl._apimachinery.gofmt import go_json, go_quote, go_v
+from etctl._apimachinery.resourcechecks import check_embedded_resources, check_list_types
 
 __all__ = ["validate_object", "validate_value"]
 

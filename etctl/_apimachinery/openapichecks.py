@@ -12,20 +12,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from etctl.testing._apiserver._schemapath import (
+from etctl._apimachinery.fielderror import (
+    FieldError,
+    forbidden,
+    invalid,
+    not_supported,
+    required,
+)
+from etctl._apimachinery.schemapath import (
     Schema,
     child_path,
     items_of,
     key_path,
     properties_of,
     truthy,
-)
-from etctl.testing._apiserver.fielderror import (
-    FieldError,
-    forbidden,
-    invalid,
-    not_supported,
-    required,
 )
 
 __all__ = ["openapi_errors", "type_problem"]

@@ -11,9 +11,23 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["Schema", "child_path", "items_of", "key_path", "properties_of", "truthy"]
+__all__ = [
+    "INT_OR_STRING",
+    "JUNCTORS",
+    "Schema",
+    "child_path",
+    "items_of",
+    "key_path",
+    "properties_of",
+    "truthy",
+]
 
 Schema = Mapping[str, Any]
+
+JUNCTORS = ("allOf", "anyOf", "oneOf", "not")
+"""The logical junctors of OpenAPI schemas."""
+INT_OR_STRING = [{"type": "integer"}, {"type": "string"}]
+"""The only typed alternatives a structural schema allows, under ``x-kubernetes-int-or-string``."""
 
 
 def child_path(path: str, name: str) -> str:

@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from etctl.testing._apiserver.fielderror import (
+from etctl._apimachinery.fielderror import (
     OMIT,
     FieldError,
     duplicate,

@@ -15,9 +15,16 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from etctl.testing._apiserver._defaulting import prune_value
-from etctl.testing._apiserver._openapichecks import openapi_errors, type_problem
-from etctl.testing._apiserver._schemapath import (
+from etctl._apimachinery.defaulting import prune_value
+from etctl._apimachinery.fielderror import (
+    FieldError,
+    forbidden,
+    invalid,
+    required,
+)
+from etctl._apimachinery.openapichecks import openapi_errors, type_problem
+from etctl._apimachinery.schemapath import (
+    INT_OR_STRING,
     Schema,
     child_path,
     items_of,
@@ -25,13 +32,7 @@ from etctl.testing._apiserver._schemapath import (
     properties_of,
     truthy,
 )
-from etctl.testing._apiserver._validator import validate_value
-from etctl.testing._apiserver.fielderror import (
-    FieldError,
-    forbidden,
-    invalid,
-    required,
-)
+from etctl._apimachinery.validator import validate_value
 
 __all__ = ["structural_errors", "structural_field_errors"]
 
@@ -52,7 +53,6 @@ _NESTED_FORBIDDEN_GENERICS = (
     ("x-kubernetes-map-type", "must be undefined to be structural"),
     ("x-kubernetes-validations", "must be empty to be structural"),
 )
-_INT_OR_STRING = [{"type": "integer"}, {"type": "string"}]
 
 
 class _StructuralChecks:
@@ -150,12 +150,12 @@ class _StructuralChecks:
             self.errors.append(forbidden(path, detail))
 
     def _value_validation(self, schema: Schema, path: str, *, skip_int_or_string: bool) -> None:
-        skip_any_of = skip_int_or_string and list(schema.get("anyOf") or []) == _INT_OR_STRING
+        skip_any_of = skip_int_or_string and list(schema.get("anyOf") or []) == INT_OR_STRING
         all_of = list(schema.get("allOf") or [])
         skip_first = (
             skip_int_or_string
             and bool(all_of)
-            and list(all_of[0].get("anyOf") or []) == _INT_OR_STRING
+            and list(all_of[0].get("anyOf") or []) == INT_OR_STRING
         )
         if not skip_any_of:
             for i, part in enumerate(schema.get("anyOf") or ()):

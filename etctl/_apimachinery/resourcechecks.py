@@ -12,9 +12,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from etctl.testing._apiserver._gofmt import go_json, go_v
-from etctl.testing._apiserver._schemapath import Schema, child_path
-from etctl.testing._apiserver.fielderror import FieldError, duplicate, invalid, required
+from etctl._apimachinery.fielderror import FieldError, duplicate, invalid, required
+from etctl._apimachinery.gofmt import go_json, go_v
+from etctl._apimachinery.schemapath import Schema, child_path
 
 __all__ = ["check_embedded_resources", "check_list_types"]
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
-from etctl.testing._apiserver._gofmt import go_quote, go_sharp_v, go_v
+from etctl._apimachinery.gofmt import go_quote, go_sharp_v, go_v
 
 __all__ = [
     "OMIT",
