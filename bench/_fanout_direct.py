@@ -25,8 +25,9 @@ from _fanout_workload import (
     WORKERS,
     child,
 )
+from etctl.errors import AlreadyExists
 from etctl.log import configure
-from etctl.runtime import CONFIGMAPS, AlreadyExists, Client, KubeObject, Resource, objects
+from etctl.runtime import CONFIGMAPS, Client, KubeObject, Resource, objects
 
 FANOUTS = Resource(GROUP, VERSION, PLURAL, KIND)
 

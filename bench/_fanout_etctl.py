@@ -29,10 +29,10 @@ from _fanout_workload import (
     child,
     child_name,
 )
+from etctl.errors import AlreadyExists
 from etctl.log import configure
 from etctl.runtime import (
     CONFIGMAPS,
-    AlreadyExists,
     CacheOptions,
     CacheReader,
     Client,

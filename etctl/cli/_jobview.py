@@ -25,7 +25,7 @@ from typing import Any
 
 from etctl.cli._jobkinds import JobKind
 from etctl.common import REPLICA_TYPE, ReplicatedJob, scaler_targets
-from etctl.runtime import ObjectView, objects, pod_restarts
+from etctl.runtime import ObjectView, objects, podview
 
 __all__ = [
     "ConditionView",
@@ -361,7 +361,7 @@ def _pod_view(pod: ObjectView) -> PodView:
         ip=str(status.get("podIP") or ""),
         replica_type=objects.labels(pod).get(REPLICA_TYPE, ""),
         ready=_ready(pod),
-        restarts=pod_restarts(pod),
+        restarts=podview.restarts(pod),
         created=_text(objects.meta(pod).get("creationTimestamp")),
     )
 

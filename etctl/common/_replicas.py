@@ -68,15 +68,7 @@ from etctl.common._status import ConditionChange
 from etctl.common._tracking import replica_key
 from etctl.errors import EtctlError, Invalid
 from etctl.log import get_logger
-from etctl.runtime import (
-    PODS,
-    SERVICES,
-    KubeObject,
-    ObjectView,
-    Resource,
-    objects,
-    pod_restarts,
-)
+from etctl.runtime import PODS, SERVICES, KubeObject, ObjectView, Resource, objects, podview
 
 __all__ = ["ReplicaSync", "delete_all", "delete_child", "warn"]
 
@@ -217,7 +209,7 @@ class ReplicaSync(Generic[JobT]):
         code: int | None,
         limit: int | None,
     ) -> None:
-        extra = pod_restarts(pod)
+        extra = podview.restarts(pod)
         before = len(rnd.errors)
         await delete_child(self._control, rnd, PODS, pod)
         if len(rnd.errors) > before:

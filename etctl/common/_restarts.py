@@ -35,7 +35,7 @@ import enum
 from collections.abc import Iterable
 
 from etctl.common._api import ReplicaSpec, RestartPolicy
-from etctl.runtime import ObjectView, pod_exit_code, pod_phase, pod_restarts
+from etctl.runtime import ObjectView, podview
 
 __all__ = [
     "FailureAction",
@@ -69,16 +69,16 @@ def is_retryable_exit_code(code: int | None) -> bool:
 
 def failure_action(pod: ObjectView, spec: ReplicaSpec) -> tuple[FailureAction, int | None]:
     """What to do about ``pod`` of a replica type with ``spec``, and the exit code it judged."""
-    if pod_phase(pod) != "Failed":
+    if podview.phase(pod) != "Failed":
         return FailureAction.NONE, None
     policy = spec.restart_policy
     if policy in (RestartPolicy.ALWAYS, RestartPolicy.ON_FAILURE):
-        return FailureAction.RESTART, pod_exit_code(pod)
+        return FailureAction.RESTART, podview.exit_code(pod)
     if policy is RestartPolicy.EXIT_CODE:
-        code = pod_exit_code(pod)
+        code = podview.exit_code(pod)
         action = FailureAction.RESTART if is_retryable_exit_code(code) else FailureAction.FAIL
         return action, code
-    return FailureAction.NONE, pod_exit_code(pod)
+    return FailureAction.NONE, podview.exit_code(pod)
 
 
 def restart_budget(limit: int | None, recorded: int, live_pods: Iterable[ObjectView]) -> int | None:
@@ -88,4 +88,4 @@ def restart_budget(limit: int | None, recorded: int, live_pods: Iterable[ObjectV
     """
     if limit is None:
         return None
-    return limit - recorded - sum(pod_restarts(pod) for pod in live_pods)
+    return limit - recorded - sum(podview.restarts(pod) for pod in live_pods)

@@ -47,7 +47,7 @@ from etctl.common._replicas import delete_all, delete_child, warn
 from etctl.common._restarts import restart_budget
 from etctl.common._round import Round
 from etctl.common._status import ConditionChange
-from etctl.runtime import PODS, SERVICES, ObjectView, objects, pod_phase, pod_restarts
+from etctl.runtime import PODS, SERVICES, ObjectView, objects, podview
 
 __all__ = ["RunPolicyEnforcer", "deadline_remaining", "pods_to_clean", "ttl_remaining"]
 
@@ -63,7 +63,7 @@ def pods_to_clean(pods: Iterable[ObjectView], policy: CleanPodPolicy) -> list[Ob
         return []
     if policy is CleanPodPolicy.ALL:
         return list(pods)
-    return [pod for pod in pods if pod_phase(pod) in _RUNNING_PHASES]
+    return [pod for pod in pods if podview.phase(pod) in _RUNNING_PHASES]
 
 
 def _remaining(start: datetime | None, seconds: int | None, now: datetime) -> float | None:
@@ -197,7 +197,7 @@ class RunPolicyEnforcer:
             await self._terminate(rnd, "BackoffLimitExceeded", message)
             return True
         pods = rnd.live_pods()
-        extra = sum(pod_restarts(pod) for pod in pods)
+        extra = sum(podview.restarts(pod) for pod in pods)
         before = len(rnd.errors)
         await delete_all(self._control, rnd, services=False)
         rnd.judge = False

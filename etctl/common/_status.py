@@ -51,7 +51,7 @@ from etctl.common._conditions import is_finished, set_job_condition
 from etctl.common._labels import replica_index_of
 from etctl.common._plugin import ReplicaRef
 from etctl.common._slots import format_indexes, parse_indexes
-from etctl.runtime import ObjectView, objects, pod_phase
+from etctl.runtime import ObjectView, objects, podview
 
 __all__ = [
     "OWNED_FIELDS",
@@ -158,7 +158,7 @@ def replica_statuses(
             done &= planned
         active = failed = unindexed = 0
         for pod in pods.get(rtype, ()):
-            phase = pod_phase(pod)
+            phase = podview.phase(pod)
             if objects.is_terminating(pod):
                 wanted = not suspended and (planned is None or replica_index_of(pod) in planned)
                 if wanted and phase in ("Running", "Failed"):

@@ -19,8 +19,9 @@ The groups below are what the layer offers (see ``docs/runtime.md`` for a walk-t
 * **client**: :class:`Client`, :class:`ClientOptions`, :class:`RetryPolicy`, the watch and list
   types, and the cluster connection (:class:`ClusterConfig`);
 * **objects and resources**: objects are plain dicts (:data:`KubeObject`, :data:`ObjectView`),
-  read through the accessors of the :mod:`objects` namespace; :class:`Resource` names a
-  collection, with constants for the built-in ones;
+  their metadata read through the :mod:`objects` namespace and a pod's facts through the
+  :mod:`podview` namespace (``podview.phase(pod)``); :class:`Resource` names a collection, with
+  constants for the built-in ones;
 * **manager and controllers**: :class:`Manager`, :class:`ManagerOptions`,
   :class:`ControllerBuilder`, :class:`Request`, :class:`Result`, handlers and predicates;
 * **cache reads**: :class:`Cache`, :class:`CacheOptions` (with :class:`ByObject`, the scope of one
@@ -30,34 +31,16 @@ The groups below are what the layer offers (see ``docs/runtime.md`` for a walk-t
   :class:`AdmissionRequest` s, :func:`invalid` and :class:`FieldError` for a 422,
   :class:`HubAndSpoke` conversion, :func:`webhook_configurations`, and :class:`CertRotation`
   for certificates the manager keeps itself;
-* **events, leader election, expectations, time, metrics** and the error tree
-  (re-exported from :mod:`etctl.errors`).
+* **events, leader election, expectations, time, metrics**.
+
+Errors are the classes of :mod:`etctl.errors`, the one tree every layer raises and catches.
 """
 
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from etctl.errors import (
-    AlreadyExists,
-    ApiError,
-    BadRequest,
-    CacheSyncError,
-    ConfigError,
-    Conflict,
-    EtctlError,
-    Forbidden,
-    Gone,
-    Invalid,
-    LeaderElectionLost,
-    NotFound,
-    RequestNotSent,
-    ServerError,
-    TerminalError,
-    TooManyRequests,
-    TransportError,
-    Unauthorized,
-)
 from etctl.runtime import _objects as objects
+from etctl.runtime import _podview as podview
 from etctl.runtime._builder import ControllerBuilder, ReconcilerLike
 from etctl.runtime._cache import Cache, CacheReader, NotCachedError
 from etctl.runtime._cache_options import ByObject, CacheOptions
@@ -89,17 +72,6 @@ from etctl.runtime._manager import Manager, RunnableFunc
 from etctl.runtime._manager_options import SERVICE_ACCOUNT_NAMESPACE, ManagerOptions
 from etctl.runtime._metrics import REGISTRY
 from etctl.runtime._objects import KubeObject, ObjectView, Tombstone
-from etctl.runtime._podview import (
-    pod_condition,
-    pod_container_running,
-    pod_exit_code,
-    pod_failure,
-    pod_phase,
-    pod_ready,
-    pod_reason,
-    pod_restarts,
-    pod_running_and_ready,
-)
 from etctl.runtime._predicate import (
     AnnotationsChanged,
     GenerationChanged,
@@ -216,25 +188,20 @@ __all__ = [
     "AdmissionHandler",
     "AdmissionRequest",
     "AdmissionResponse",
-    "AlreadyExists",
     "AnnotationsChanged",
-    "ApiError",
-    "BadRequest",
     "ByObject",
     "CONFIGMAPS",
+    "ENDPOINTS",
     "CRDS",
     "Cache",
     "CacheOptions",
     "CacheReader",
-    "CacheSyncError",
     "CertRotation",
     "CertRotator",
     "Client",
     "ClientOptions",
     "Clock",
     "ClusterConfig",
-    "ConfigError",
-    "Conflict",
     "ControllerBuilder",
     "ConversionError",
     "CreateEvent",
@@ -243,12 +210,10 @@ __all__ = [
     "DEFAULT_WEBHOOK_PORT",
     "Defaulter",
     "DeleteEvent",
-    "ENDPOINTS",
     "EVENTS",
     "EnqueueRequestForObject",
     "EnqueueRequestForOwner",
     "EnqueueRequestsFromMapFunc",
-    "EtctlError",
     "EventHandler",
     "EventRecorder",
     "EventType",
@@ -258,20 +223,16 @@ __all__ = [
     "FakeClock",
     "FieldError",
     "FieldSelector",
-    "Forbidden",
     "GenerationChanged",
-    "Gone",
     "GroupVersionKind",
     "GroupVersionResource",
     "HubAndSpoke",
     "IndexFunc",
-    "Invalid",
     "KubeObject",
     "LEASES",
     "LabelSelector",
     "LabelsChanged",
     "LeaderElectionConfig",
-    "LeaderElectionLost",
     "MUTATING_WEBHOOK_CONFIGURATIONS",
     "Manager",
     "ManagerOptions",
@@ -279,7 +240,6 @@ __all__ = [
     "NAMESPACES",
     "NODES",
     "NotCachedError",
-    "NotFound",
     "ObjectList",
     "ObjectView",
     "PODS",
@@ -297,7 +257,6 @@ __all__ = [
     "Reconciler",
     "ReconcilerLike",
     "Request",
-    "RequestNotSent",
     "Resource",
     "ResourceVersionChanged",
     "Result",
@@ -308,14 +267,9 @@ __all__ = [
     "SERVICES",
     "SERVICE_ACCOUNT_NAMESPACE",
     "SelectorError",
-    "ServerError",
     "Spoke",
-    "TerminalError",
     "Tombstone",
-    "TooManyRequests",
     "Transform",
-    "TransportError",
-    "Unauthorized",
     "UpdateEvent",
     "UserInfo",
     "VALIDATING_WEBHOOK_CONFIGURATIONS",
@@ -337,15 +291,7 @@ __all__ = [
     "not_",
     "objects",
     "or_",
-    "pod_condition",
-    "pod_container_running",
-    "pod_exit_code",
-    "pod_failure",
-    "pod_phase",
-    "pod_ready",
-    "pod_reason",
-    "pod_restarts",
-    "pod_running_and_ready",
+    "podview",
     "predicate_func",
     "self_signed_pem",
     "serving_context",

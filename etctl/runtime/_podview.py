@@ -6,7 +6,7 @@ so two controllers can never judge one pod differently. All functions take the p
 server sent it (a plain mapping), tolerate missing or malformed fields (a pod being created has no
 status yet) and never raise.
 
-Exported by :mod:`etctl.runtime`.
+The ``podview`` namespace of :mod:`etctl.runtime`: ``podview.phase(pod)``, ``podview.ready(pod)``...
 """
 
 from __future__ import annotations
@@ -17,15 +17,15 @@ from typing import Any
 from etctl.runtime._objects import ObjectView, is_terminating
 
 __all__ = [
-    "pod_condition",
-    "pod_container_running",
-    "pod_exit_code",
-    "pod_failure",
-    "pod_phase",
-    "pod_ready",
-    "pod_reason",
-    "pod_restarts",
-    "pod_running_and_ready",
+    "condition",
+    "container_running",
+    "exit_code",
+    "failure",
+    "phase",
+    "ready",
+    "reason",
+    "restarts",
+    "running_and_ready",
 ]
 
 
@@ -34,19 +34,19 @@ def _status(pod: ObjectView) -> Mapping[str, Any]:
     return status if isinstance(status, Mapping) else {}
 
 
-def pod_phase(pod: ObjectView) -> str:
+def phase(pod: ObjectView) -> str:
     """``status.phase`` (``Pending``, ``Running``, ``Succeeded``, ``Failed``, ``Unknown``) or ""."""
     value = _status(pod).get("phase")
     return value if isinstance(value, str) else ""
 
 
-def pod_reason(pod: ObjectView) -> str:
+def reason(pod: ObjectView) -> str:
     """``status.reason`` (``Evicted``, ``DeadlineExceeded``, ``OOMKilled``...) or ``""``."""
     value = _status(pod).get("reason")
     return value if isinstance(value, str) else ""
 
 
-def pod_condition(pod: ObjectView, kind: str) -> str:
+def condition(pod: ObjectView, kind: str) -> str:
     """The status (``"True"``, ``"False"``, ``"Unknown"``) of pod condition ``kind``, or ``""``."""
     conditions = _status(pod).get("conditions")
     for entry in conditions if isinstance(conditions, list) else ():
@@ -56,14 +56,14 @@ def pod_condition(pod: ObjectView, kind: str) -> str:
     return ""
 
 
-def pod_ready(pod: ObjectView) -> bool:
+def ready(pod: ObjectView) -> bool:
     """True when the pod's ``Ready`` condition is ``True`` (its readiness probes pass)."""
-    return pod_condition(pod, "Ready") == "True"
+    return condition(pod, "Ready") == "True"
 
 
-def pod_running_and_ready(pod: ObjectView) -> bool:
+def running_and_ready(pod: ObjectView) -> bool:
     """Running, Ready and not terminating: a member a training framework can talk to now."""
-    return pod_phase(pod) == "Running" and pod_ready(pod) and not is_terminating(pod)
+    return phase(pod) == "Running" and ready(pod) and not is_terminating(pod)
 
 
 def _statuses(pod: ObjectView, key: str) -> list[Mapping[str, Any]]:
@@ -71,9 +71,9 @@ def _statuses(pod: ObjectView, key: str) -> list[Mapping[str, Any]]:
     return [s for s in value if isinstance(s, Mapping)] if isinstance(value, list) else []
 
 
-def pod_container_running(pod: ObjectView, container: str) -> bool:
+def container_running(pod: ObjectView, container: str) -> bool:
     """The pod runs and so does its container ``container`` (an exec into anything else fails)."""
-    if pod_phase(pod) != "Running":
+    if phase(pod) != "Running":
         return False
     for status in _statuses(pod, "containerStatuses"):
         if status.get("name") == container:
@@ -113,7 +113,7 @@ def _first_failed_container(pod: ObjectView) -> tuple[str, int] | None:
     return None
 
 
-def pod_exit_code(pod: ObjectView) -> int | None:
+def exit_code(pod: ObjectView) -> int | None:
     """The first non-zero ``terminated.exitCode`` of the pod, or None.
 
     Init containers come first, then the containers, each in the order of the pod spec (the order
@@ -124,11 +124,11 @@ def pod_exit_code(pod: ObjectView) -> int | None:
     return failed[1] if failed is not None else None
 
 
-def pod_failure(pod: ObjectView) -> str:
+def failure(pod: ObjectView) -> str:
     """Why the pod failed, in words a message can carry.
 
     ``reason: message`` from its status (an eviction says why), else the first container that
-    exited non-zero (as :func:`pod_exit_code` finds it), else ``no reason given``.
+    exited non-zero (as :func:`exit_code` finds it), else ``no reason given``.
     """
     status = _status(pod)
     parts = [status.get("reason"), status.get("message")]
@@ -141,7 +141,7 @@ def pod_failure(pod: ObjectView) -> str:
     return "no reason given"
 
 
-def pod_restarts(pod: ObjectView) -> int:
+def restarts(pod: ObjectView) -> int:
     """How often the kubelet restarted the pod's containers in place (init containers included)."""
     total = 0
     for key in ("initContainerStatuses", "containerStatuses"):

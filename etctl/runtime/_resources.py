@@ -13,8 +13,8 @@ from etctl.runtime._target import api_path
 
 __all__ = [
     "CONFIGMAPS",
-    "CRDS",
     "ENDPOINTS",
+    "CRDS",
     "EVENTS",
     "LEASES",
     "MUTATING_WEBHOOK_CONFIGURATIONS",

@@ -25,12 +25,12 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from etctl import log
+from etctl.errors import AlreadyExists
 from etctl.runtime import (
     CONFIGMAPS,
     MUTATING_WEBHOOK_CONFIGURATIONS,
     VALIDATING_WEBHOOK_CONFIGURATIONS,
     AdmissionRequest,
-    AlreadyExists,
     CertRotation,
     Client,
     FieldError,

@@ -38,7 +38,7 @@ from etctl.common import (
     validate_replica_spec,
     validate_run_policy,
 )
-from etctl.runtime import CONFIGMAPS, KubeObject, Resource, pod_phase
+from etctl.runtime import CONFIGMAPS, KubeObject, Resource, podview
 
 LEADER = "Leader"
 WORKER = "Worker"
@@ -193,7 +193,7 @@ class SimpleJobPlugin:
         if replica_type != LEADER:
             return Gate.opened()
         wanted = job.replica_specs()[WORKER].replicas
-        running = sum(1 for pod in state.pods_of(WORKER) if pod_phase(pod) == "Running")
+        running = sum(1 for pod in state.pods_of(WORKER) if podview.phase(pod) == "Running")
         if running >= wanted:
             return Gate.opened()
         return Gate(

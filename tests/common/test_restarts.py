@@ -14,7 +14,7 @@ from etctl.common._restarts import (
     pod_restart_policy,
     restart_budget,
 )
-from etctl.runtime import pod_exit_code, pod_restarts
+from etctl.runtime import podview
 
 TEMPLATE = {"spec": {"containers": [{"name": "main", "image": "x"}]}}
 
@@ -49,11 +49,11 @@ def spec(policy: RestartPolicy) -> ReplicaSpec:
 def test_exit_code_is_the_first_non_zero_in_spec_order() -> None:
     # Statuses arrive sorted by name; the spec order (main before sidecar) decides.
     pod = failed_pod(terminated("sidecar", 137), terminated("main", 2))
-    assert pod_exit_code(pod) == 2
-    assert pod_exit_code(failed_pod(terminated("main", 0), terminated("sidecar", 3))) == 3
-    assert pod_exit_code(failed_pod(terminated("main", 0))) is None
+    assert podview.exit_code(pod) == 2
+    assert podview.exit_code(failed_pod(terminated("main", 0), terminated("sidecar", 3))) == 3
+    assert podview.exit_code(failed_pod(terminated("main", 0))) is None
     init = (terminated("setup", 1),)
-    assert pod_exit_code(failed_pod(terminated("main", 9), init=init)) == 1
+    assert podview.exit_code(failed_pod(terminated("main", 9), init=init)) == 1
 
 
 def test_retryable_codes() -> None:
@@ -95,7 +95,7 @@ def test_pod_restart_policy_runs_exit_code_as_never() -> None:
 
 def test_budget_counts_recorded_and_in_place_restarts() -> None:
     pod = failed_pod(terminated("main", 1, restarts=2), init=(terminated("setup", 0, restarts=1),))
-    assert pod_restarts(pod) == 3
+    assert podview.restarts(pod) == 3
     assert restart_budget(None, 10, [pod]) is None
     assert restart_budget(6, 2, [pod]) == 1
     assert restart_budget(2, 2, [pod]) == -3

@@ -28,7 +28,8 @@ import pytest
 
 from etctl.cli import Sandbox, run_sandbox
 from etctl.cli._sandbox_options import SandboxOptions
-from etctl.runtime import CRDS, Client, ClientOptions, Manager, NotFound
+from etctl.errors import NotFound
+from etctl.runtime import CRDS, Client, ClientOptions, Manager
 from tests.examples._files import FILES, load, needs, resource_of
 from tests.runtime._realtime import run_manager
 

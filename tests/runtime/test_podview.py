@@ -4,18 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from etctl.runtime import (
-    objects,
-    pod_condition,
-    pod_container_running,
-    pod_exit_code,
-    pod_failure,
-    pod_phase,
-    pod_ready,
-    pod_reason,
-    pod_restarts,
-    pod_running_and_ready,
-)
+from etctl.runtime import objects, podview
 
 
 def _pod(
@@ -56,30 +45,30 @@ def _ended(name: str, code: int, restarts: int = 0) -> dict[str, Any]:
 
 def test_a_pod_without_status_has_no_facts() -> None:
     bare: dict[str, Any] = {"metadata": {"name": "p"}}
-    assert pod_phase(bare) == ""
-    assert pod_condition(bare, "Ready") == ""
-    assert not pod_ready(bare)
-    assert pod_exit_code(bare) is None
-    assert pod_reason(bare) == ""
-    assert pod_failure(bare) == "no reason given"
-    assert pod_restarts(bare) == 0
+    assert podview.phase(bare) == ""
+    assert podview.condition(bare, "Ready") == ""
+    assert not podview.ready(bare)
+    assert podview.exit_code(bare) is None
+    assert podview.reason(bare) == ""
+    assert podview.failure(bare) == "no reason given"
+    assert podview.restarts(bare) == 0
     assert not objects.is_terminating(bare)
 
 
 def test_malformed_fields_are_ignored() -> None:
     odd = {"status": {"phase": 3, "conditions": "x", "containerStatuses": [1, {"state": 2}]}}
-    assert pod_phase(odd) == ""
-    assert not pod_ready(odd)
-    assert pod_exit_code(odd) is None
+    assert podview.phase(odd) == ""
+    assert not podview.ready(odd)
+    assert podview.exit_code(odd) is None
     true_code = {"status": {"containerStatuses": [{"state": {"terminated": {"exitCode": True}}}]}}
-    assert pod_exit_code(true_code) is None
+    assert podview.exit_code(true_code) is None
 
 
 def test_running_and_ready_needs_all_three() -> None:
-    assert pod_running_and_ready(_pod())
-    assert not pod_running_and_ready(_pod(ready="False"))
-    assert not pod_running_and_ready(_pod("Pending"))
-    assert not pod_running_and_ready(_pod(deleting=True))
+    assert podview.running_and_ready(_pod())
+    assert not podview.running_and_ready(_pod(ready="False"))
+    assert not podview.running_and_ready(_pod("Pending"))
+    assert not podview.running_and_ready(_pod(deleting=True))
 
 
 def test_exit_code_reads_init_containers_first_in_spec_order() -> None:
@@ -90,23 +79,23 @@ def test_exit_code_reads_init_containers_first_in_spec_order() -> None:
         spec=["a", "b"],
         init_spec=["fetch", "setup"],
     )
-    assert pod_exit_code(pod) == 3
+    assert podview.exit_code(pod) == 3
     without_init = _pod("Failed", containers=[_ended("b", 2), _ended("a", 1)], spec=["a", "b"])
-    assert pod_exit_code(without_init) == 1
-    assert pod_exit_code(_pod("Failed", containers=[_ended("a", 137)], spec=["a"])) == 137
-    assert pod_exit_code(_pod("Succeeded", containers=[_ended("a", 0)], spec=["a"])) is None
+    assert podview.exit_code(without_init) == 1
+    assert podview.exit_code(_pod("Failed", containers=[_ended("a", 137)], spec=["a"])) == 137
+    assert podview.exit_code(_pod("Succeeded", containers=[_ended("a", 0)], spec=["a"])) is None
 
 
 def test_restarts_sum_init_and_main_containers() -> None:
     pod = _pod(containers=[_ended("a", 1, restarts=2)], init=[_ended("i", 1, restarts=1)])
-    assert pod_restarts(pod) == 3
+    assert podview.restarts(pod) == 3
 
 
 def test_failure_says_why_in_the_order_a_message_needs() -> None:
     evicted = _pod("Failed", containers=[_ended("a", 137)], spec=["a"])
     evicted["status"] |= {"reason": "Evicted", "message": "The node was low on memory."}
-    assert pod_reason(evicted) == "Evicted"
-    assert pod_failure(evicted) == "Evicted: The node was low on memory."
+    assert podview.reason(evicted) == "Evicted"
+    assert podview.failure(evicted) == "Evicted: The node was low on memory."
     # No reason from the kubelet: the container that failed first, init containers included.
     init_failed = _pod(
         "Failed",
@@ -115,8 +104,8 @@ def test_failure_says_why_in_the_order_a_message_needs() -> None:
         spec=["main"],
         init_spec=["fetch"],
     )
-    assert pod_failure(init_failed) == "container fetch exited with 3"
-    assert pod_failure(_pod("Failed", containers=[_ended("main", 2)], spec=["main"])) == (
+    assert podview.failure(init_failed) == "container fetch exited with 3"
+    assert podview.failure(_pod("Failed", containers=[_ended("main", 2)], spec=["main"])) == (
         "container main exited with 2"
     )
 
@@ -125,7 +114,7 @@ def test_container_running_needs_the_pod_and_that_container_running() -> None:
     running = {"name": "main", "state": {"running": {}}}
     waiting = {"name": "side", "state": {"waiting": {"reason": "ContainerCreating"}}}
     pod = _pod("Running", containers=[running, waiting], spec=["main", "side"])
-    assert pod_container_running(pod, "main")
-    assert not pod_container_running(pod, "side")
-    assert not pod_container_running(pod, "absent")
-    assert not pod_container_running(_pod("Pending", containers=[running]), "main")
+    assert podview.container_running(pod, "main")
+    assert not podview.container_running(pod, "side")
+    assert not podview.container_running(pod, "absent")
+    assert not podview.container_running(_pod("Pending", containers=[running]), "main")

@@ -29,7 +29,7 @@ from etctl.common._scaling.api import ScaleIn, ScaleOut
 from etctl.common._scaling.scaler import JobView, Scaler, scaler_of
 from etctl.common._scaling.selection import QueuedScaler
 from etctl.errors import ConfigError
-from etctl.runtime import ObjectView, objects, pod_phase
+from etctl.runtime import ObjectView, objects, podview
 
 __all__ = ["Observation", "ObservedScaler", "parse_job", "parse_scaler"]
 
@@ -188,7 +188,7 @@ class Observation:
             current=members.current,
             last_index=members.last_index,
             elasticity=elastic,
-            phases={objects.name(p): pod_phase(p) for p in live.get(elastic.replica_type, ())},
+            phases={objects.name(p): podview.phase(p) for p in live.get(elastic.replica_type, ())},
             present=present,
         )
 

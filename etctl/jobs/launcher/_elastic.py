@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from etctl.common import ExecTarget, first_container_name
 from etctl.jobs.launcher._hostfile import PUSHED_ANNOTATION
-from etctl.runtime import ObjectView, objects, pod_phase
+from etctl.runtime import ObjectView, objects, podview
 
 __all__ = ["LauncherReading", "read_launcher"]
 
@@ -35,7 +35,7 @@ class LauncherReading:
 
 def read_launcher(launchers: Sequence[ObjectView], wanted: str) -> LauncherReading:
     """Read the job's live ``launchers`` against the ``wanted`` digest of the membership file."""
-    running = next((p for p in launchers if pod_phase(p) == "Running"), None)
+    running = next((p for p in launchers if podview.phase(p) == "Running"), None)
     executor = None
     if running is not None:
         container = first_container_name(running)

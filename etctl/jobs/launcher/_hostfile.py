@@ -31,7 +31,7 @@ from enum import StrEnum
 from typing import Any
 
 from etctl.common import pod_containers
-from etctl.runtime import ObjectView, objects, pod_phase, pod_running_and_ready
+from etctl.runtime import ObjectView, objects, podview
 
 __all__ = [
     "CONFIG_MOUNT",
@@ -156,7 +156,7 @@ def live_hosts(
         objects.name(pod)
         for pod in pods
         if not objects.is_terminating(pod)
-        and (pod_running_and_ready(pod) if ready else pod_phase(pod) == "Running")
+        and (podview.running_and_ready(pod) if ready else podview.phase(pod) == "Running")
     )
     return sorted(name for name in up if name in wanted)
 

@@ -54,14 +54,7 @@ from etctl.common import (
     is_true,
     pods_created,
 )
-from etctl.runtime import (
-    ObjectView,
-    objects,
-    pod_failure,
-    pod_phase,
-    pod_reason,
-    pod_running_and_ready,
-)
+from etctl.runtime import ObjectView, objects, podview
 
 __all__ = [
     "DEFAULT_WORKERS_READY_TIMEOUT",
@@ -115,7 +108,11 @@ def workers_ready(job: LauncherJob, state: JobState[Any]) -> tuple[bool, int, in
     """``(every target is up and a member, targets up, targets)``."""
 
     def up(pod: ObjectView) -> bool:
-        return pod_running_and_ready(pod) if job.wait_for_ready else pod_phase(pod) == "Running"
+        return (
+            podview.running_and_ready(pod)
+            if job.wait_for_ready
+            else podview.phase(pod) == "Running"
+        )
 
     running = {objects.name(p) for p in state.pods_of(job.worker_type) if up(p)}
     count = sum(1 for name in job.targets if name in running)
@@ -211,7 +208,7 @@ def launcher_verdict(job: LauncherJob, state: JobState[Any]) -> Verdict | None:
     launcher = pods[0]
     kind, name = job.kind, job.name
     pod = objects.name(launcher)
-    phase = pod_phase(launcher)
+    phase = podview.phase(launcher)
     if phase == "Running":
         return Verdict(JobConditionType.RUNNING, f"{kind}Running", f"{kind} {name} is running.")
     if phase == "Succeeded":
@@ -221,10 +218,10 @@ def launcher_verdict(job: LauncherJob, state: JobState[Any]) -> Verdict | None:
             f"{kind} {name} succeeded: launcher {pod} completed.",
         )
     if phase == "Failed":
-        evicted = pod_reason(launcher) == "Evicted"
+        evicted = podview.reason(launcher) == "Evicted"
         return Verdict(
             JobConditionType.FAILED,
             f"{kind}Evicted" if evicted else f"{kind}Failed",
-            f"{kind} {name} failed: launcher {pod} failed ({pod_failure(launcher)}).",
+            f"{kind} {name} failed: launcher {pod} failed ({podview.failure(launcher)}).",
         )
     return None

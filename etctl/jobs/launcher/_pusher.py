@@ -58,7 +58,7 @@ from etctl.runtime import (
     Resource,
     Result,
     objects,
-    pod_container_running,
+    podview,
 )
 
 __all__ = [
@@ -143,7 +143,7 @@ class MembershipPusher:
             or owner.get("kind") != self.jobs.kind
             or objects.controller_ref(config) != owner.get("uid")
             or objects.is_terminating(launcher)
-            or not pod_container_running(launcher, first_container_name(launcher))
+            or not podview.container_running(launcher, first_container_name(launcher))
         ):
             return Result()
         data = config.get("data")

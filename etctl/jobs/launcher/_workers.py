@@ -33,7 +33,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from etctl.common import JobState, ReplicaRef, RestartPolicy, member_index, planned
-from etctl.runtime import ObjectView, objects, pod_exit_code, pod_phase
+from etctl.runtime import ObjectView, objects, podview
 
 __all__ = ["plan_workers", "worker_plan", "workers_to_replace"]
 
@@ -84,13 +84,13 @@ def plan_workers(
         targets,
         current,
         {objects.name(pod) for pod in state.pods_of(worker_type)},
-        launcher_running=any(pod_phase(p) == "Running" for p in state.pods_of(launcher_type)),
+        launcher_running=any(podview.phase(p) == "Running" for p in state.pods_of(launcher_type)),
         replica_type=worker_type,
     )
 
 
 def _replaced(policy: RestartPolicy, pod: ObjectView) -> bool:
-    phase = pod_phase(pod)
+    phase = podview.phase(pod)
     if policy is RestartPolicy.ALWAYS:
         return phase in ("Failed", "Succeeded", "Unknown")
     if phase != "Failed":
@@ -98,7 +98,7 @@ def _replaced(policy: RestartPolicy, pod: ObjectView) -> bool:
     if policy is RestartPolicy.ON_FAILURE:
         return True
     if policy is RestartPolicy.EXIT_CODE:
-        code = pod_exit_code(pod)
+        code = podview.exit_code(pod)
         return code is None or 128 < code < 255
     return False
 

@@ -55,13 +55,7 @@ from etctl.jobs.mpijob._api import (
     MPIReplicaType,
 )
 from etctl.jobs.mpijob._names import launcher_name
-from etctl.runtime import (
-    objects,
-    pod_failure,
-    pod_phase,
-    pod_reason,
-    pod_running_and_ready,
-)
+from etctl.runtime import objects, podview
 
 __all__ = [
     "LAUNCHER_CREATED",
@@ -117,7 +111,7 @@ def launcher_gate(job: MPIJob, state: JobState[Any]) -> Gate:
     if not waits:
         return Gate.opened()
     targets = job.status.target_workers
-    ready = {objects.name(p) for p in state.pods_of(WORKER) if pod_running_and_ready(p)}
+    ready = {objects.name(p) for p in state.pods_of(WORKER) if podview.running_and_ready(p)}
     up = sum(1 for name in targets if name in ready)
     if targets and up == len(targets):
         return Gate.opened(record=True)  # recorded once the launcher pod exists
@@ -138,7 +132,7 @@ def verdict(job: MPIJob, state: JobState[Any]) -> Verdict | None:
         return None
     launcher = launchers[0]
     who = f"MPIJob {job.metadata.name}"
-    phase = pod_phase(launcher)
+    phase = podview.phase(launcher)
     if phase == "Succeeded":
         return Verdict(
             JobConditionType.SUCCEEDED,
@@ -146,16 +140,17 @@ def verdict(job: MPIJob, state: JobState[Any]) -> Verdict | None:
             f"{who} succeeded: launcher {objects.name(launcher)} completed.",
         )
     if phase == "Failed":
-        evicted = pod_reason(launcher) == "Evicted"
+        evicted = podview.reason(launcher) == "Evicted"
         return Verdict(
             JobConditionType.FAILED,
             "MPIJobEvicted" if evicted else "MPIJobFailed",
-            f"{who} failed: launcher {objects.name(launcher)} failed ({pod_failure(launcher)}).",
+            f"{who} failed: launcher {objects.name(launcher)} failed "
+            f"({podview.failure(launcher)}).",
         )
     if phase != "Running":
         return None
     if not is_true(job.status.conditions, JobConditionType.RUNNING):
-        running = {objects.name(p) for p in state.pods_of(WORKER) if pod_phase(p) == "Running"}
+        running = {objects.name(p) for p in state.pods_of(WORKER) if podview.phase(p) == "Running"}
         targets = job.status.target_workers
         if not targets or any(name not in running for name in targets):
             return None

@@ -58,7 +58,7 @@ from etctl.jobs.tfjob._api import (
     TFReplicaType,
     validate_tfjob,
 )
-from etctl.runtime import KubeObject, ObjectView, pod_exit_code, pod_phase
+from etctl.runtime import KubeObject, ObjectView, podview
 
 __all__ = [
     "REASON_FAILED",
@@ -277,7 +277,7 @@ def _failure(
     _, _, failed = _status_counts(state, rtype)
     if failed <= 0:
         return None
-    failed_pods = [pod for pod in state.pods_of(rtype) if pod_phase(pod) == "Failed"]
+    failed_pods = [pod for pod in state.pods_of(rtype) if podview.phase(pod) == "Failed"]
     if failed_pods and _restarting(spec, failed_pods):
         return Verdict(
             JobConditionType.RESTARTING,
@@ -306,8 +306,8 @@ def _worker0_completed(job: TFJob, state: JobState[TFJob]) -> bool:
     name = tfconfig.replica_name(job.metadata.name, TFReplicaType.WORKER.value, 0)
     return any(
         pod.get("metadata", {}).get("name") == name
-        and pod_phase(pod) == "Succeeded"
-        and pod_exit_code(pod) is None
+        and podview.phase(pod) == "Succeeded"
+        and podview.exit_code(pod) is None
         for pod in state.pods_of(TFReplicaType.WORKER.value)
     )
 
