@@ -12,11 +12,12 @@ The public surface is small:
 * :class:`BackgroundApiServer`: the same server on its own thread, shareable across event loops;
 * :class:`Kubelet` (with :class:`KubeletConfig`, :class:`NodeConfig`, :class:`Behaviour` and
   :class:`PodPolicy`): the simulated nodes, scheduler and kubelet (``ApiServer(kubelet=...)``);
-* :func:`wait_idle`: wait until an operator under test (and the server) has nothing left to do
-  before moving a FakeClock;
+* waiting: :func:`eventually` waits, bounded, for a state a test expects (never a sleep for
+  luck), and :func:`wait_idle` until an operator under test (and the server) has nothing left to
+  do before moving a FakeClock;
 * :func:`cluster_target` (a :class:`ClusterTarget`): where a test runs, a fresh embedded server
-  or a namespace of the real cluster named by ``ETCTL_TEST_KUBECONFIG`` (:class:`RealCluster`,
-  whose :class:`RemoteStorage` has the storage's synchronous verbs), so one test runs in both
+  or a namespace of the real cluster named by ``ETCTL_TEST_KUBECONFIG`` (:class:`RealCluster`),
+  with the storage's synchronous verbs either way (``target.storage``), so one test runs in both
   modes;
 * the pytest plugin (``etctl.testing.pytest_plugin``, opt-in: ``-p etctl.testing.pytest_plugin``
   or ``pytest_plugins = ["etctl.testing.pytest_plugin"]`` in a conftest): fixtures
@@ -26,29 +27,23 @@ The public surface is small:
 See ``docs/testing.md`` for usage, the internal storage API and the server's limits.
 """
 
-from etctl.testing._apiserver.authn import UserInfo
 from etctl.testing._apiserver.authorization import AuthConfig
 from etctl.testing._apiserver.background import BackgroundApiServer
 from etctl.testing._apiserver.deletion import DeleteOptions
-from etctl.testing._apiserver.faults import Fault, FaultInjector
+from etctl.testing._apiserver.faults import Fault
 from etctl.testing._apiserver.history import History
 from etctl.testing._apiserver.http import SubresourceRequest
 from etctl.testing._apiserver.limits import Limits
 from etctl.testing._apiserver.propagation import WatchLatency
-from etctl.testing._apiserver.requestlog import RequestLog, RequestRecord
-from etctl.testing._apiserver.server import ApiServer, kubeconfig_document
-from etctl.testing._apiserver.storage import ListResult, Storage, WriteOptions
+from etctl.testing._apiserver.requestlog import RequestRecord
+from etctl.testing._apiserver.server import ApiServer
+from etctl.testing._apiserver.storage import Storage, WriteOptions
 from etctl.testing._apiserver.store import Event
+from etctl.testing._eventually import eventually
 from etctl.testing._idle import wait_idle
 from etctl.testing._kubelet import Behaviour, Kubelet, KubeletConfig, NodeConfig, PodPolicy
-from etctl.testing._realcluster import RealCluster, RemoteStorage
-from etctl.testing._target import (
-    ClusterTarget,
-    HooksUnavailable,
-    StorageVerbs,
-    cluster_target,
-    real_cluster,
-)
+from etctl.testing._realcluster import RealCluster
+from etctl.testing._target import ClusterTarget, cluster_target
 from etctl.testing._tokenrequest import serve_token_requests
 
 __all__ = [
@@ -60,28 +55,20 @@ __all__ = [
     "DeleteOptions",
     "Event",
     "Fault",
-    "FaultInjector",
     "History",
-    "HooksUnavailable",
     "Kubelet",
     "KubeletConfig",
     "Limits",
-    "ListResult",
     "NodeConfig",
     "PodPolicy",
     "RealCluster",
-    "RemoteStorage",
-    "RequestLog",
     "RequestRecord",
     "Storage",
-    "StorageVerbs",
     "SubresourceRequest",
-    "UserInfo",
     "WatchLatency",
     "WriteOptions",
     "cluster_target",
-    "kubeconfig_document",
-    "real_cluster",
+    "eventually",
     "serve_token_requests",
     "wait_idle",
 ]

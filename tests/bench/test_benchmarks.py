@@ -3,6 +3,9 @@
 The figures are not judged here (a test is no place for timing targets); what is judged is that the
 script runs to its end against the tree as it is now and prints its report. A benchmark broken by
 an API change is otherwise found only by whoever reruns it from outside.
+
+The runs are marked ``bench``: CI (the README's ``pytest``) runs them, and a developer's quick run
+leaves them out with ``pytest -m "not bench"``.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ def test_every_benchmark_is_run_here() -> None:
     assert scripts == set(SMALL)
 
 
+@pytest.mark.bench
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("script", sorted(SMALL))
 def test_benchmark_runs(script: str) -> None:

@@ -30,7 +30,7 @@ from typing import Any
 from etctl.common import CustomResource, crd_manifest
 from etctl.jobs.tfjob._api import TFJOB, TFJOBS
 from etctl.runtime import NAMESPACES, PODS
-from etctl.testing import ApiServer, AuthConfig, Fault, KubeletConfig, RequestRecord
+from etctl.testing import ApiServer, AuthConfig, Fault, KubeletConfig, RequestRecord, eventually
 
 NAMESPACE = "drill"
 LEASE = "etctl-drill"
@@ -180,17 +180,17 @@ class Drill:
         return None
 
     async def until(self, condition: Callable[[], object], *, timeout: float, what: str) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while not condition():
-            if loop.time() > deadline:
-                raise AssertionError(f"the drill never saw {what}")
+        """Wait for ``condition``; fail at once when the replica holding the lease exited."""
+
+        def check() -> object:
             for replica in self.replicas.values():
                 code = replica.process.returncode
                 if code is not None and replica.user == self.holder():
                     text = replica.log.read_text(errors="replace")[-4000:]
-                    raise AssertionError(f"replica {replica.user} exited {code}:\n{text}")
-            await asyncio.sleep(0.002)
+                    raise RuntimeError(f"replica {replica.user} exited {code}:\n{text}")
+            return condition()
+
+        await eventually(check, timeout=timeout, what=f"the drill's {what}")
 
     def pods(self) -> set[str]:
         listed = self.server.storage.list(PODS, namespace=NAMESPACE)

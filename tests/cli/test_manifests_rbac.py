@@ -39,8 +39,10 @@ from etctl.cli._run import build_manager, serve
 from etctl.cli._settings import RunSettings
 from etctl.common import SCALEINS, SCALEOUTS
 from etctl.errors import CacheSyncError, Forbidden, Invalid, NotFound
-from etctl.jobs.mpijob import MPIJOB, MPIJOBS
+from etctl.jobs.mpijob import MPIJOB, MPIJOBS, MPIJobPlugin
+from etctl.jobs.tfjob import TFJobPlugin
 from etctl.jobs.tfjob._api import TFJOBS
+from etctl.jobs.trainingjob import TrainingJobPlugin
 from etctl.jobs.trainingjob._api import TRAININGJOBS
 from etctl.runtime import (
     CONFIGMAPS,
@@ -67,13 +69,14 @@ from etctl.testing import (
     ApiServer,
     AuthConfig,
     ClusterTarget,
-    KubeletConfig,
     cluster_target,
+    eventually,
     serve_token_requests,
 )
-from tests.jobs.tfjob._cluster import replica, tfjob
-from tests.jobs.trainingjob._operator import JOB, LAUNCHER, NS, Cluster, w
-from tests.runtime._realtime import client_of, eventually, run_manager
+from tests._cluster import Cluster, sandboxed_nodes
+from tests.jobs.tfjob._manifests import replica, tfjob
+from tests.jobs.trainingjob._manifests import JOB, LAUNCHER, NS, hostfile, w
+from tests.runtime._realtime import client_of, run_manager
 from tests.schema_support import EXAMPLES, load_yaml
 
 MANIFESTS = Path(__file__).resolve().parents[2] / "manifests"
@@ -310,14 +313,15 @@ async def enforced(
     ``documents`` are another release's.
     """
     clock = FakeClock(start=datetime.now(UTC))  # the webhook certificate is checked for real
-    kubelet = KubeletConfig.uniform(2, gpus=8, root=tmp_path / "sandboxes")
     auth = AuthConfig(websocket_exec_requires_create=True)
     async with (
-        ApiServer(clock=clock, kubelet=kubelet, auth=auth) as server,
+        ApiServer(clock=clock, kubelet=sandboxed_nodes(tmp_path), auth=auth) as server,
         client_of(server, tmp_path) as admin,
     ):
         install(server, webhooks=webhooks, documents=documents)
-        yield Cluster(server, admin, clock)
+        target = ClusterTarget(server.write_kubeconfig(tmp_path / "admin"), NS, server=server)
+        kinds = (TrainingJobPlugin(), MPIJobPlugin(), TFJobPlugin())
+        yield Cluster(target, admin, clock, kinds=kinds)
 
 
 @asynccontextmanager
@@ -367,16 +371,16 @@ def example(name: str) -> dict[str, Any]:
 
 async def scaled(env: Cluster, res: Resource, name: str) -> None:
     await eventually(lambda: env.scaler_done(res, name))
-    await eventually(lambda: env.status().get("currentScaler") is None)
+    await eventually(lambda: env.status(JOB).get("currentScaler") is None)
 
 
 async def hostfile_becomes(env: Cluster, expected: str) -> None:
     """Read the launcher's hostfile (exec, as the admin) until the pusher has written it."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 10
-    while (found := await env.hostfile()) != expected:
-        assert loop.time() < deadline, f"the hostfile is {found!r}, not {expected!r}"
-        await asyncio.sleep(0.01)
+
+    async def written() -> bool:
+        return await hostfile(env) == expected
+
+    await eventually(written, what=f"the hostfile {expected!r}")
 
 
 @pytest.mark.etctl_hooks("the simulated kubelet runs the examples; the request log shows refusals")
@@ -398,25 +402,27 @@ async def test_the_manifests_grant_everything_the_operator_does(tmp_path: Path) 
             )
         assert "no container named" in str(refused_job.value)
         env.apply(example("training-job.yaml"))
-        await eventually(lambda: env.running(LAUNCHER) and env.status().get("phase") == "Running")
+        await eventually(
+            lambda: env.pods_running(LAUNCHER) and env.status(JOB).get("phase") == "Running"
+        )
         env.apply(example("scale-out.yaml"))
         await scaled(env, SCALEOUTS, "elastic-training-scaleout")
-        assert env.status()["targetWorkers"] == [w(0), w(1), w(2)]
+        assert env.status(JOB)["targetWorkers"] == [w(0), w(1), w(2)]
         env.apply(example("scale-in-count.yaml"))
         await scaled(env, SCALEINS, "scalein-sample")
-        await eventually(lambda: env.status().get("currentWorkers") == [w(0), w(1)])
+        await eventually(lambda: env.status(JOB).get("currentWorkers") == [w(0), w(1)])
         # A worker deleted by someone else is replaced under a new name.
         env.server.storage.delete(PODS, w(1), namespace=NS)
-        await eventually(lambda: env.status().get("currentWorkers") == [w(0), w(3)])
+        await eventually(lambda: env.status(JOB).get("currentWorkers") == [w(0), w(3)])
         await hostfile_becomes(env, f"{w(0)}:1\n{w(3)}:1\n")
 
         env.server.storage.create(TFJOBS, tfjob("mnist", Worker=replica(2)), namespace=NS)
-        await eventually(lambda: env.running("mnist-worker-0", "mnist-worker-1"))
+        await eventually(lambda: env.pods_running("mnist-worker-0", "mnist-worker-1"))
         env.kubelet.exit(NS, "mnist-worker-0", 0)
         await eventually(lambda: _tfjob_state(env, "mnist") == "Succeeded")
 
         assert _holder(lease) is not None
-        assert env.status()["phase"] == "Running"
+        assert env.status(JOB)["phase"] == "Running"
         assert env.server.requests.find(user=OPERATOR)
         assert refused(env.server, OPERATOR) == []
 
@@ -485,9 +491,9 @@ async def test_the_launcher_may_exec_into_its_current_workers_only(tmp_path: Pat
         document = example("training-job.yaml")
         document["spec"]["launcherAttachMode"] = "kubexec"
         env.apply(document)
-        await eventually(lambda: env.running(LAUNCHER, w(0), w(1)))
+        await eventually(lambda: env.pods_running(LAUNCHER, w(0), w(1)))
         env.server.storage.create(PODS, _pod("bystander"), namespace=NS)
-        await eventually(lambda: env.running("bystander"))
+        await eventually(lambda: env.pods_running("bystander"))
         path = env.server.write_service_account_kubeconfig(
             tmp_path / "launcher.kubeconfig", namespace=NS, name=LAUNCHER
         )
@@ -510,11 +516,11 @@ async def test_the_launcher_may_exec_into_its_current_workers_only(tmp_path: Pat
 
             env.apply(example("scale-out.yaml"))
             await scaled(env, SCALEOUTS, "elastic-training-scaleout")
-            await eventually(lambda: env.running(w(2)))
+            await eventually(lambda: env.pods_running(w(2)))
             assert await can_exec(w(2))
             env.apply(example("scale-in-count.yaml"))
             await scaled(env, SCALEINS, "scalein-sample")
-            await eventually(lambda: w(2) not in env.pods())
+            await eventually(lambda: w(2) not in env.phases())
             # Gone from the Role: refused before the server even looks for the pod.
             assert not await can_exec(w(2))
             assert [await can_exec(p) for p in (w(0), w(1))] == [True, True]
@@ -618,31 +624,23 @@ async def test_the_manifests_grant_everything_mpijobs_need(tmp_path: Path) -> No
         assert env.get(SECRETS, "pi-ssh") is not None
         scale = {"spec": {"replicas": 3}}
         await env.client.patch(MPIJOBS, elastic, scale, namespace=NS, subresource="scale")
-        await eventually(lambda: env.running(mpi_worker(2)))
+        await eventually(lambda: env.pods_running(mpi_worker(2)))
         path = env.server.write_service_account_kubeconfig(
             tmp_path / "mpi-launcher.kubeconfig", namespace=NS, name=launcher_name
         )
         async with await Client.from_kubeconfig(path) as launcher:
             can_exec = _exec_check(launcher)
 
-            await eventually_async(lambda: can_exec(mpi_worker(2)))
+            await eventually(lambda: can_exec(mpi_worker(2)))
             assert not await can_exec("pi-worker-0")  # another job's worker
             # Horovod's view, pushed into the launcher by the operator through pods/exec.
             hosts = "".join(f"echo {mpi_worker(i)}:1\n" for i in range(3))
-            await eventually_async(lambda: _script_is(env, launcher_name, f"#!/bin/sh\n{hosts}"))
+            await eventually(lambda: _script_is(env, launcher_name, f"#!/bin/sh\n{hosts}"))
             scale = {"spec": {"replicas": 2}}
             await env.client.patch(MPIJOBS, elastic, scale, namespace=NS, subresource="scale")
-            await eventually(lambda: mpi_worker(2) not in env.pods())
-            await eventually_async(lambda: _not(can_exec(mpi_worker(2))))
+            await eventually(lambda: mpi_worker(2) not in env.phases())
+            await eventually(lambda: _not(can_exec(mpi_worker(2))))
         assert refused(env.server, OPERATOR) == []
-
-
-async def eventually_async(condition: Callable[[], Any], *, timeout: float = 10.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not await condition():
-        assert loop.time() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.01)
 
 
 async def _not(check: Any) -> bool:

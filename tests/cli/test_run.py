@@ -27,11 +27,11 @@ from etctl.jobs.mpijob import MPIJOB, MPIJobPlugin
 from etctl.jobs.tfjob._api import TFJOB, TFJOBS
 from etctl.jobs.trainingjob import TRAININGJOB, TRAININGJOBS
 from etctl.runtime import CONFIGMAPS, LEASES, NAMESPACES, PODS, FakeClock
-from etctl.testing import ApiServer, Fault, cluster_target
+from etctl.testing import ApiServer, Fault, cluster_target, eventually
 from etctl.testing._apiserver.server import kubeconfig_document
 from tests.cli._process import etctl_process
-from tests.jobs.tfjob._cluster import replica, tfjob
-from tests.runtime._realtime import client_of, eventually
+from tests.jobs.tfjob._manifests import replica, tfjob
+from tests.runtime._realtime import client_of
 from tests.schema_support import EXAMPLES, load_yaml
 
 # Flags that keep the process off the fixed ports and quick to give up.

@@ -28,7 +28,7 @@ from etctl.errors import ConfigError
 from etctl.jobs.tfjob import TFJOBS
 from etctl.jobs.trainingjob import SCALEOUTS, TRAININGJOBS
 from etctl.runtime import NAMESPACES, Client, ClientOptions
-from etctl.testing import Fault
+from etctl.testing import Fault, eventually
 from tests.cli._process import etctl_process, sandbox_process
 
 pytestmark = pytest.mark.etctl_hooks(
@@ -82,17 +82,6 @@ def client_for(sandbox: Sandbox) -> Any:
     return Client.from_kubeconfig(sandbox.kubeconfig, options=ClientOptions(request_timeout=10))
 
 
-async def until(what: str, check: Any, *, timeout: float = 20.0) -> Any:
-    """Poll ``check()`` (async) until it returns something truthy (real time, bounded)."""
-    async with asyncio.timeout(timeout):
-        while True:
-            found = await check()
-            if found:
-                return found
-            await asyncio.sleep(0.05)
-    raise AssertionError(what)  # pragma: no cover - the timeout raises first
-
-
 # --- in process -----------------------------------------------------------------------------------
 
 
@@ -136,7 +125,9 @@ async def test_watch_stops_at_its_timeout_with_its_own_status_and_the_state_it_s
     async def main(sandbox: Sandbox) -> int:
         async with await client_for(sandbox) as client:
             await client.create(TFJOBS, tfjob("forever", workers=1), namespace="default")
-            await until("running", lambda: _phase(client, "forever", "Running"))
+            await eventually(
+                lambda: _phase(client, "forever", "Running"), what="running", timeout=20
+            )
             return await watch_job(client, TFJOB, "default", "forever", out, timeout=2)
 
     # Out of time is no failure of the job: its own exit status, and the state it was in.
@@ -219,7 +210,7 @@ async def test_status_shows_an_elastic_job_its_membership_and_hostfile() -> None
                 written = seen.job is not None and seen.job.phase == "Running"
                 return seen if written and hostfile and hostfile.content else None
 
-            seen = await until("the hostfile", hostfile_written)
+            seen = await eventually(hostfile_written, what="the hostfile", timeout=20)
             return describe_job(seen, namespace="default", api_version="kai.alibabacloud.com/v1")
 
     lines = await run_sandbox(QUICK, main)
@@ -242,11 +233,11 @@ async def test_watch_narrates_a_scale_out_and_ends_when_the_job_is_deleted() -> 
     async def main(sandbox: Sandbox) -> int:
         async with await client_for(sandbox) as client:
             await client.create(TRAININGJOBS, trainingjob("hvd"), namespace="default")
-            await until("running", lambda: _running(client))
+            await eventually(lambda: _running(client), what="running", timeout=20)
             watching = asyncio.create_task(
                 watch_job(client, TRAININGJOB, "default", "hvd", out, timeout=30)
             )
-            await until("the first state", lambda: _printed(out, "Pods:"))
+            await eventually(lambda: _printed(out, "Pods:"), what="the first state", timeout=20)
             scale_out = {
                 "apiVersion": "kai.alibabacloud.com/v1alpha1",
                 "kind": "ScaleOut",
@@ -254,7 +245,9 @@ async def test_watch_narrates_a_scale_out_and_ends_when_the_job_is_deleted() -> 
                 "spec": {"selector": {"name": "hvd"}, "toAdd": {"count": 1}},
             }
             await client.create(SCALEOUTS, scale_out, namespace="default")
-            await until("the scale-out", lambda: _printed(out, "ScaleSucceeded"))
+            await eventually(
+                lambda: _printed(out, "ScaleSucceeded"), what="the scale-out", timeout=20
+            )
             await client.delete(TRAININGJOBS, "hvd", namespace="default")
             return await watching
 

@@ -20,14 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from etctl.common import JobController, JobPlugin, JobSettings, crd_manifest
+from etctl.common import JobController, JobPlugin, JobSettings
 from etctl.runtime import (
     CONFIGMAPS,
     EVENTS,
     PODS,
     SERVICES,
     Client,
-    ClientOptions,
     FakeClock,
     KubeObject,
     Request,
@@ -36,11 +35,11 @@ from etctl.runtime import (
     objects,
 )
 from etctl.runtime._recorder import ClientEventSink, EventRecorder
-from etctl.testing import cluster_target
+from etctl.testing import ApiServer
+from etctl.testing._target import TARGET_NAMESPACE
+from tests._cluster import PRESET_CONFIGMAP, Cluster, cluster
 from tests.common._snapshot import SnapshotCache
 from tests.common.simplejob import SIMPLEJOB, SIMPLEJOBS, SimpleJobPlugin
-from tests.runtime._cluster import PRESET_CONFIGMAP, TargetEnv
-from tests.runtime.scripted import InstantClock
 
 PRESET = frozenset({PRESET_CONFIGMAP})
 """Objects a real cluster puts in every namespace, which tests do not count as theirs."""
@@ -105,12 +104,36 @@ def pod_status(phase: str, *, exit_code: int | None = None, restarts: int = 0) -
 
 
 @dataclass
-class Harness(TargetEnv):
-    """A job controller, the cluster it runs on, its client, clock and cache."""
+class Harness:
+    """A job controller reconciled one step at a time on the cluster under test, and its cache.
 
+    The cluster, its client and the clock are those of :func:`tests._cluster.cluster`.
+    """
+
+    env: Cluster
     cache: SnapshotCache
     controller: JobController[Any]
     recorder: EventRecorder
+
+    @property
+    def client(self) -> Client:
+        """The test's client (retries whose sleeps return at once)."""
+        return self.env.client
+
+    @property
+    def clock(self) -> FakeClock:
+        """The test's clock (the embedded server runs on it too)."""
+        return self.env.clock
+
+    @property
+    def ns(self) -> str:
+        """The test's namespace."""
+        return self.env.ns
+
+    @property
+    def server(self) -> ApiServer:
+        """The embedded server's hooks (tests using them are marked etctl_hooks)."""
+        return self.env.server
 
     async def submit(self, body: KubeObject, res: Resource = SIMPLEJOBS) -> KubeObject:
         """Create a job in the test's namespace."""
@@ -170,35 +193,34 @@ async def harness(
 
     ``kubernetes_version`` is the release the embedded server models (a real cluster is its own).
     """
-    clock = FakeClock()
     chosen = plugin or SimpleJobPlugin()
-    manifests = [crd_manifest(chosen.resource), *crds]
-    async with cluster_target(
-        tmp_path, clock=clock, crds=manifests, kubernetes_version=kubernetes_version
-    ) as target:
-        options = ClientOptions(request_timeout=10, clock=InstantClock())
-        client = await Client.from_kubeconfig(target.kubeconfig, options=options)
-        async with client:
-            recorder = EventRecorder(ClientEventSink(client), component="test", clock=clock)
-            resources = (chosen.resource.resource(), PODS, SERVICES, CONFIGMAPS, *extra_resources)
-            cache = SnapshotCache(client, resources)
-            controller = JobController(
-                chosen,
-                client=client,
-                cache=cache,
-                recorder=recorder,
-                clock=clock,
-                settings=settings,
-            )
-            cache.handlers = {
-                res: controller.child_handler(res) for res in controller.child_resources
-            }
-            sender = asyncio.create_task(recorder.run(), name="test-recorder")
-            try:
-                yield Harness(target, client, clock, cache, controller, recorder)
-            finally:
-                sender.cancel()
-                await asyncio.gather(sender, return_exceptions=True)
+    async with cluster(
+        tmp_path,
+        chosen,
+        namespace=TARGET_NAMESPACE,
+        crds=crds,
+        client_options={"request_timeout": 10},
+        kubernetes_version=kubernetes_version,
+    ) as env:
+        client, clock = env.client, env.clock
+        recorder = EventRecorder(ClientEventSink(client), component="test", clock=clock)
+        resources = (chosen.resource.resource(), PODS, SERVICES, CONFIGMAPS, *extra_resources)
+        cache = SnapshotCache(client, resources)
+        controller = JobController(
+            chosen,
+            client=client,
+            cache=cache,
+            recorder=recorder,
+            clock=clock,
+            settings=settings,
+        )
+        cache.handlers = {res: controller.child_handler(res) for res in controller.child_resources}
+        sender = asyncio.create_task(recorder.run(), name="test-recorder")
+        try:
+            yield Harness(env, cache, controller, recorder)
+        finally:
+            sender.cancel()
+            await asyncio.gather(sender, return_exceptions=True)
 
 
 __all__ = ["NO_SCHEDULER", "SIMPLEJOB", "Harness", "harness", "pod_status", "simplejob"]

@@ -14,9 +14,11 @@ from typing import Any
 from etctl.common import JobSettings
 from etctl.runtime import CONFIGMAPS, PODS, SERVICES, objects
 from etctl.runtime._informer import Informer
-from etctl.testing import wait_idle
+from etctl.testing import eventually, wait_idle
+from tests._cluster import cluster
 from tests.common._harness import simplejob
-from tests.common._operator import cluster, eventually, running
+from tests.common.simplejob import SimpleJobPlugin
+from tests.runtime._realtime import running
 
 OURS = "training.kubeflow.org/operator-name"
 
@@ -38,7 +40,7 @@ def worker_labels(job: str, index: int, operator: str = "etctl") -> dict[str, st
 
 
 async def test_the_cluster_outside_the_operator_labels_is_never_cached(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as c:
+    async with cluster(tmp_path, SimpleJobPlugin()) as c:
         await c.client.create(PODS, pod("web-0", c.ns, {"app": "web"}))
         await c.client.create(PODS, pod("other-op", c.ns, worker_labels("train", 5, "another-op")))
         await c.client.create(CONFIGMAPS, {"metadata": {"name": "team-config", "namespace": c.ns}})
@@ -66,7 +68,7 @@ async def test_the_cluster_outside_the_operator_labels_is_never_cached(tmp_path:
 
 
 async def test_an_orphan_carrying_the_labels_is_adopted(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as c:
+    async with cluster(tmp_path, SimpleJobPlugin()) as c:
         orphan = await c.client.create(PODS, pod("train-worker-0", c.ns, worker_labels("train", 0)))
         op = c.operator()
         async with running(op):
@@ -82,7 +84,7 @@ async def test_an_orphan_carrying_the_labels_is_adopted(tmp_path: Path) -> None:
 async def test_a_name_taken_by_an_object_the_cache_cannot_hold_is_reported(
     tmp_path: Path,
 ) -> None:
-    async with cluster(tmp_path) as c:
+    async with cluster(tmp_path, SimpleJobPlugin()) as c:
         squatter = await c.client.create(PODS, pod("train-worker-1", c.ns, {"app": "debug"}))
         op = c.operator()
         async with running(op):
@@ -100,7 +102,7 @@ async def test_a_name_taken_by_an_object_the_cache_cannot_hold_is_reported(
 
 
 async def test_a_child_relabelled_out_of_the_selection_is_released(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as c:
+    async with cluster(tmp_path, SimpleJobPlugin()) as c:
         op = c.operator()
         async with running(op):
             await c.submit(simplejob("train", workers=1))

@@ -11,16 +11,17 @@ import pytest
 from etctl.common import JobSettings, crd_manifest, setup_job_controller
 from etctl.errors import CacheSyncError, ShutdownIncomplete
 from etctl.runtime import CONFIGMAPS, EVENTS, PODS, SERVICES, objects
-from etctl.testing import Fault, wait_idle
+from etctl.testing import Fault, eventually, wait_idle
 from etctl.testing._kubelet import KubeletConfig
+from tests._cluster import Cluster, cluster
 from tests.common._harness import simplejob
-from tests.common._operator import Cluster, advance_idle, cluster, eventually, running
 from tests.common._plugins import PHASEDJOB, PHASEDJOBS, PhasedPlugin
-from tests.common.simplejob import SIMPLEJOBS
+from tests.common.simplejob import SIMPLEJOBS, SimpleJobPlugin
+from tests.runtime._realtime import running
 
 
 async def test_a_job_runs_to_success(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as c:
+    async with cluster(tmp_path, SimpleJobPlugin()) as c:
         op = c.operator()
         async with running(op):
             job = await c.submit(simplejob("train", workers=2, leader=True))
@@ -50,7 +51,7 @@ async def test_a_job_runs_to_success(tmp_path: Path) -> None:
 
 
 async def test_the_deadline_fires_with_no_other_event(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as c:
+    async with cluster(tmp_path, SimpleJobPlugin()) as c:
         op = c.operator()
         async with running(op):
             body = simplejob("train", workers=1, run_policy={"activeDeadlineSeconds": 120})
@@ -58,7 +59,7 @@ async def test_the_deadline_fires_with_no_other_event(tmp_path: Path) -> None:
             await eventually(lambda: len(c.pods()) == 1)
             c.set_phase("train-worker-0", "Running")
             await eventually(lambda: c.condition("train", "Running") is not None)
-            await advance_idle(c, 119, op.manager)
+            await c.advance_idle(119, op.manager)
             assert c.condition("train", "Failed") is None
             await c.clock.advance(1)
             await eventually(lambda: c.condition("train", "Failed") == ("True", "DeadlineExceeded"))
@@ -66,7 +67,7 @@ async def test_the_deadline_fires_with_no_other_event(tmp_path: Path) -> None:
 
 
 async def test_the_ttl_deletes_a_finished_job(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as c:
+    async with cluster(tmp_path, SimpleJobPlugin()) as c:
         op = c.operator()
         async with running(op):
             body = simplejob("train", workers=1, run_policy={"ttlSecondsAfterFinished": 60})
@@ -74,7 +75,7 @@ async def test_the_ttl_deletes_a_finished_job(tmp_path: Path) -> None:
             await eventually(lambda: len(c.pods()) == 1)
             c.set_phase("train-worker-0", "Succeeded", exit_code=0)
             await eventually(lambda: c.condition("train", "Succeeded") is not None)
-            await advance_idle(c, 59, op.manager)
+            await c.advance_idle(59, op.manager)
             assert c.job("train") is not None
             await c.clock.advance(1)
             await eventually(lambda: c.job("train") is None)
@@ -82,7 +83,7 @@ async def test_the_ttl_deletes_a_finished_job(tmp_path: Path) -> None:
 
 @pytest.mark.etctl_hooks("fault injection: a status write that stalls")
 async def test_an_operator_restarted_mid_reconcile_converges(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as c:
+    async with cluster(tmp_path, SimpleJobPlugin()) as c:
         # The first operator creates the pods, then stops in the middle of its reconcile: its
         # status write stalls on the server and is never answered.
         stall = c.server.inject(
@@ -130,7 +131,7 @@ async def test_an_operator_restarted_mid_reconcile_converges(tmp_path: Path) -> 
 
 @pytest.mark.etctl_hooks("the request log paces the failed list")
 async def test_a_missing_podgroup_crd_fails_the_start_with_the_reason(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as c:
+    async with cluster(tmp_path, SimpleJobPlugin()) as c:
         op = c.operator(settings=JobSettings(gang_scheduler="volcano"))
         async with running(op):
             await eventually(lambda: c.server.requests.find(verb="list", resource="podgroups"))
@@ -141,7 +142,7 @@ async def test_a_missing_podgroup_crd_fails_the_start_with_the_reason(tmp_path: 
 
 
 async def test_two_job_kinds_share_one_cache(tmp_path: Path) -> None:
-    async with cluster(tmp_path, crds=(crd_manifest(PHASEDJOB),)) as c:
+    async with cluster(tmp_path, SimpleJobPlugin(), crds=(crd_manifest(PHASEDJOB),)) as c:
         op = c.operator()
         setup_job_controller(op.manager, PhasedPlugin())
         async with running(op):
@@ -168,7 +169,7 @@ def annotated(**knobs: str) -> dict[str, Any]:
 
 @pytest.mark.etctl_hooks("the simulated kubelet's behaviours in virtual time")
 async def test_a_job_runs_to_success_on_the_simulated_kubelet(tmp_path: Path) -> None:
-    async with cluster(tmp_path, kubelet=KubeletConfig()) as c:
+    async with cluster(tmp_path, SimpleJobPlugin(), kubelet=KubeletConfig()) as c:
         op = c.operator()
         async with running(op):
             body = simplejob("train", workers=2, leader=True, template=annotated(run_seconds="30"))
@@ -191,7 +192,7 @@ async def test_a_job_runs_to_success_on_the_simulated_kubelet(tmp_path: Path) ->
 
 @pytest.mark.etctl_hooks("the simulated kubelet's OOM kills in virtual time")
 async def test_oom_kills_are_restarted_until_the_backoff_limit(tmp_path: Path) -> None:
-    async with cluster(tmp_path, kubelet=KubeletConfig()) as c:
+    async with cluster(tmp_path, SimpleJobPlugin(), kubelet=KubeletConfig()) as c:
         op = c.operator()
         async with running(op):
             body = simplejob(
@@ -218,7 +219,7 @@ async def test_oom_kills_are_restarted_until_the_backoff_limit(tmp_path: Path) -
 
 @pytest.mark.etctl_kubelet("runs busybox pods (sleep 3600) and stops them when they are deleted")
 async def test_a_job_deleted_while_running_leaves_nothing_behind(tmp_path: Path) -> None:
-    async with cluster(tmp_path, kubelet=KubeletConfig()) as c:
+    async with cluster(tmp_path, SimpleJobPlugin(), kubelet=KubeletConfig()) as c:
         op = c.operator()
         async with running(op):
             await c.submit(simplejob("train", workers=2, leader=True, template=SLEEPING))
@@ -252,7 +253,7 @@ def restart_count(c: Cluster) -> int:
 
 
 async def test_an_invalid_job_fails_and_the_operator_keeps_running(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as c:
+    async with cluster(tmp_path, SimpleJobPlugin()) as c:
         op = c.operator()
         async with running(op):
             broken = simplejob("broken", workers=1)
@@ -272,7 +273,7 @@ async def test_an_invalid_job_fails_and_the_operator_keeps_running(tmp_path: Pat
 
 @pytest.mark.etctl_hooks("the request log shows the orphan's claim")
 async def test_a_hand_made_orphan_wakes_the_job_it_could_belong_to(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as c:
+    async with cluster(tmp_path, SimpleJobPlugin()) as c:
         op = c.operator()
         async with running(op):
             job = await c.submit(simplejob("train", workers=2))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ import yaml
 
 from etctl.errors import Invalid, NotFound
 from etctl.runtime import CONFIGMAPS, Client, Manager, ManagerOptions, objects
-from etctl.testing import ClusterTarget, cluster_target
+from etctl.testing import ClusterTarget, cluster_target, eventually
 from tests.examples._load import load_example
 from tests.runtime._webhooks import free_port
 
@@ -31,13 +31,6 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "operator"
 
 greeter = load_example(EXAMPLE / "greeter.py", "greeter_example")
 GREETINGS = greeter.GREETINGS
-
-
-async def eventually(condition: Callable[[], Any], *, timeout: float = 20.0) -> None:
-    """Poll ``condition`` (real time, bounded: the bound only turns a hang into a failure)."""
-    async with asyncio.timeout(timeout):
-        while not await condition():
-            await asyncio.sleep(0.01)
 
 
 @pytest_asyncio.fixture
@@ -86,7 +79,7 @@ async def test_the_greeter_converges_repairs_and_cleans_up(client: Client, ns: s
         async def says(text: str) -> bool:
             return await _message(client, "world-greeting", ns) == text
 
-        await eventually(lambda: says("Hello, World!"))
+        await eventually(lambda: says("Hello, World!"), timeout=20)
         cm = await client.get(CONFIGMAPS, "world-greeting", namespace=ns)
         assert objects.controller_of(cm) is not None
         assert objects.is_controlled_by(cm, created)
@@ -96,15 +89,15 @@ async def test_the_greeter_converges_repairs_and_cleans_up(client: Client, ns: s
             conditions = (got.get("status") or {}).get("conditions") or []
             return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
 
-        await eventually(ready)
+        await eventually(ready, timeout=20)
 
         # Drift is repaired; a spec change is followed.
         await client.patch(
             CONFIGMAPS, "world-greeting", {"data": {"message": "edited"}}, namespace=ns
         )
-        await eventually(lambda: says("Hello, World!"))
+        await eventually(lambda: says("Hello, World!"), timeout=20)
         await client.patch(GREETINGS, "world", {"spec": {"greeting": "Hi"}}, namespace=ns)
-        await eventually(lambda: says("Hi, World!"))
+        await eventually(lambda: says("Hi, World!"), timeout=20)
 
         # A ConfigMap of the wanted name that is not ours is left alone, and said so.
         foreign = {
@@ -121,12 +114,12 @@ async def test_the_greeter_converges_repairs_and_cleans_up(client: Client, ns: s
             conditions = (got.get("status") or {}).get("conditions") or []
             return any(c["reason"] == "NameTaken" for c in conditions)
 
-        await eventually(refused)
+        await eventually(refused, timeout=20)
         assert await _message(client, "taken-greeting", ns) == "mine"
 
         # Deleting the Greeting deletes its ConfigMap (the garbage collector follows the owner).
         await client.delete(GREETINGS, "world", namespace=ns)
-        await eventually(lambda: _absent(client, "world-greeting", ns))
+        await eventually(lambda: _absent(client, "world-greeting", ns), timeout=20)
         assert await _message(client, "taken-greeting", ns) == "mine"
         manager.stop()
 
@@ -190,13 +183,13 @@ async def test_the_greeter_defaults_and_validates_at_the_door(
         async def injected() -> bool:  # and served: /readyz passes
             return rotator.check() is None and not manager.readyz.failing()
 
-        await eventually(injected)
+        await eventually(injected, timeout=20)
         # Defaulted: blanks trimmed, the greeting capitalised; the operator greets accordingly.
         tidy = {**_greeting("ada", "  Ada  ", ns)}
         tidy["spec"]["greeting"] = " hey"
         created = await client.create(GREETINGS, tidy)
         assert created["spec"] == {"name": "Ada", "greeting": "Hey"}
-        await eventually(lambda: _says(client, "ada-greeting", ns, "Hey, Ada!"))
+        await eventually(lambda: _says(client, "ada-greeting", ns, "Hey, Ada!"), timeout=20)
         # Refused with the field and the reason, as the API server words a 422.
         with pytest.raises(Invalid) as refused:
             await client.create(GREETINGS, _greeting("two-lines", "Ada\nLovelace", ns))
@@ -207,7 +200,7 @@ async def test_the_greeter_defaults_and_validates_at_the_door(
             await client.patch(GREETINGS, "ada", {"spec": {"name": "Grace"}}, namespace=ns)
         assert "may not change" in str(renamed.value)
         await client.patch(GREETINGS, "ada", {"spec": {"greeting": "hello"}}, namespace=ns)
-        await eventually(lambda: _says(client, "ada-greeting", ns, "Hello, Ada!"))
+        await eventually(lambda: _says(client, "ada-greeting", ns, "Hello, Ada!"), timeout=20)
         with pytest.raises(NotFound):
             await client.get(GREETINGS, "two-lines", namespace=ns)
         manager.stop()

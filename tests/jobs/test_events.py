@@ -7,9 +7,7 @@ is in it), counts that agree with their nouns, and a pod that failed "failed".
 
 from __future__ import annotations
 
-import asyncio
 import re
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -19,6 +17,7 @@ from etctl.cli._sandbox_options import SandboxOptions
 from etctl.jobs.mpijob import MPIJOB
 from etctl.jobs.tfjob import TFJOBS
 from etctl.runtime import EVENTS, Client, ClientOptions
+from etctl.testing import eventually
 from tests.schema_support import EXAMPLES, load_yaml
 
 pytestmark = pytest.mark.etctl_hooks(
@@ -41,15 +40,6 @@ def tfjob(name: str, **sim: str) -> dict[str, Any]:
         "metadata": {"name": name},
         "spec": {"tfReplicaSpecs": {"Worker": worker}},
     }
-
-
-async def until(what: str, check: Callable[[], Awaitable[bool]]) -> None:
-    try:
-        async with asyncio.timeout(60):  # real time: only turns a hang into a failure
-            while not await check():
-                await asyncio.sleep(0.05)
-    except TimeoutError:
-        raise AssertionError(f"not {what} in time") from None
 
 
 async def operator_events(client: Client) -> list[dict[str, Any]]:
@@ -76,16 +66,20 @@ async def a_life_of_each_kind(sandbox: Sandbox) -> list[dict[str, Any]]:
             seen = {e["reason"] for e in await operator_events(client)}
             return set(wanted) <= seen
 
-        await until("running", lambda: reasons("MPIJobRunning", "TFJobSucceeded", "TFJobFailed"))
+        await eventually(
+            lambda: reasons("MPIJobRunning", "TFJobSucceeded", "TFJobFailed"),
+            what="running",
+            timeout=60,
+        )
         scale = {"spec": {"replicas": 3}}
         await client.patch(mpijobs, job, scale, namespace=NS, subresource="scale")
-        await until("grown", lambda: reasons("ScalingOutSucceeded"))
+        await eventually(lambda: reasons("ScalingOutSucceeded"), what="grown", timeout=60)
         sandbox.kubelet.evict(NS, f"{job}-worker-1")  # failed for good: replaced
-        await until("replaced", lambda: reasons("MPIJobWorkerFailed"))
+        await eventually(lambda: reasons("MPIJobWorkerFailed"), what="replaced", timeout=60)
         await client.patch(
             mpijobs, job, {"spec": {"replicas": 1}}, namespace=NS, subresource="scale"
         )
-        await until("shrunk", lambda: reasons("ScalingInSucceeded"))
+        await eventually(lambda: reasons("ScalingInSucceeded"), what="shrunk", timeout=60)
         return await operator_events(client)
 
 

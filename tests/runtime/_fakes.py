@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from etctl.errors import CacheSyncError
@@ -145,13 +145,3 @@ def sample(metric: str, **labels: str) -> float:
     """Read one sample back from the runtime's registry (0 when the series does not exist)."""
     value = REGISTRY.get_sample_value(metric, labels)
     return 0.0 if value is None else value
-
-
-async def until(condition: Callable[[], bool], *, rounds: int = 2000) -> None:
-    """Yield to the event loop until ``condition`` holds; fail after ``rounds`` yields."""
-    for _ in range(rounds):
-        if condition():
-            return
-        await asyncio.sleep(0)
-    msg = "condition not reached"
-    raise AssertionError(msg)

@@ -15,7 +15,7 @@ import asyncio
 import dataclasses
 import random
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -25,20 +25,6 @@ from typing import Any
 from etctl.runtime import Client, ClientOptions, FakeClock, Manager
 from etctl.testing import ApiServer, ClusterTarget
 from tests.runtime.scripted import InstantClock
-
-
-async def eventually(condition: Callable[[], object], *, timeout: float = 10.0) -> None:
-    """Wait (real time, bounded) until ``condition()`` is truthy.
-
-    The bound only matters when the condition is never reached: it turns a hang into a failure.
-    """
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        if loop.time() > deadline:
-            msg = "condition not reached in time"
-            raise AssertionError(msg)
-        await asyncio.sleep(0.002)
 
 
 def answered(server: ApiServer, *, verb: str, resource: str = "leases", name: str = "") -> int:
@@ -88,16 +74,33 @@ class ManagerRun:
 
 
 @asynccontextmanager
-async def running(*runs: ManagerRun) -> AsyncIterator[None]:
-    """Run the managers in a task group; stop the ones still running when the block ends."""
+async def running(*runnables: Any) -> AsyncIterator[None]:
+    """Run ``runnable.run()`` of each argument as a task of one group for the length of the block.
+
+    A :class:`ManagerRun` keeps its manager's failure (and its task) for the test to assert on,
+    and is stopped gracefully when the block ends; anything else (an informer, a cache) is
+    cancelled then. A failure in the block is re-raised as itself once the tasks stopped.
+    """
+    failure: BaseException | None = None
     async with asyncio.TaskGroup() as group:
-        for run in runs:
-            run.task = group.create_task(run.run(), name=f"test:{type(run).__name__}")
+        tasks = []
+        for runnable in runnables:
+            task = group.create_task(runnable.run(), name=f"test:{type(runnable).__name__}")
+            if isinstance(runnable, ManagerRun):
+                runnable.task = task
+            tasks.append(task)
         try:
             yield
+        except Exception as exc:
+            failure = exc
         finally:
-            for run in runs:
-                run.manager.stop()
+            for runnable, task in zip(runnables, tasks, strict=True):
+                if isinstance(runnable, ManagerRun):
+                    runnable.manager.stop()
+                else:
+                    task.cancel()
+    if failure is not None:
+        raise failure
 
 
 @asynccontextmanager

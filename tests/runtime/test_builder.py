@@ -33,10 +33,10 @@ from etctl.runtime import (
     objects,
     predicate_func,
 )
-from etctl.testing import ClusterTarget, cluster_target
-from tests.runtime._cluster import PRESET_CONFIGMAP
+from etctl.testing import ClusterTarget, cluster_target, eventually
+from tests._cluster import PRESET_CONFIGMAP
 from tests.runtime._fakes import owner_ref, sample, unique_name
-from tests.runtime._realtime import client_of, eventually, run_manager
+from tests.runtime._realtime import client_of, run_manager
 
 
 @pytest_asyncio.fixture

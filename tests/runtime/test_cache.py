@@ -23,8 +23,10 @@ from etctl.runtime import (
     objects,
 )
 from etctl.runtime._informer import Informer
-from etctl.testing import Fault
-from tests.runtime._cluster import NEVER, Cluster, Recorder, cluster, eventually, running
+from etctl.testing import Fault, eventually
+from tests._cluster import NEVER, Cluster, cluster
+from tests.runtime._realtime import running
+from tests.runtime._recorder import Recorder
 
 
 def new_cache(env: Cluster, **options: Any) -> Cache:
@@ -65,7 +67,7 @@ def owned(env: Cluster, name: str, owner: str, namespace: str = "") -> None:
 
 
 async def test_informers_are_shared_per_resource_and_canonical_selectors(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as env:
+    async with cluster(tmp_path, raw=True) as env:
         cache = new_cache(env)
         plain = cache.informer(CONFIGMAPS)
         assert cache.informer(CONFIGMAPS) is plain
@@ -80,7 +82,7 @@ async def test_informers_are_shared_per_resource_and_canonical_selectors(tmp_pat
 
 
 async def test_reads_never_start_an_informer(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as env:
+    async with cluster(tmp_path, raw=True) as env:
         cache = new_cache(env)
         with pytest.raises(NotCachedError, match=r"secrets/v1 is not cached"):
             cache.get(SECRETS, "x", namespace=env.ns)
@@ -96,7 +98,7 @@ async def test_reads_never_start_an_informer(tmp_path: Path) -> None:
 
 
 async def test_reads_follow_the_server_and_the_owner_index(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as env:
+    async with cluster(tmp_path, raw=True) as env:
         other = env.namespace("other")
         owned(env, "w-0", "job-a")
         owned(env, "w-1", "job-a")
@@ -141,7 +143,7 @@ async def test_user_indexes_apply_to_informers_created_before_and_after(tmp_path
         job = objects.labels(obj).get("job")
         return [job] if job else []
 
-    async with cluster(tmp_path) as env:
+    async with cluster(tmp_path, raw=True) as env:
         owned(env, "w-0", "job-a")
         env.target.storage.create(
             SECRETS, {"metadata": {"name": "s", "labels": {"job": "job-a"}}}, namespace=env.ns
@@ -164,7 +166,7 @@ async def test_user_indexes_apply_to_informers_created_before_and_after(tmp_path
 
 
 async def test_a_namespace_scoped_cache_holds_only_its_namespaces(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as env:
+    async with cluster(tmp_path, raw=True) as env:
         a, b, c = (env.namespace(ns) for ns in ("a", "b", "c"))
         for ns in (a, b, c):
             env.configmap("cm", namespace=ns)
@@ -198,7 +200,7 @@ async def test_a_namespace_scoped_cache_holds_only_its_namespaces(tmp_path: Path
 
 
 async def test_informers_requested_while_running_start_at_once(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as env:
+    async with cluster(tmp_path, raw=True) as env:
         env.configmap("a")
         cache = new_cache(env)
         assert cache.has_synced()  # nothing requested, nothing to wait for
@@ -213,7 +215,7 @@ async def test_informers_requested_while_running_start_at_once(tmp_path: Path) -
 
 
 async def test_selected_informers_are_merged_on_reads(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as env:
+    async with cluster(tmp_path, raw=True) as env:
         owned(env, "w-0", "job-a")
         owned(env, "w-1", "job-b")
         env.configmap("loose")
@@ -238,7 +240,7 @@ async def test_selected_informers_are_merged_on_reads(tmp_path: Path) -> None:
 
 @pytest.mark.etctl_hooks("fault injection: a 403 on list")
 async def test_wait_for_sync_names_the_informer_that_did_not_sync(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as env:
+    async with cluster(tmp_path, raw=True) as env:
         env.server.inject(Fault(verb="list", resource="secrets", status=403, times=None))
         cache = new_cache(env)
         cache.informer(CONFIGMAPS)
@@ -270,7 +272,7 @@ def mark(obj: KubeObject) -> KubeObject:
 
 
 async def test_by_object_scopes_every_informer_of_its_resource(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as env:
+    async with cluster(tmp_path, raw=True) as env:
         a, b = (env.namespace(ns) for ns in ("a", "b"))
         labelled(env, "ours", a, team="ours", job="j")
         labelled(env, "ours-other-job", a, team="ours", job="k")

@@ -31,8 +31,15 @@ from etctl.runtime import (
     objects,
 )
 from etctl.runtime._recorder import ClientEventSink, EventRecorder
-from etctl.testing import ApiServer, ClusterTarget, Fault, History, Kubelet, cluster_target
-from tests.runtime._realtime import eventually
+from etctl.testing import (
+    ApiServer,
+    ClusterTarget,
+    Fault,
+    History,
+    Kubelet,
+    cluster_target,
+    eventually,
+)
 from tests.runtime.scripted import InstantClock
 
 WIDGETS = Resource("example.com", "v1", "widgets", "Widget")

@@ -20,7 +20,8 @@ from etctl.runtime import (
 )
 from etctl.runtime._controller import Controller
 from etctl.runtime._ratelimit import ItemExponentialRateLimiter
-from tests.runtime._fakes import FakeSource, obj, sample, unique_name, until
+from etctl.testing import eventually
+from tests.runtime._fakes import FakeSource, obj, sample, unique_name
 
 ReconcileFn = Callable[[Request], Awaitable[Result]]
 
@@ -91,7 +92,7 @@ async def test_success_forgets_and_counts() -> None:
     h.fn = scripted(h.clock, calls)
     h.source.create(obj("job", "ns"))
     async with h.running():
-        await until(lambda: h.total("success") == 1)
+        await eventually(lambda: h.total("success") == 1)
         assert calls == [(KEY, 0.0)]
         assert h.controller.queue.num_requeues(KEY) == 0
         assert h.metric("controller_runtime_reconcile_time_seconds_count") == 1
@@ -289,13 +290,13 @@ async def test_the_concurrency_limit_is_honoured() -> None:
     for i in range(10):
         h.source.create(obj(f"job-{i}", "ns"))
     async with h.running():
-        await until(lambda: len(in_flight) == 3)
+        await eventually(lambda: len(in_flight) == 3)
         await h.clock.settle()
         assert len(in_flight) == 3
         assert h.metric("controller_runtime_active_workers") == 3
         assert h.metric("controller_runtime_max_concurrent_reconciles") == 3
         release.set()
-        await until(lambda: len(done) == 10)
+        await eventually(lambda: len(done) == 10)
     assert peak == 3
     assert h.metric("controller_runtime_active_workers") == 0
 
@@ -320,13 +321,13 @@ async def test_one_key_is_never_reconciled_twice_at_once() -> None:
     h.fn = reconcile
     h.source.create(obj("job", "ns"))
     async with h.running():
-        await until(lambda: runs == 1)
+        await eventually(lambda: runs == 1)
         for generation in range(2, 52):
             h.source.update(obj("job", "ns", generation=generation))
         await h.clock.settle()
         assert runs == 1
         release.set()
-        await until(lambda: h.total("success") == 2)
+        await eventually(lambda: h.total("success") == 2)
         await h.clock.settle()
     assert runs == 2  # fifty changes during the run: exactly one more run
     assert not overlap
@@ -490,7 +491,7 @@ async def test_each_reconcile_logs_with_its_own_context() -> None:
     h.source.create(obj("a", "ns"))
     h.source.create(obj("b", "other"))
     async with h.running():
-        await until(lambda: len(contexts) == 2)
+        await eventually(lambda: len(contexts) == 2)
     assert [(c["controller"], c["namespace"], c["name"]) for c in contexts] == [
         (h.name, "ns", "a"),
         (h.name, "other", "b"),
@@ -570,6 +571,6 @@ async def test_sources_and_working_describe_the_running_controller() -> None:
     assert h.controller.sources == (h.source,)
     assert not h.controller.working
     async with h.running():
-        await until(lambda: h.controller.working)
+        await eventually(lambda: h.controller.working)
         assert h.controller.queue.idle
     assert not h.controller.working

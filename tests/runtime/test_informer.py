@@ -11,9 +11,11 @@ import pytest
 from etctl.errors import CacheSyncError
 from etctl.runtime import CONFIGMAPS, REGISTRY, ObjectView, PatchType, Resource, Tombstone, objects
 from etctl.runtime._informer import Informer
-from etctl.testing import Fault, History
-from tests.runtime._cluster import NEVER, Cluster, Recorder, cluster, eventually, running
+from etctl.testing import Fault, History, eventually
+from tests._cluster import NEVER, Cluster, cluster
 from tests.runtime._fakes import sample
+from tests.runtime._realtime import running
+from tests.runtime._recorder import Recorder
 
 LABEL = str(CONFIGMAPS)
 
@@ -34,7 +36,7 @@ def cached(inf: Informer) -> dict[str, str]:
 
 
 async def test_cache_and_handlers_converge_on_the_server_after_a_burst(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as env:
+    async with cluster(tmp_path, raw=True) as env:
         for i in range(20):
             env.configmap(f"pre-{i}", v="0")
         inf = informer(env)
@@ -53,7 +55,7 @@ async def test_cache_and_handlers_converge_on_the_server_after_a_burst(tmp_path:
                 env.delete(f"c-{i}")
             for i in range(10):
                 env.delete(f"pre-{i}")
-            server = env.state()
+            server = env.versions()
             await eventually(lambda: cached(inf) == server)
         assert len(inf.store) == len(server) == 50
         assert seen.versions() == server
@@ -63,7 +65,7 @@ async def test_cache_and_handlers_converge_on_the_server_after_a_burst(tmp_path:
 
 
 async def test_managed_fields_are_stripped_and_equal_parts_shared(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as env:
+    async with cluster(tmp_path, raw=True) as env:
         for name in ("a", "b"):
             body = {"metadata": {"name": name, "labels": {"app": "x"}}, "data": {"k": "shared"}}
             await env.client.patch(
@@ -94,7 +96,7 @@ async def test_an_update_keeps_the_cached_parts_it_did_not_change(
 ) -> None:
     # Earlier writes move resourceVersions past two digits, as on any long-lived cluster.
     labels = {"app.kubernetes.io/name": "training", "app.kubernetes.io/part-of": "etctl"}
-    async with cluster(tmp_path) as env:
+    async with cluster(tmp_path, raw=True) as env:
         for i in range(earlier_writes):
             env.target.storage.create(
                 CONFIGMAPS, {"metadata": {"name": f"earlier-{i}"}}, namespace=env.ns
@@ -127,7 +129,7 @@ async def test_an_object_the_compactor_fails_on_is_cached_as_received(tmp_path: 
         obj["deep"] = deep
         return obj
 
-    async with cluster(tmp_path) as env:
+    async with cluster(tmp_path, raw=True) as env:
         env.configmap("a", k="1")
         inf = informer(env, transform=nest)
         seen = Recorder()
@@ -145,7 +147,7 @@ async def test_an_object_the_compactor_fails_on_is_cached_as_received(tmp_path: 
 
 
 async def test_late_handler_gets_a_replay_then_live_events(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as env:
+    async with cluster(tmp_path, raw=True) as env:
         for name in ("a", "b", "c"):
             env.configmap(name)
         inf = informer(env)
@@ -181,7 +183,7 @@ async def test_a_failing_handler_is_counted_and_never_starves_the_others(tmp_pat
             self.calls += 1
             raise RuntimeError("handler bug")
 
-    async with cluster(tmp_path) as env:
+    async with cluster(tmp_path, raw=True) as env:
         env.configmap("a")
         inf = informer(env)
         broken, good = Broken(), Recorder()
@@ -196,11 +198,11 @@ async def test_a_failing_handler_is_counted_and_never_starves_the_others(tmp_pat
             await eventually(lambda: len(good.log) == 4)
         assert broken.calls == 4
         assert sample("etctl_informer_handler_errors_total", resource=LABEL) - before == 4
-        assert good.versions() == env.state()
+        assert good.versions() == env.versions()
 
 
 async def test_removed_handler_gets_nothing_more(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as env:
+    async with cluster(tmp_path, raw=True) as env:
         inf = informer(env)
         kept, removed = Recorder(), Recorder()
         inf.add_handler(kept)
@@ -216,7 +218,9 @@ async def test_removed_handler_gets_nothing_more(tmp_path: Path) -> None:
 async def test_missed_deletes_become_tombstones_and_a_recreated_name_delete_then_add(
     tmp_path: Path,
 ) -> None:
-    async with cluster(tmp_path, history=History(watch_cache_min=3, watch_cache_max=3)) as env:
+    async with cluster(
+        tmp_path, raw=True, history=History(watch_cache_min=3, watch_cache_max=3)
+    ) as env:
         for name in ("gone", "kept", "changed", "recreated"):
             env.configmap(name, v="0")
         inf = informer(env)
@@ -247,7 +251,7 @@ async def test_missed_deletes_become_tombstones_and_a_recreated_name_delete_then
             assert inf.store.get(f"{env.ns}/kept") is kept  # the relist kept the same instance
             env.update("kept", v="later")
             await eventually(lambda: seen.log[-1] == ("update", f"{env.ns}/kept", False))
-        assert seen.versions() == env.state()
+        assert seen.versions() == env.versions()
         assert seen.problems == []
         after_sync = seen.log[4:]
         assert ("delete", f"{env.ns}/gone", True) in after_sync
@@ -280,7 +284,7 @@ async def test_a_forbidden_list_fails_wait_for_sync_with_the_reason(tmp_path: Pa
         'configmaps is forbidden: User "system:serviceaccount:etctl:etctl" cannot list resource '
         '"configmaps" in API group "" at the cluster scope'
     )
-    async with cluster(tmp_path) as env:
+    async with cluster(tmp_path, raw=True) as env:
         denied = env.server.inject(
             Fault(verb="list", resource="configmaps", status=403, message=message, times=None)
         )
@@ -301,7 +305,7 @@ async def test_a_forbidden_list_fails_wait_for_sync_with_the_reason(tmp_path: Pa
 async def test_a_missing_crd_fails_wait_for_sync_with_not_found(tmp_path: Path) -> None:
     # A group no test installs (a real cluster keeps the CRDs other tests installed).
     widgets = Resource("missing.etctl.io", "v1", "widgets", "Widget")
-    async with cluster(tmp_path) as env:
+    async with cluster(tmp_path, raw=True) as env:
         inf = Informer(env.client, widgets, clock=env.clock, namespace=env.ns)
         async with running(inf):
             await eventually(env.backing_off)  # the 404 is in, the reflector waits to retry
@@ -315,7 +319,7 @@ async def test_a_missing_crd_fails_wait_for_sync_with_not_found(tmp_path: Path) 
 
 
 async def test_wait_for_sync_says_when_the_informer_is_not_running(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as env:
+    async with cluster(tmp_path, raw=True) as env:
         inf = informer(env)
         waiting = asyncio.create_task(inf.wait_for_sync(1))
         await env.clock.advance(1)
@@ -324,7 +328,7 @@ async def test_wait_for_sync_says_when_the_informer_is_not_running(tmp_path: Pat
 
 
 async def test_resync_reports_every_object_as_an_update_to_itself(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as env:
+    async with cluster(tmp_path, raw=True) as env:
         env.configmap("a")
         env.configmap("b")
         inf = informer(env, resync_period=60)
@@ -343,7 +347,7 @@ async def test_resync_reports_every_object_as_an_update_to_itself(tmp_path: Path
 
 
 async def test_metrics_count_events_and_cached_objects(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as env:
+    async with cluster(tmp_path, raw=True) as env:
         added = sample("etctl_informer_events_total", resource=LABEL, type="ADDED")
         deleted = sample("etctl_informer_events_total", resource=LABEL, type="DELETED")
         cached = sample("etctl_informer_objects", resource=LABEL)
@@ -367,7 +371,7 @@ def _objects_series() -> float | None:
 
 
 async def test_a_stopped_informer_drops_its_objects_series(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as env:
+    async with cluster(tmp_path, raw=True) as env:
         other = env.namespace("other")
         env.configmap("a")
         env.configmap("b", namespace=other)
@@ -388,7 +392,7 @@ async def test_a_stopped_informer_drops_its_objects_series(tmp_path: Path) -> No
 
 
 async def test_an_informer_runs_once_at_a_time(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as env:
+    async with cluster(tmp_path, raw=True) as env:
         inf = informer(env)
         async with running(inf):
             await inf.wait_for_sync(5)
@@ -397,7 +401,7 @@ async def test_an_informer_runs_once_at_a_time(tmp_path: Path) -> None:
 
 
 async def test_selectors_and_namespace_filter_on_the_server(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as env:
+    async with cluster(tmp_path, raw=True) as env:
         other = env.namespace("other")
         env.configmap("a")
         env.configmap("b")

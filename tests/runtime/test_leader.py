@@ -21,9 +21,9 @@ from etctl.runtime._leader import (
     micro_time,
 )
 from etctl.runtime._recorder import ClientEventSink, EventRecorder
-from etctl.testing import ApiServer, ClusterTarget, Fault, cluster_target
+from etctl.testing import ApiServer, ClusterTarget, Fault, cluster_target, eventually
 from tests.runtime._fakes import sample, unique_name
-from tests.runtime._realtime import NoJitter, SkewedClock, answered, client_of, eventually
+from tests.runtime._realtime import NoJitter, SkewedClock, answered, client_of
 
 MICRO_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
 

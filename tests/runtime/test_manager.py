@@ -33,9 +33,9 @@ from etctl.runtime import (
     Result,
 )
 from etctl.runtime._leader import LeaderState
-from etctl.testing import ApiServer, ClusterTarget, Fault, cluster_target
+from etctl.testing import ApiServer, ClusterTarget, Fault, cluster_target, eventually
 from tests.runtime._fakes import unique_name
-from tests.runtime._realtime import ManagerRun, NoJitter, answered, client_of, eventually, running
+from tests.runtime._realtime import ManagerRun, NoJitter, answered, client_of, running
 
 
 @pytest_asyncio.fixture
@@ -210,10 +210,12 @@ async def test_handover_in_real_time(ns: str, client: Client) -> None:
         await eventually(lambda: a.is_leader)
         group.create_task(b.run())
         assert b.elector is not None
-        await eventually(lambda: b.elector is not None and b.elector.state is LeaderState.STANDBY)
+        elector = b.elector
+        await eventually(lambda: elector.state is LeaderState.STANDBY)
         assert a.elector is not None
         renewed = a.elector.renewals
-        await eventually(lambda: a.elector is not None and a.elector.renewals >= renewed + 2)
+        leading = a.elector
+        await eventually(lambda: leading.renewals >= renewed + 2)
         assert a.is_leader  # renewing on the real clock keeps the lease
         assert not b.is_leader
         a.stop()

@@ -14,9 +14,10 @@ import pytest
 from etctl.errors import ApiError, Gone, RequestNotSent, ServerError
 from etctl.runtime import CONFIGMAPS, SECRETS, KubeObject, ObjectList, Resource, WatchEvent, objects
 from etctl.runtime._reflector import ChangeType, ListerWatcher, Reflector, is_too_large_rv
-from etctl.testing import Fault, History
-from tests.runtime._cluster import NEVER, Cluster, cluster, eventually, running
+from etctl.testing import Fault, History, eventually
+from tests._cluster import NEVER, Cluster, cluster
 from tests.runtime._fakes import sample
+from tests.runtime._realtime import running
 
 LABEL = str(CONFIGMAPS)
 
@@ -83,7 +84,7 @@ def restarts(reason: str) -> float:
 
 
 async def test_first_list_is_paged_at_version_0_and_the_watch_follows(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as env:
+    async with cluster(tmp_path, raw=True) as env:
         for i in range(7):
             env.configmap(f"c{i}")
         sink = Sink()
@@ -97,7 +98,7 @@ async def test_first_list_is_paged_at_version_0_and_the_watch_follows(tmp_path: 
                 assert env.requests("list") == 3  # pages of 3
             late = env.configmap("late")
             await eventually(lambda: f"{env.ns}/late" in sink.content)
-        assert sink.versions() == env.state()
+        assert sink.versions() == env.versions()
         assert refl.last_sync_resource_version == objects.resource_version(late)
 
 
@@ -107,7 +108,7 @@ async def test_an_expired_continue_token_relists_from_scratch_never_partially(
 ) -> None:
     # etcd compacts every 2 s of the clock: page 2 waits 5 s, past a compaction that forgets the
     # revision page 1 was read at.
-    async with cluster(tmp_path, history=History(compaction_interval=2)) as env:
+    async with cluster(tmp_path, raw=True, history=History(compaction_interval=2)) as env:
         for i in range(6):
             env.configmap(f"c{i}")
         env.server.inject(Fault(verb="list", resource="configmaps"))  # page 1 passes
@@ -124,14 +125,14 @@ async def test_an_expired_continue_token_relists_from_scratch_never_partially(
             await eventually(lambda: env.watchers() == 1)
         assert lister.listed_at == ["0", None]  # then a consistent list from scratch
         assert sink.lists == [7]
-        assert sink.versions() == env.state()
+        assert sink.versions() == env.versions()
 
 
 @pytest.mark.etctl_hooks("fault injection: a 410 on list")
 async def test_a_410_on_the_first_list_retries_at_once_with_a_consistent_read(
     tmp_path: Path,
 ) -> None:
-    async with cluster(tmp_path) as env:
+    async with cluster(tmp_path, raw=True) as env:
         env.configmap("a")
         env.server.inject(Fault(verb="list", resource="configmaps", status=410))
         sink = Sink()
@@ -147,7 +148,7 @@ async def test_a_410_on_the_first_list_retries_at_once_with_a_consistent_read(
 async def test_watch_410_relists_at_the_last_version_then_consistently_after_a_second(
     tmp_path: Path,
 ) -> None:
-    async with cluster(tmp_path) as env:
+    async with cluster(tmp_path, raw=True) as env:
         env.configmap("a")
         sink = Sink()
         lister = Recording(env.client)
@@ -174,7 +175,7 @@ async def test_watch_410_relists_at_the_last_version_then_consistently_after_a_s
             await env.through_backoff()
             await eventually(lambda: len(sink.lists) == 3 and env.watchers() == 1)
             assert lister.listed_at[-1] == resumed
-        assert sink.versions() == env.state()
+        assert sink.versions() == env.versions()
         assert restarts("expired") - expired == 2
 
 
@@ -183,7 +184,7 @@ async def test_a_too_large_resource_version_on_relist_falls_back_to_a_consistent
     tmp_path: Path,
 ) -> None:
     too_large = "Timeout: Too large resource version: 99, current: 12"
-    async with cluster(tmp_path) as env:
+    async with cluster(tmp_path, raw=True) as env:
         sink = Sink()
         lister = Recording(env.client)
         refl = reflector(env, sink, lister)
@@ -215,7 +216,7 @@ def test_too_large_resource_version_is_recognised_by_cause_or_message() -> None:
 
 @pytest.mark.etctl_hooks("cut watch streams and the request log")
 async def test_a_closed_watch_resumes_from_the_last_version_without_a_list(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as env:
+    async with cluster(tmp_path, raw=True) as env:
         sink = Sink()
         refl = reflector(env, sink)
         closed = restarts("closed")
@@ -236,7 +237,7 @@ async def test_the_last_event_gauge_follows_the_clock_across_bursts(tmp_path: Pa
     def last_event() -> float:
         return sample("etctl_informer_last_event_timestamp_seconds", resource=LABEL)
 
-    async with cluster(tmp_path) as env:
+    async with cluster(tmp_path, raw=True) as env:
         sink = Sink()
         refl = reflector(env, sink)
         async with running(refl):
@@ -255,7 +256,7 @@ async def test_the_last_event_gauge_follows_the_clock_across_bursts(tmp_path: Pa
 async def test_each_watch_asks_for_a_timeout_drawn_in_five_to_ten_minutes(
     tmp_path: Path,
 ) -> None:
-    async with cluster(tmp_path) as env:
+    async with cluster(tmp_path, raw=True) as env:
         sink = Sink()
         timeouts = restarts("timeout")
         refl = reflector(env, sink)
@@ -275,7 +276,7 @@ async def test_each_watch_asks_for_a_timeout_drawn_in_five_to_ten_minutes(
 
 @pytest.mark.etctl_hooks("bookmarks in virtual time and an expired history")
 async def test_bookmarks_advance_the_version_so_a_restart_does_not_relist(tmp_path: Path) -> None:
-    async with cluster(tmp_path, bookmark_interval=30) as env:
+    async with cluster(tmp_path, raw=True, bookmark_interval=30) as env:
         env.configmap("a")
         sink = Sink()
         refl = reflector(env, sink, idle_timeout=90)
@@ -302,7 +303,7 @@ async def test_bookmarks_advance_the_version_so_a_restart_does_not_relist(tmp_pa
 async def test_initial_added_events_of_a_watch_from_scratch_do_not_move_the_version(
     tmp_path: Path,
 ) -> None:
-    async with cluster(tmp_path) as env:
+    async with cluster(tmp_path, raw=True) as env:
         for name in ("b", "a", "c"):
             env.configmap(name)
         sink = Sink()
@@ -319,12 +320,12 @@ async def test_initial_added_events_of_a_watch_from_scratch_do_not_move_the_vers
             changed = env.update("a", v="1")
             await eventually(lambda: refl.last_sync_resource_version != "")
         assert refl.last_sync_resource_version == objects.resource_version(changed)
-        assert sink.versions() == env.state()
+        assert sink.versions() == env.versions()
 
 
 @pytest.mark.etctl_hooks("stopping and restarting the server")
 async def test_connection_refused_rewatches_without_relisting(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as env:
+    async with cluster(tmp_path, raw=True) as env:
         sink = Sink()
         refl = reflector(env, sink)
         async with running(refl):
@@ -358,7 +359,7 @@ async def test_connection_refused_rewatches_without_relisting(tmp_path: Path) ->
 async def test_429_on_watch_start_backs_off_in_virtual_time_and_resets_when_healthy(
     tmp_path: Path,
 ) -> None:
-    async with cluster(tmp_path) as env:
+    async with cluster(tmp_path, raw=True) as env:
         sink = Sink()
         refl = reflector(env, sink)
         throttle = env.server.inject(
@@ -386,7 +387,7 @@ async def test_429_on_watch_start_backs_off_in_virtual_time_and_resets_when_heal
 
 @pytest.mark.etctl_hooks("fault injection: dropped watches")
 async def test_very_short_watches_back_off_instead_of_looping(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as env:
+    async with cluster(tmp_path, raw=True) as env:
         sink = Sink()
         refl = reflector(env, sink)
         env.server.inject(Fault(verb="watch", resource="configmaps", drop_watch=True, times=None))
@@ -403,7 +404,7 @@ async def test_very_short_watches_back_off_instead_of_looping(tmp_path: Path) ->
 
 @pytest.mark.etctl_hooks("fault injection: a hanging watch")
 async def test_the_watchdog_restarts_a_watch_whose_start_hangs(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as env:
+    async with cluster(tmp_path, raw=True) as env:
         sink = Sink()
         refl = reflector(env, sink, idle_timeout=90)
         hang = env.server.inject(Fault(verb="watch", resource="configmaps", delay=NEVER))
@@ -423,7 +424,7 @@ async def test_the_watchdog_restarts_a_watch_whose_start_hangs(tmp_path: Path) -
 async def test_the_watchdog_keeps_restarting_while_the_server_holds_requests(
     tmp_path: Path,
 ) -> None:
-    async with cluster(tmp_path) as env:
+    async with cluster(tmp_path, raw=True) as env:
         sink = Sink()
         refl = reflector(env, sink, idle_timeout=90)
         fired = restarts("watchdog")
@@ -444,7 +445,7 @@ async def test_the_watchdog_keeps_restarting_while_the_server_holds_requests(
 
 @pytest.mark.etctl_hooks("fault injection: a watch error")
 async def test_a_watch_error_other_than_410_backs_off_and_relists(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as env:
+    async with cluster(tmp_path, raw=True) as env:
         sink = Sink()
         refl = reflector(env, sink)
         async with running(refl):

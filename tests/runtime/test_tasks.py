@@ -15,7 +15,7 @@ from etctl.runtime._tasks import (
     wait_first,
     wait_tasks,
 )
-from tests.runtime._fakes import until
+from etctl.testing import eventually
 
 
 async def test_run_with_timeout_returns_raises_or_cancels() -> None:
@@ -56,7 +56,7 @@ async def test_run_with_timeout_returns_raises_or_cancels() -> None:
         await clock.advance(2.9)
         assert not slow.done()
         await clock.advance(0.1)
-        await until(slow.done)
+        await eventually(slow.done)
     assert slow.result() == "slow: no answer within 3s"
     assert cancelled == [4.0]  # the hanging work was cancelled, and had ended
 
@@ -68,7 +68,7 @@ async def test_wait_tasks_waits_on_the_clock_without_cancelling() -> None:
         work = group.create_task(release.wait())
         waiting = group.create_task(wait_tasks(clock, [work], 5.0))
         await clock.advance(5.0)
-        await until(waiting.done)
+        await eventually(waiting.done)
         assert waiting.result() is False
         assert not work.done()
         assert await wait_tasks(clock, [work], 0.0) is False
@@ -110,7 +110,7 @@ async def test_wait_first_and_unless_race_work_against_an_event() -> None:
         await asyncio.sleep(0)
         assert not racing.done()
         event.set()
-        await until(racing.done)
+        await eventually(racing.done)
         assert not work.done()
         work.cancel()
 
@@ -122,7 +122,7 @@ async def test_wait_first_and_unless_race_work_against_an_event() -> None:
     async with asyncio.TaskGroup() as group:
         finished = group.create_task(unless(slow_true, calm))
         await clock.advance(1.0)
-        await until(finished.done)
+        await eventually(finished.done)
     assert finished.result() is True
 
     hurry = asyncio.Event()
@@ -130,7 +130,7 @@ async def test_wait_first_and_unless_race_work_against_an_event() -> None:
         interrupted = group.create_task(unless(slow_true, hurry))
         await asyncio.sleep(0)
         hurry.set()
-        await until(interrupted.done)
+        await eventually(interrupted.done)
     assert interrupted.result() is False
     assert await unless(slow_true, hurry) is False  # already set: the work never starts
 

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from etctl.runtime import FakeClock
 from etctl.runtime._ratelimit import ItemExponentialRateLimiter
 from etctl.runtime._workqueue import LOW_PRIORITY, ShutDown, WorkQueue
-from tests.runtime._fakes import sample, unique_name, until
+from etctl.testing import eventually
+from tests.runtime._fakes import sample, unique_name
 
 
 @asynccontextmanager
@@ -166,7 +167,7 @@ async def test_never_two_workers_on_one_item_under_adversarial_re_adds() -> None
         for i in range(8):
             group.create_task(worker(), name=f"worker-{i}")
         await producer()
-        await until(lambda: queue.depth == 0 and queue.processing == 0)
+        await eventually(lambda: queue.depth == 0 and queue.processing == 0)
         queue.shut_down()
     assert overlaps == 0
     assert runs < 3000  # re-adds collapsed

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from etctl.runtime import CONFIGMAPS, PODS, FakeClock, Manager, ManagerOptions, Request, Result
-from etctl.testing import ApiServer, KubeletConfig, wait_idle
-from tests.runtime._realtime import NoJitter, client_of, eventually, run_manager
+from etctl.testing import ApiServer, KubeletConfig, eventually, wait_idle
+from tests.runtime._realtime import NoJitter, client_of, run_manager
 
 NS = "default"
 

@@ -12,7 +12,7 @@ operator's cache covers that namespace.
 from __future__ import annotations
 
 import copy
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,9 +34,10 @@ from etctl.runtime import (
     Resource,
     objects,
 )
-from etctl.testing import StorageVerbs, wait_idle
+from etctl.testing import wait_idle
+from etctl.testing._target import StorageVerbs
+from tests._cluster import Cluster, cluster
 from tests.common._harness import NO_SCHEDULER
-from tests.runtime._cluster import Cluster, cluster, eventually
 from tests.runtime._realtime import run_manager
 
 LABELS = {
@@ -170,9 +171,6 @@ class Env:
         listed = self.storage.list(EVENTS, namespace=self.ns).items
         return [dict(e) for e in listed if e.get("reason") == reason]
 
-    async def until(self, condition: Callable[[], bool], timeout: float = 5.0) -> None:
-        await eventually(condition, timeout=timeout)
-
 
 @asynccontextmanager
 async def controllers(env: Env, **plugin_options: Any) -> AsyncIterator[Manager]:
@@ -199,7 +197,7 @@ async def scaling_env(
 ) -> AsyncIterator[Env]:
     """An embedded server with the CRDs and, unless ``run`` is False, the controllers running."""
     crds = [crd_manifest(r) for r in (TRAININGJOB, SCALEIN, SCALEOUT)]
-    async with cluster(tmp_path, crds=crds) as env:
+    async with cluster(tmp_path, raw=True, crds=crds) as env:
         found = Env(env)
         if not run:
             yield found

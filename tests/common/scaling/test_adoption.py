@@ -10,6 +10,7 @@ import pytest
 from etctl.common import SCALEINS, SCALEOUTS
 from etctl.common._scaling.adoption import selector_index
 from etctl.runtime import Resource, objects
+from etctl.testing import eventually
 from tests.common.scaling._env import scaling_env
 
 
@@ -27,7 +28,7 @@ async def test_a_scaler_is_adopted_by_the_job_it_names(tmp_path: Path) -> None:
     async with scaling_env(tmp_path) as env:
         job = env.create_job()
         env.create_scaler(SCALEOUTS, "more", {"selector": {"name": "tj"}, "toAdd": {"count": 1}})
-        await env.until(lambda: "Created" in conditions(env.scaler_status(SCALEOUTS, "more")))
+        await eventually(lambda: "Created" in conditions(env.scaler_status(SCALEOUTS, "more")))
         scaler = env.scaler(SCALEOUTS, "more")
         ref = objects.controller_of(scaler)
         assert ref is not None
@@ -35,7 +36,7 @@ async def test_a_scaler_is_adopted_by_the_job_it_names(tmp_path: Path) -> None:
         assert ref["blockOwnerDeletion"] is True
         assert conditions(env.scaler_status(SCALEOUTS, "more"))["Created"] == ("True", "Adopted")
         assert env.scaler_status(SCALEOUTS, "more")["phase"] == "Created"
-        await env.until(lambda: bool(env.events("Adopted")))
+        await eventually(lambda: bool(env.events("Adopted")))
 
 
 async def test_a_scaler_for_a_missing_job_fails_then_is_adopted_when_it_appears(
@@ -43,7 +44,7 @@ async def test_a_scaler_for_a_missing_job_fails_then_is_adopted_when_it_appears(
 ) -> None:
     async with scaling_env(tmp_path) as env:
         env.create_scaler(SCALEINS, "less", {"selector": {"name": "tj"}, "toDelete": {"count": 1}})
-        await env.until(lambda: "Failed" in conditions(env.scaler_status(SCALEINS, "less")))
+        await eventually(lambda: "Failed" in conditions(env.scaler_status(SCALEINS, "less")))
         failed = env.scaler_status(SCALEINS, "less")
         assert conditions(failed)["Failed"] == ("True", "TrainingJobNotFound")
         assert failed["phase"] == "Failed"
@@ -51,13 +52,13 @@ async def test_a_scaler_for_a_missing_job_fails_then_is_adopted_when_it_appears(
             f"TrainingJob tj does not exist in namespace {env.ns}"
             in failed["conditions"][0]["message"]
         )
-        await env.until(lambda: bool(env.events("TrainingJobNotFound")))
+        await eventually(lambda: bool(env.events("TrainingJobNotFound")))
         (event,) = env.events("TrainingJobNotFound")
         assert event["type"] == "Warning"
         assert event["involvedObject"]["kind"] == "ScaleIn"
         assert objects.controller_of(env.scaler(SCALEINS, "less")) is None
         env.create_job()  # in the same second as the scaler: created with it, so adopted
-        await env.until(lambda: "Created" in conditions(env.scaler_status(SCALEINS, "less")))
+        await eventually(lambda: "Created" in conditions(env.scaler_status(SCALEINS, "less")))
         adopted = conditions(env.scaler_status(SCALEINS, "less"))
         assert adopted["Failed"] == ("False", "TrainingJobFound")
         assert adopted["Created"] == ("True", "Adopted")
@@ -104,7 +105,7 @@ async def test_foreign_and_finished_scalers_are_left_alone(tmp_path: Path) -> No
         done["status"] = {"conditions": [{"type": "ScaleSucceeded", "status": "True"}]}
         env.storage.update(SCALEOUTS, done, namespace=env.ns, subresource="status")
         env.create_scaler(SCALEOUTS, "marker", {"selector": {"name": "tj"}, "toAdd": {"count": 1}})
-        await env.until(lambda: "Created" in conditions(env.scaler_status(SCALEOUTS, "marker")))
+        await eventually(lambda: "Created" in conditions(env.scaler_status(SCALEOUTS, "marker")))
         assert objects.controller_of(env.scaler(SCALEOUTS, "theirs")) == foreign
         assert "conditions" not in env.scaler_status(SCALEOUTS, "theirs")
         assert objects.controller_of(env.scaler(SCALEOUTS, "old")) is None
@@ -114,11 +115,11 @@ async def test_foreign_and_finished_scalers_are_left_alone(tmp_path: Path) -> No
 async def test_a_scaler_never_acts_on_a_job_created_after_it(tmp_path: Path) -> None:
     async with scaling_env(tmp_path) as env:
         env.create_scaler(SCALEINS, "stale", {"selector": {"name": "tj"}, "toDelete": {"count": 1}})
-        await env.until(lambda: "Failed" in conditions(env.scaler_status(SCALEINS, "stale")))
+        await eventually(lambda: "Failed" in conditions(env.scaler_status(SCALEINS, "stale")))
         await env.idle()
         await env.clock.advance(5)  # later, a brand-new job of that name
         env.create_job(replicas=2)
-        await env.until(lambda: env.scaler_status(SCALEINS, "stale").get("step") == "Done")
+        await eventually(lambda: env.scaler_status(SCALEINS, "stale").get("step") == "Done")
         status = env.scaler_status(SCALEINS, "stale")
         assert conditions(status)["ScaleFailed"] == ("True", "CreatedBeforeJob")
         assert status["phase"] == "ScaleFailed"
@@ -129,11 +130,11 @@ async def test_a_scaler_never_acts_on_a_job_created_after_it(tmp_path: Path) -> 
             "one to resize this job"
         )
         assert objects.controller_of(env.scaler(SCALEINS, "stale")) is None  # never adopted
-        await env.until(lambda: bool(env.events("CreatedBeforeJob")))
+        await eventually(lambda: bool(env.events("CreatedBeforeJob")))
         # The job runs with the workers it asked for; the scaler is never applied to it.
-        await env.until(lambda: len(env.status().get("targetWorkers", [])) == 2)
+        await eventually(lambda: len(env.status().get("targetWorkers", [])) == 2)
         env.follow_targets()
-        await env.until(lambda: len(env.status().get("currentWorkers", [])) == 2)
+        await eventually(lambda: len(env.status().get("currentWorkers", [])) == 2)
         env.launcher()
         env.deliver()
         await env.idle()

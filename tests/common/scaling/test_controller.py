@@ -21,7 +21,7 @@ from etctl.jobs.trainingjob._plugin import TrainingJobPlugin
 from etctl.runtime import PODS, Request
 from etctl.runtime._reconcile import STOPPING
 from etctl.runtime._recorder import ClientEventSink, EventRecorder
-from etctl.testing import Fault
+from etctl.testing import Fault, eventually
 from tests._logs import captured_logs
 from tests.common._snapshot import SnapshotCache
 from tests.common.scaling._env import Env, controllers, scaling_env
@@ -42,9 +42,9 @@ def finished(env: Env, res: Any, name: str) -> bool:
 async def running_job(env: Env, replicas: int = 2, **worker: Any) -> None:
     """A job whose workers and launcher run, with the hostfile delivered."""
     env.create_job(replicas=replicas, **worker)
-    await env.until(lambda: len(env.status().get("targetWorkers", [])) == replicas)
+    await eventually(lambda: len(env.status().get("targetWorkers", [])) == replicas)
     env.follow_targets()
-    await env.until(lambda: len(env.status().get("currentWorkers", [])) == replicas)
+    await eventually(lambda: len(env.status().get("currentWorkers", [])) == replicas)
     env.launcher()
     env.deliver()
 
@@ -52,14 +52,14 @@ async def running_job(env: Env, replicas: int = 2, **worker: Any) -> None:
 async def test_a_new_job_gets_its_membership(tmp_path: Path) -> None:
     async with scaling_env(tmp_path) as env:
         env.create_job(replicas=3, maxReplicas=2)
-        await env.until(lambda: "targetWorkers" in env.status())
+        await eventually(lambda: "targetWorkers" in env.status())
         status = env.status()
         assert status["targetWorkers"] == [f"{W}0", f"{W}1"]  # clamped to maxReplicas
         assert status["lastWorkerIndex"] == 1
         assert status.get("currentWorkers", []) == []
         env.follow_targets(phase="Pending")
         env.set_phase(f"{W}1", "Running")
-        await env.until(lambda: env.status().get("currentWorkers") == [f"{W}1"])
+        await eventually(lambda: env.status().get("currentWorkers") == [f"{W}1"])
 
 
 async def test_scale_out_runs_step_by_step(tmp_path: Path) -> None:
@@ -69,10 +69,10 @@ async def test_scale_out_runs_step_by_step(tmp_path: Path) -> None:
     async with scaling_env(tmp_path) as env:
         await running_job(env)
         env.create_scaler(SCALEOUTS, "more", {"selector": {"name": "tj"}, "toAdd": {"count": 2}})
-        await env.until(lambda: env.scaler_status(SCALEOUTS, "more").get("step") == "Creating")
+        await eventually(lambda: env.scaler_status(SCALEOUTS, "more").get("step") == "Creating")
         assert env.scaler_status(SCALEOUTS, "more")["addPods"] == [f"{W}2", f"{W}3"]
         # The decision is written first, then the job's targets.
-        await env.until(lambda: len(env.status()["targetWorkers"]) == 4)
+        await eventually(lambda: len(env.status()["targetWorkers"]) == 4)
         status = env.status()
         assert status["currentScaler"] == f"ScaleOut:{env.ns}/more"
         assert conditions(status)["Scaling"] == ("True", "ScalingStart")
@@ -82,13 +82,13 @@ async def test_scale_out_runs_step_by_step(tmp_path: Path) -> None:
         # Running but not admitted: the hostfile waits for the whole scale-out.
         env.follow_targets(phase="Pending")
         env.set_phase(f"{W}2", "Running")
-        await env.until(lambda: env.pods().get(f"{W}2") == "Running")
+        await eventually(lambda: env.pods().get(f"{W}2") == "Running")
         assert env.status()["currentWorkers"] == [f"{W}0", f"{W}1"]
         env.set_phase(f"{W}3", "Running")
-        await env.until(lambda: env.scaler_status(SCALEOUTS, "more").get("step") == "Joining")
-        await env.until(lambda: len(env.status()["currentWorkers"]) == 4)
+        await eventually(lambda: env.scaler_status(SCALEOUTS, "more").get("step") == "Joining")
+        await eventually(lambda: len(env.status()["currentWorkers"]) == 4)
         env.deliver()
-        await env.until(lambda: finished(env, SCALEOUTS, "more"))
+        await eventually(lambda: finished(env, SCALEOUTS, "more"))
         scaler = env.scaler_status(SCALEOUTS, "more")
         assert conditions(scaler)["ScaleSucceeded"] == ("True", "ScalingOutSucceeded")
         assert scaler["phase"] == "ScaleSucceeded"
@@ -97,7 +97,7 @@ async def test_scale_out_runs_step_by_step(tmp_path: Path) -> None:
         status = job["status"]
         assert status.get("currentScaler") is None
         assert conditions(status)["Scaling"] == ("False", "ScalingOutSucceeded")
-        await env.until(lambda: bool(env.events("ScalingOutSucceeded")))
+        await eventually(lambda: bool(env.events("ScalingOutSucceeded")))
     after = SCALE_OPERATIONS.labels(
         kind="TrainingJob", direction="out", result="succeeded"
     )._value.get()
@@ -109,17 +109,17 @@ async def test_scale_out_times_out_and_rolls_back(tmp_path: Path) -> None:
         await running_job(env)
         spec = {"selector": {"name": "tj"}, "toAdd": {"count": 1}, "timeout": 30}
         env.create_scaler(SCALEOUTS, "slow", spec)
-        await env.until(lambda: len(env.status()["targetWorkers"]) == 3)
+        await eventually(lambda: len(env.status()["targetWorkers"]) == 3)
         env.follow_targets(phase="Pending")
         await env.idle()
         await env.clock.advance(29)
         await env.idle()
         assert env.scaler_status(SCALEOUTS, "slow")["step"] == "Creating"
         await env.clock.advance(1)
-        await env.until(lambda: env.scaler_status(SCALEOUTS, "slow").get("step") == "RollingBack")
-        await env.until(lambda: env.status()["targetWorkers"] == [f"{W}0", f"{W}1"])
+        await eventually(lambda: env.scaler_status(SCALEOUTS, "slow").get("step") == "RollingBack")
+        await eventually(lambda: env.status()["targetWorkers"] == [f"{W}0", f"{W}1"])
         env.follow_targets()  # the job controller deletes the rolled back worker
-        await env.until(lambda: finished(env, SCALEOUTS, "slow"))
+        await eventually(lambda: finished(env, SCALEOUTS, "slow"))
         failed = env.scaler_status(SCALEOUTS, "slow")
         assert conditions(failed)["ScaleFailed"] == ("True", "ScaleOutTimeout")
         assert conditions(env.status())["Scaling"] == ("False", "ScalingOutFailed")
@@ -131,19 +131,19 @@ async def test_scale_in_by_count_drains_before_deleting(tmp_path: Path) -> None:
     async with scaling_env(tmp_path) as env:
         await running_job(env, replicas=3)
         env.set_phase(f"{W}0", "Failed")
-        await env.until(lambda: env.status()["currentWorkers"] == [f"{W}1", f"{W}2"])
+        await eventually(lambda: env.status()["currentWorkers"] == [f"{W}1", f"{W}2"])
         env.deliver()
         env.create_scaler(SCALEINS, "less", {"selector": {"name": "tj"}, "toDelete": {"count": 2}})
-        await env.until(lambda: env.scaler_status(SCALEINS, "less").get("step") == "Draining")
+        await eventually(lambda: env.scaler_status(SCALEINS, "less").get("step") == "Draining")
         # Failed first, then the highest index.
         assert env.scaler_status(SCALEINS, "less")["toDeletePods"] == [f"{W}0", f"{W}2"]
-        await env.until(lambda: env.status()["currentWorkers"] == [f"{W}1"])
+        await eventually(lambda: env.status()["currentWorkers"] == [f"{W}1"])
         assert f"{W}2" in env.status()["targetWorkers"]  # still a target: not delivered yet
         env.deliver()
-        await env.until(lambda: env.scaler_status(SCALEINS, "less").get("step") == "Deleting")
-        await env.until(lambda: env.status()["targetWorkers"] == [f"{W}1"])
+        await eventually(lambda: env.scaler_status(SCALEINS, "less").get("step") == "Deleting")
+        await eventually(lambda: env.status()["targetWorkers"] == [f"{W}1"])
         env.follow_targets()
-        await env.until(lambda: finished(env, SCALEINS, "less"))
+        await eventually(lambda: finished(env, SCALEINS, "less"))
         assert conditions(env.scaler_status(SCALEINS, "less"))["ScaleSucceeded"][1] == (
             "ScalingInSucceeded"
         )
@@ -155,7 +155,7 @@ async def test_scale_in_naming_another_jobs_pod_is_rejected(tmp_path: Path) -> N
         await running_job(env)
         spec = {"selector": {"name": "tj"}, "toDelete": {"podNames": ["other-worker-0"]}}
         env.create_scaler(SCALEINS, "wrong", spec)
-        await env.until(lambda: finished(env, SCALEINS, "wrong"))
+        await eventually(lambda: finished(env, SCALEINS, "wrong"))
         status = env.scaler_status(SCALEINS, "wrong")
         failed = next(c for c in status["conditions"] if c["type"] == "ScaleFailed")
         assert failed["reason"] == "UnknownWorkers"
@@ -167,9 +167,9 @@ async def test_bounds_are_enforced(tmp_path: Path) -> None:
     async with scaling_env(tmp_path) as env:
         await running_job(env, minReplicas=2, maxReplicas=3)
         env.create_scaler(SCALEOUTS, "big", {"selector": {"name": "tj"}, "toAdd": {"count": 2}})
-        await env.until(lambda: finished(env, SCALEOUTS, "big"))
+        await eventually(lambda: finished(env, SCALEOUTS, "big"))
         env.create_scaler(SCALEINS, "small", {"selector": {"name": "tj"}, "toDelete": {"count": 1}})
-        await env.until(lambda: finished(env, SCALEINS, "small"))
+        await eventually(lambda: finished(env, SCALEINS, "small"))
         big = conditions(env.scaler_status(SCALEOUTS, "big"))["ScaleFailed"]
         small = conditions(env.scaler_status(SCALEINS, "small"))["ScaleFailed"]
         assert (big, small) == (("True", "MaxReplicasExceeded"), ("True", "MinReplicasExceeded"))
@@ -186,25 +186,25 @@ async def test_scalers_run_one_at_a_time_oldest_first(tmp_path: Path) -> None:
         await env.idle()
         await env.clock.advance(1)
         env.create_scaler(SCALEINS, "newer", {"selector": {"name": "tj"}, "toDelete": {"count": 1}})
-        await env.until(lambda: "Created" in conditions(env.scaler_status(SCALEINS, "newer")))
-        await env.until(lambda: len(env.status().get("targetWorkers", [])) == 2)
+        await eventually(lambda: "Created" in conditions(env.scaler_status(SCALEINS, "newer")))
+        await eventually(lambda: len(env.status().get("targetWorkers", [])) == 2)
         env.follow_targets()
-        await env.until(lambda: len(env.status().get("currentWorkers", [])) == 2)
+        await eventually(lambda: len(env.status().get("currentWorkers", [])) == 2)
         env.launcher()
         env.deliver()
-        await env.until(lambda: len(env.status()["targetWorkers"]) == 3)
+        await eventually(lambda: len(env.status()["targetWorkers"]) == 3)
         assert env.scaler_status(SCALEOUTS, "older")["step"] == "Creating"
         assert "step" not in env.scaler_status(SCALEINS, "newer")  # waits its turn
         env.follow_targets()
-        await env.until(lambda: len(env.status()["currentWorkers"]) == 3)
+        await eventually(lambda: len(env.status()["currentWorkers"]) == 3)
         env.deliver()
-        await env.until(lambda: finished(env, SCALEOUTS, "older"))
-        await env.until(lambda: env.status().get("currentScaler") == f"ScaleIn:{env.ns}/newer")
-        await env.until(lambda: len(env.status()["currentWorkers"]) == 2)
+        await eventually(lambda: finished(env, SCALEOUTS, "older"))
+        await eventually(lambda: env.status().get("currentScaler") == f"ScaleIn:{env.ns}/newer")
+        await eventually(lambda: len(env.status()["currentWorkers"]) == 2)
         env.deliver()
-        await env.until(lambda: len(env.status()["targetWorkers"]) == 2)
+        await eventually(lambda: len(env.status()["targetWorkers"]) == 2)
         env.follow_targets()
-        await env.until(lambda: finished(env, SCALEINS, "newer"))
+        await eventually(lambda: finished(env, SCALEINS, "newer"))
         assert env.status()["targetWorkers"] == [f"{W}0", f"{W}1"]
         assert env.scaler_status(SCALEINS, "newer")["toDeletePods"] == [f"{W}2"]
 
@@ -220,20 +220,20 @@ async def test_scalers_of_one_second_run_in_the_order_they_were_created(tmp_path
         env.create_scaler(
             SCALEINS, "aa-second", {"selector": {"name": "tj"}, "toDelete": {"count": 1}}
         )
-        await env.until(lambda: "Created" in conditions(env.scaler_status(SCALEINS, "aa-second")))
-        await env.until(lambda: "Created" in conditions(env.scaler_status(SCALEOUTS, "zz-first")))
+        await eventually(lambda: "Created" in conditions(env.scaler_status(SCALEINS, "aa-second")))
+        await eventually(lambda: "Created" in conditions(env.scaler_status(SCALEOUTS, "zz-first")))
         first = env.scaler(SCALEOUTS, "zz-first")
         second = env.scaler(SCALEINS, "aa-second")
         assert first["metadata"]["creationTimestamp"] == second["metadata"]["creationTimestamp"]
         assert int(first["status"]["queuedResourceVersion"]) < int(
             second["status"]["queuedResourceVersion"]
         )
-        await env.until(lambda: len(env.status().get("targetWorkers", [])) == 2)
+        await eventually(lambda: len(env.status().get("targetWorkers", [])) == 2)
         env.follow_targets()
-        await env.until(lambda: len(env.status().get("currentWorkers", [])) == 2)
+        await eventually(lambda: len(env.status().get("currentWorkers", [])) == 2)
         env.launcher()
         env.deliver()
-        await env.until(lambda: env.status().get("currentScaler") is not None)
+        await eventually(lambda: env.status().get("currentScaler") is not None)
         assert env.status()["currentScaler"] == f"ScaleOut:{env.ns}/zz-first"
         assert "step" not in env.scaler_status(SCALEINS, "aa-second")  # waits its turn
 
@@ -245,22 +245,22 @@ async def test_an_operator_restart_does_not_repeat_a_step(tmp_path: Path) -> Non
             env.create_scaler(
                 SCALEOUTS, "more", {"selector": {"name": "tj"}, "toAdd": {"count": 1}}
             )
-            await env.until(lambda: env.scaler_status(SCALEOUTS, "more").get("step") == "Creating")
+            await eventually(lambda: env.scaler_status(SCALEOUTS, "more").get("step") == "Creating")
         decided = env.scaler_status(SCALEOUTS, "more")
         async with controllers(env):
             # The decision was written first; whether the targets were too when the operator
             # stopped, the new one finds them, and nothing is chosen again.
-            await env.until(lambda: len(env.status()["targetWorkers"]) == 3)
+            await eventually(lambda: len(env.status()["targetWorkers"]) == 3)
             job = env.status()
             env.follow_targets()
-            await env.until(lambda: len(env.status()["currentWorkers"]) == 3)
+            await eventually(lambda: len(env.status()["currentWorkers"]) == 3)
             resumed = env.scaler_status(SCALEOUTS, "more")
             assert resumed["step"] == "Joining"
             assert resumed["addPods"] == decided["addPods"] == [f"{W}2"]
             assert env.status()["lastWorkerIndex"] == job["lastWorkerIndex"] == 2
             assert env.status()["targetWorkers"] == job["targetWorkers"]
             env.deliver()
-            await env.until(lambda: finished(env, SCALEOUTS, "more"))
+            await eventually(lambda: finished(env, SCALEOUTS, "more"))
         starts = [
             c for c in env.scaler_status(SCALEOUTS, "more")["conditions"] if c["type"] == "Scaling"
         ]
@@ -279,59 +279,59 @@ async def test_replicas_drive_scalers_through_the_scale_subresource(tmp_path: Pa
         env.storage.update(TRAININGJOBS, job, namespace=env.ns)
         generation = env.job()["metadata"]["generation"]
         name = f"tj-replicas-{generation}"
-        await env.until(lambda: _exists(env, SCALEOUTS, name))
-        await env.until(lambda: len(env.status()["targetWorkers"]) == 3)
+        await eventually(lambda: _exists(env, SCALEOUTS, name))
+        await eventually(lambda: len(env.status()["targetWorkers"]) == 3)
         env.follow_targets()
-        await env.until(lambda: len(env.status()["currentWorkers"]) == 3)
+        await eventually(lambda: len(env.status()["currentWorkers"]) == 3)
         env.deliver()
-        await env.until(lambda: finished(env, SCALEOUTS, name))
+        await eventually(lambda: finished(env, SCALEOUTS, name))
         assert env.job()["spec"]["etReplicaSpecs"]["worker"]["replicas"] == 3
         # Above maxReplicas: written back clamped, with a warning; then scaled to the bound.
         job = env.job()
         job["spec"]["etReplicaSpecs"]["worker"]["replicas"] = 9
         env.storage.update(TRAININGJOBS, job, namespace=env.ns)
-        await env.until(lambda: env.job()["spec"]["etReplicaSpecs"]["worker"]["replicas"] == 4)
-        await env.until(lambda: bool(env.events("ReplicasClamped")))
+        await eventually(lambda: env.job()["spec"]["etReplicaSpecs"]["worker"]["replicas"] == 4)
+        await eventually(lambda: bool(env.events("ReplicasClamped")))
         (warning,) = env.events("ReplicasClamped")
         assert warning["type"] == "Warning"
         assert "replicas 9 of TrainingJob tj is above maxReplicas 4; set to 4" in warning["message"]
         name = f"tj-replicas-{env.job()['metadata']['generation']}"
-        await env.until(lambda: _exists(env, SCALEOUTS, name))
+        await eventually(lambda: _exists(env, SCALEOUTS, name))
 
 
 async def test_failed_workers_are_replaced_under_new_names(tmp_path: Path) -> None:
     async with scaling_env(tmp_path) as env:
         await running_job(env, restartPolicy="OnFailure")
         env.set_phase(f"{W}1", "Failed", reason="Evicted")
-        await env.until(lambda: env.status()["targetWorkers"] == [f"{W}0", f"{W}2"])
+        await eventually(lambda: env.status()["targetWorkers"] == [f"{W}0", f"{W}2"])
         status = env.status()
         assert status["lastWorkerIndex"] == 2
         assert status["currentWorkers"] == [f"{W}0"]
-        await env.until(lambda: bool(env.events("TrainingJobWorkerFailed")))
+        await eventually(lambda: bool(env.events("TrainingJobWorkerFailed")))
         (event,) = env.events("TrainingJobWorkerFailed")
         assert (
             event["message"]
             == "worker tj-worker-1 of TrainingJob tj failed; replaced by tj-worker-2"
         )
         env.follow_targets()
-        await env.until(lambda: env.status()["currentWorkers"] == [f"{W}0", f"{W}2"])
+        await eventually(lambda: env.status()["currentWorkers"] == [f"{W}0", f"{W}2"])
         # A member that vanishes is replaced too, never recreated under its name.
         env.delete_pod(f"{W}0")
-        await env.until(lambda: env.status()["targetWorkers"] == [f"{W}3", f"{W}2"])
+        await eventually(lambda: env.status()["targetWorkers"] == [f"{W}3", f"{W}2"])
 
 
 async def test_a_finished_job_fails_its_pending_scalers(tmp_path: Path) -> None:
     async with scaling_env(tmp_path) as env:
         env.create_job()
         env.create_scaler(SCALEOUTS, "late", {"selector": {"name": "tj"}, "toAdd": {"count": 1}})
-        await env.until(lambda: "Created" in conditions(env.scaler_status(SCALEOUTS, "late")))
+        await eventually(lambda: "Created" in conditions(env.scaler_status(SCALEOUTS, "late")))
         job = env.job()
         job["status"] = {
             **job.get("status", {}),
             "conditions": [{"type": "Succeeded", "status": "True"}],
         }
         env.storage.update(TRAININGJOBS, job, namespace=env.ns, subresource="status")
-        await env.until(lambda: finished(env, SCALEOUTS, "late"))
+        await eventually(lambda: finished(env, SCALEOUTS, "late"))
         assert conditions(env.scaler_status(SCALEOUTS, "late"))["ScaleFailed"] == (
             "True",
             "JobFinished",
@@ -351,12 +351,12 @@ async def test_a_script_outcome_survives_a_change_of_its_scaler(tmp_path: Path) 
         env.cluster.server.inject(Fault(resource="pods", subresource="exec", delay=10, status=403))
         spec = {"selector": {"name": "tj"}, "toAdd": {"count": 1}, "script": "/scale.sh"}
         env.create_scaler(SCALEOUTS, "more", spec)
-        await env.until(lambda: len(env.status()["targetWorkers"]) == 3)
+        await eventually(lambda: len(env.status()["targetWorkers"]) == 3)
         env.follow_targets()
-        await env.until(lambda: len(env.status()["currentWorkers"]) == 3)
+        await eventually(lambda: len(env.status()["currentWorkers"]) == 3)
         env.deliver()
         requests = env.cluster.server.requests
-        await env.until(lambda: bool(requests.find(subresource="exec")))
+        await eventually(lambda: bool(requests.find(subresource="exec")))
         # While the script runs, someone else writes the scaler: its outcome write conflicts.
         env.storage.patch(
             SCALEOUTS,
@@ -366,9 +366,9 @@ async def test_a_script_outcome_survives_a_change_of_its_scaler(tmp_path: Path) 
             namespace=env.ns,
         )
         await env.clock.advance(10)  # not idle: the script's exec is held on purpose
-        await env.until(lambda: env.status()["targetWorkers"] == [f"{W}0", f"{W}1"])
+        await eventually(lambda: env.status()["targetWorkers"] == [f"{W}0", f"{W}1"])
         env.follow_targets()  # the failed scale-out rolls its worker back
-        await env.until(lambda: finished(env, SCALEOUTS, "more"))
+        await eventually(lambda: finished(env, SCALEOUTS, "more"))
         done = env.scaler_status(SCALEOUTS, "more")
         # Its outcome (it never started) is recorded, not taken for an interruption.
         assert conditions(done)["ScriptExecuted"] == ("False", "ScriptNotStarted")

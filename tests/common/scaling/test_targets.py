@@ -11,6 +11,7 @@ from etctl.common import SCALEOUTS
 from etctl.common._scaling.api import scaler_targets
 from etctl.jobs.trainingjob import TRAININGJOBS
 from etctl.runtime import Resource, objects
+from etctl.testing import eventually
 from tests.common.scaling._env import scaling_env
 
 MPIJOBS = Resource("kubeflow.org", "v2beta1", "mpijobs", "MPIJob")
@@ -59,7 +60,7 @@ async def test_a_scaler_naming_another_kind_is_left_to_it(tmp_path: Path) -> Non
             "for-trainingjob",
             {"selector": {"name": "tj", "kind": "TrainingJob"}, "toAdd": {"count": 1}},
         )
-        await env.until(
+        await eventually(
             lambda: objects.controller_of(env.scaler(SCALEOUTS, "for-trainingjob")) is not None
         )
         await env.idle()

@@ -10,8 +10,8 @@ from etctl.common._scaling.wiring import setup_scaling
 from etctl.errors import ConfigError
 from etctl.jobs.trainingjob._plugin import TrainingJobPlugin
 from etctl.runtime import Manager
+from tests._cluster import cluster
 from tests.common.simplejob import SimpleJobPlugin
-from tests.runtime._cluster import cluster
 
 
 async def _never() -> None:
@@ -19,7 +19,7 @@ async def _never() -> None:
 
 
 async def test_only_elastic_kinds_scale(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as env:
+    async with cluster(tmp_path, raw=True) as env:
         with pytest.raises(ConfigError, match="SimpleJob is not elastic"):
             setup_scaling(Manager(env.client, clock=env.clock), SimpleJobPlugin())
         manager = Manager(env.client, clock=env.clock)

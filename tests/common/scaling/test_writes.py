@@ -10,8 +10,9 @@ import pytest
 from etctl.common import GuardedWriter
 from etctl.errors import Conflict
 from etctl.runtime import CONFIGMAPS, Cache, CacheOptions, ObjectView, Resource, objects
-from etctl.testing import Fault
-from tests.runtime._cluster import NEVER, NOT_PRESET, cluster, eventually, running
+from etctl.testing import Fault, eventually
+from tests._cluster import NEVER, NOT_PRESET, cluster
+from tests.runtime._realtime import running
 
 
 class FrozenCache:
@@ -36,7 +37,7 @@ class FrozenCache:
 
 
 async def test_writes_apply_only_to_the_version_read(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as env:
+    async with cluster(tmp_path, raw=True) as env:
         options = CacheOptions(namespaces=[env.ns], idle_timeout=NEVER)
         cache = Cache(env.client, clock=env.clock, options=options)
         cache.informer(CONFIGMAPS, field_selector=NOT_PRESET)
@@ -65,7 +66,7 @@ async def test_writes_apply_only_to_the_version_read(tmp_path: Path) -> None:
 async def test_a_write_read_back_after_its_answer_was_lost_is_read_from_the_server(
     tmp_path: Path,
 ) -> None:
-    async with cluster(tmp_path) as env:
+    async with cluster(tmp_path, raw=True) as env:
         cache = FrozenCache()  # the cache cannot know of a write whose answer never came
         writer = GuardedWriter(env.client, cache)
         first = env.configmap("cm", a="1")

@@ -9,7 +9,6 @@ the launcher's Role follows the workers; its members are in its own status field
 
 from __future__ import annotations
 
-import asyncio
 import copy
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -18,14 +17,14 @@ from typing import Any
 
 import pytest
 
-from etctl.common import SCALEOUTS, JobSettings, crd_manifest, setup_job_controller
+from etctl.common import SCALEOUTS
 from etctl.jobs.trainingjob import TrainingJobPlugin
-from etctl.runtime import PODS, ROLES, FakeClock, Manager, ManagerOptions, objects
-from etctl.testing import ApiServer, KubeletConfig
-from tests.jobs.launcher.elasticjob import ELASTICJOB, ELASTICJOBS, ElasticJobPlugin
-from tests.jobs.trainingjob._operator import NS, Cluster
-from tests.runtime._realtime import NoJitter, client_of, eventually, run_manager
+from etctl.runtime import PODS, ROLES, objects
+from etctl.testing import eventually
+from tests._cluster import Cluster, cluster, sandboxed_nodes
+from tests.jobs.launcher.elasticjob import ELASTICJOBS, ElasticJobPlugin
 
+NS = "default"
 JOB = "pi"
 LAUNCHER = f"{JOB}-launcher"
 
@@ -56,23 +55,12 @@ def elasticjob(workers: int = 2) -> dict[str, Any]:
 @asynccontextmanager
 async def both(tmp_path: Path) -> AsyncIterator[Cluster]:
     """A server with both kinds' CRDs and a kubelet, and one operator running both kinds."""
-    clock = FakeClock()
-    crds = [crd_manifest(r) for r in (*TrainingJobPlugin().custom_resources, ELASTICJOB)]
-    kubelet = KubeletConfig.uniform(2, gpus=8, root=tmp_path / "sandboxes")
+    kinds = (ElasticJobPlugin(), TrainingJobPlugin())
     async with (
-        ApiServer(clock=clock, crds=crds, kubelet=kubelet) as api,
-        client_of(api, tmp_path) as client,
+        cluster(tmp_path, *kinds, kubelet=sandboxed_nodes(tmp_path)) as env,
+        env.operating(),
     ):
-        options = ManagerOptions(
-            metrics_bind_address="0", health_probe_bind_address="0", cache_sync_timeout=5.0
-        )
-        manager = Manager(client, options=options, clock=clock, rng=NoJitter())
-        for plugin in (TrainingJobPlugin(), ElasticJobPlugin()):
-            setup_job_controller(
-                manager, plugin, settings=JobSettings(), max_concurrent_reconciles=4
-            )
-        async with run_manager(manager):
-            yield Cluster(api, client, clock)
+        yield env
 
 
 def job(env: Cluster) -> dict[str, Any]:
@@ -95,11 +83,11 @@ async def discovered(env: Cluster) -> dict[str, int]:
 
 async def eventually_discovered(env: Cluster, expected: dict[str, int]) -> None:
     """Run discover_hosts.sh until it lists ``expected`` (bounded, real time)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 10.0
-    while (found := await discovered(env)) != expected:
-        assert loop.time() < deadline, f"discover_hosts.sh lists {found}, not {expected}"
-        await asyncio.sleep(0.01)
+
+    async def listed() -> bool:
+        return await discovered(env) == expected
+
+    await eventually(listed, what=f"discover_hosts.sh listing {expected}")
 
 
 def condition(env: Cluster, cond_type: str) -> tuple[str, str] | None:
@@ -123,7 +111,7 @@ def exec_names(env: Cluster) -> list[str]:
 async def test_a_second_kind_runs_scales_and_heals_on_the_shared_layer(tmp_path: Path) -> None:
     async with both(tmp_path) as env:
         env.server.storage.create(ELASTICJOBS, copy.deepcopy(elasticjob()), namespace=NS)
-        await eventually(lambda: env.running(LAUNCHER))
+        await eventually(lambda: env.pods_running(LAUNCHER))
         await eventually(lambda: condition(env, "Running") == ("True", "ElasticJobRunning"))
         assert condition(env, "LauncherCreated") == ("True", "PodsCreated")
         await eventually(lambda: status(env).get("activeMembers") == [w(0), w(1)])

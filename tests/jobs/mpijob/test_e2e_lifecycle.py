@@ -12,18 +12,9 @@ from etctl.common import SCALEOUTS, crd_manifest
 from etctl.errors import Invalid
 from etctl.jobs.mpijob import MPIJOBS, MPIJobPlugin
 from etctl.runtime import CONFIGMAPS, PODS, ROLEBINDINGS, ROLES, SECRETS, SERVICEACCOUNTS, SERVICES
-from etctl.testing import Behaviour, PodPolicy
-from tests.common._operator import advance_idle
-from tests.jobs.mpijob._operator import (
-    NS,
-    Cluster,
-    cluster,
-    eventually,
-    example,
-    horovod_hosts,
-    operator,
-    until,
-)
+from etctl.testing import Behaviour, PodPolicy, eventually
+from tests._cluster import Cluster, cluster, sandboxed_nodes
+from tests.jobs.mpijob._manifests import NS, discovers, example, horovod_hosts
 
 pytestmark = pytest.mark.etctl_hooks(
     "the simulated kubelet runs the launcher and execs discover_hosts.sh, in virtual time"
@@ -45,10 +36,13 @@ def fqdn(pod: str, job: str) -> str:
 async def test_a_v2beta1_job_runs_with_mpi_operators_children_and_succeeds(
     tmp_path: Path,
 ) -> None:
-    async with cluster(tmp_path) as env, operator(env):
+    async with (
+        cluster(tmp_path, MPIJobPlugin(), kubelet=sandboxed_nodes(tmp_path)) as env,
+        env.operating(),
+    ):
         env.apply(example("pi.yaml"))
-        await eventually(lambda: env.running("pi-worker-0", "pi-worker-1", "pi-launcher"))
-        await eventually(lambda: env.state("pi") == "Running")
+        await eventually(lambda: env.pods_running("pi-worker-0", "pi-worker-1", "pi-launcher"))
+        await eventually(lambda: env.phase("pi") == "Running")
         assert env.condition("pi", "Running") == ("True", "MPIJobRunning")
         # The headless Service behind the host names, and the ssh key mpi-operator generates.
         service = env.get(SERVICES, "pi")
@@ -95,19 +89,22 @@ async def test_a_v2beta1_job_runs_with_mpi_operators_children_and_succeeds(
         hosts = await env.run("pi-launcher", "cat", "/etc/mpi/hostfile")
         assert hosts == config["data"]["hostfile"]
         env.kubelet.exit(NS, "pi-launcher", 0)
-        await eventually(lambda: env.state("pi") == "Succeeded")
+        await eventually(lambda: env.phase("pi") == "Succeeded")
         assert env.condition("pi", "Succeeded") == ("True", "MPIJobSucceeded")
         # cleanPodPolicy Running: the running workers go, the completed launcher stays.
-        await eventually(lambda: sorted(env.pods()) == ["pi-launcher"])
+        await eventually(lambda: sorted(env.phases()) == ["pi-launcher"])
 
 
 async def test_a_v1_elastic_job_uses_kubexec_and_its_launcher_discovers_ready_workers(
     tmp_path: Path,
 ) -> None:
     workers = [f"{ELASTIC}-worker-0", f"{ELASTIC}-worker-1"]
-    async with cluster(tmp_path) as env, operator(env):
+    async with (
+        cluster(tmp_path, MPIJobPlugin(), kubelet=sandboxed_nodes(tmp_path)) as env,
+        env.operating(),
+    ):
         env.apply(example("tensorflow-mnist-elastic.yaml"))
-        await eventually(lambda: env.state(ELASTIC) == "Running")
+        await eventually(lambda: env.phase(ELASTIC) == "Running")
         # kubexec: the Role lets the launcher exec into exactly the job's workers.
         role = env.get(ROLES, f"{ELASTIC}-launcher")
         assert role is not None
@@ -135,7 +132,7 @@ async def test_a_v1_elastic_job_uses_kubexec_and_its_launcher_discovers_ready_wo
         assert await env.run(workers[0], "test", "-x", "/etc/mpi/kubexec.sh") == ""
         # Horovod runs the script every second and parses host:slots lines.
         hosts = dict.fromkeys(workers, 1)
-        await until(lambda: env.discovers(ELASTIC, hosts))
+        await eventually(lambda: discovers(env, ELASTIC, hosts))
         script = await env.run(f"{ELASTIC}-launcher", "cat", "/etc/mpi/discover_hosts.sh")
         assert script == ("#!/bin/sh\n" + "".join(f"echo {name}:1\n" for name in workers))
         # It is executable where Horovod calls it, and kubexec.sh is where Horovod looks.
@@ -161,16 +158,19 @@ def wait_for_ready(document: dict[str, Any]) -> dict[str, Any]:
 async def test_the_launcher_waits_for_ready_workers_when_asked(
     tmp_path: Path, document: dict[str, Any], job: str
 ) -> None:
-    async with cluster(tmp_path) as env, operator(env):
+    async with (
+        cluster(tmp_path, MPIJobPlugin(), kubelet=sandboxed_nodes(tmp_path)) as env,
+        env.operating(),
+    ):
         slow = PodPolicy(name=f"{job}-worker-1", does=Behaviour(ready_delay=30))
         env.kubelet.add_policy(slow)
         env.apply(document)
-        await eventually(lambda: env.running(f"{job}-worker-0", f"{job}-worker-1"))
+        await eventually(lambda: env.pods_running(f"{job}-worker-0", f"{job}-worker-1"))
         await eventually(lambda: env.condition(job, "LauncherCreated") is not None)
         assert env.condition(job, "LauncherCreated") == ("False", "WorkersNotReady")
-        assert f"{job}-launcher" not in env.pods()
+        assert f"{job}-launcher" not in env.phases()
         await env.clock.advance(30)
-        await eventually(lambda: env.running(f"{job}-launcher"))
+        await eventually(lambda: env.pods_running(f"{job}-launcher"))
         await eventually(lambda: env.condition(job, "LauncherCreated") == ("True", "PodsCreated"))
 
 
@@ -187,12 +187,15 @@ async def test_clean_pod_policy_applies_when_the_launcher_finishes(
 ) -> None:
     document = example("tensorflow-mnist-elastic.yaml")
     document["spec"]["cleanPodPolicy"] = policy  # v1's top-level field
-    async with cluster(tmp_path) as env, operator(env):
+    async with (
+        cluster(tmp_path, MPIJobPlugin(), kubelet=sandboxed_nodes(tmp_path)) as env,
+        env.operating(),
+    ):
         env.apply(document)
-        await eventually(lambda: env.state(ELASTIC) == "Running")
+        await eventually(lambda: env.phase(ELASTIC) == "Running")
         env.kubelet.exit(NS, f"{ELASTIC}-launcher", 0)
-        await eventually(lambda: env.state(ELASTIC) == "Succeeded")
-        await eventually(lambda: sorted(env.pods()) == left)
+        await eventually(lambda: env.phase(ELASTIC) == "Succeeded")
+        await eventually(lambda: sorted(env.phases()) == left)
 
 
 @pytest.mark.parametrize(
@@ -203,9 +206,12 @@ async def test_clean_pod_policy_applies_when_the_launcher_finishes(
 async def test_a_vanished_launcher_is_created_again_with_a_warning(
     tmp_path: Path, document: dict[str, Any]
 ) -> None:
-    async with cluster(tmp_path) as env, operator(env):
+    async with (
+        cluster(tmp_path, MPIJobPlugin(), kubelet=sandboxed_nodes(tmp_path)) as env,
+        env.operating(),
+    ):
         env.apply(document)
-        await eventually(lambda: env.running("pi-worker-0", "pi-worker-1", "pi-launcher"))
+        await eventually(lambda: env.pods_running("pi-worker-0", "pi-worker-1", "pi-launcher"))
         # What proves it existed: the launcher counted running (AtStartup has no LauncherCreated).
         await eventually(
             lambda: (
@@ -230,23 +236,29 @@ async def test_a_vanished_launcher_is_created_again_with_a_warning(
 
 
 async def test_a_failed_launcher_fails_the_job(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as env, operator(env):
+    async with (
+        cluster(tmp_path, MPIJobPlugin(), kubelet=sandboxed_nodes(tmp_path)) as env,
+        env.operating(),
+    ):
         env.apply(example("tensorflow-mnist-elastic.yaml"))  # v1: the launcher runs Never
-        await eventually(lambda: env.state(ELASTIC) == "Running")
+        await eventually(lambda: env.phase(ELASTIC) == "Running")
         env.kubelet.exit(NS, f"{ELASTIC}-launcher", 2)
-        await eventually(lambda: env.state(ELASTIC) == "Failed")
+        await eventually(lambda: env.phase(ELASTIC) == "Failed")
         assert env.condition(ELASTIC, "Failed") == ("True", "MPIJobFailed")
         failed = env.status(ELASTIC)["conditions"][-1]["message"]
         assert f"launcher {ELASTIC}-launcher failed" in failed
 
 
 async def test_deleting_a_job_leaves_nothing(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as env, operator(env):
+    async with (
+        cluster(tmp_path, MPIJobPlugin(), kubelet=sandboxed_nodes(tmp_path)) as env,
+        env.operating(),
+    ):
         env.apply(example("tensorflow-mnist-elastic.yaml"))
         env.apply(example("pi.yaml"))
-        await eventually(lambda: env.state(ELASTIC) == "Running" and env.state("pi") == "Running")
+        await eventually(lambda: env.phase(ELASTIC) == "Running" and env.phase("pi") == "Running")
         await env.scale("pi", 3)
-        await eventually(lambda: env.running("pi-worker-2"))
+        await eventually(lambda: env.pods_running("pi-worker-2"))
         for name in (ELASTIC, "pi"):
             await env.client.delete(MPIJOBS, name, namespace=NS)
 
@@ -279,7 +291,10 @@ async def test_workers_whose_image_is_not_a_reference_leave_the_job_created(
     worker = document["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
     worker["image"] = "example.org/open mpi:cpu"
     workers = ["pi-worker-0", "pi-worker-1"]
-    async with cluster(tmp_path, nodes=3) as env, operator(env) as manager:
+    async with (
+        cluster(tmp_path, MPIJobPlugin(), kubelet=sandboxed_nodes(tmp_path, 3)) as env,
+        env.operating() as manager,
+    ):
         env.apply(document)
 
         def stuck() -> bool:
@@ -293,12 +308,12 @@ async def test_workers_whose_image_is_not_a_reference_leave_the_job_created(
 
         await eventually(stuck)
         uids = {name: env.pod(name)["metadata"]["uid"] for name in workers}
-        await advance_idle(env, 600, manager)
-        assert env.state("pi") == "Created"
+        await env.advance_idle(600, manager)
+        assert env.phase("pi") == "Created"
         assert env.condition("pi", "Running") is None
         assert env.condition("pi", "Failed") is None
         assert {name: env.pod(name)["metadata"]["uid"] for name in workers} == uids
-        assert {name: env.pods()[name] for name in workers} == dict.fromkeys(workers, "Pending")
+        assert {name: env.phases()[name] for name in workers} == dict.fromkeys(workers, "Pending")
         inspected = {e["involvedObject"]["name"] for e in env.events("InspectFailed")}
         assert inspected == set(workers)
 
@@ -316,7 +331,10 @@ async def test_an_invalid_job_fails_with_a_message_and_an_event(tmp_path: Path) 
     document = example("pi.yaml")
     specs = document["spec"]["mpiReplicaSpecs"]
     specs["worker"] = specs.pop("Worker")
-    async with cluster(tmp_path) as env, operator(env):
+    async with (
+        cluster(tmp_path, MPIJobPlugin(), kubelet=sandboxed_nodes(tmp_path)) as env,
+        env.operating(),
+    ):
         with pytest.raises(Invalid) as refused:  # the CRD's rules refuse it at the door
             env.apply(document)
         assert 'spec.mpiReplicaSpecs: Invalid value: "object": an MPIJob needs Workers' in str(
@@ -329,7 +347,7 @@ async def test_an_invalid_job_fails_with_a_message_and_an_event(tmp_path: Path) 
         await eventually(lambda: env.events("MPIJobInvalid"))
         (event,) = env.events("MPIJobInvalid")
         assert "spec.mpiReplicaSpecs.worker: unknown replica type" in event["message"]
-        assert env.pods() == {}
+        assert env.phases() == {}
 
 
 @pytest.mark.parametrize("managed_by", ["kubeflow.org/mpi-operator", "kueue.x-k8s.io/multikueue"])
@@ -338,15 +356,18 @@ async def test_managed_by(tmp_path: Path, managed_by: str) -> None:
     document["spec"]["runPolicy"]["managedBy"] = managed_by
     other = example("pi.yaml")
     other["metadata"]["name"] = "witness"
-    async with cluster(tmp_path) as env, operator(env):
+    async with (
+        cluster(tmp_path, MPIJobPlugin(), kubelet=sandboxed_nodes(tmp_path)) as env,
+        env.operating(),
+    ):
         env.apply(document)
         env.apply(other)
-        await eventually(lambda: env.state("witness") == "Running")
+        await eventually(lambda: env.phase("witness") == "Running")
         if managed_by == "kubeflow.org/mpi-operator":  # mpi-operator's own value: ours
-            await eventually(lambda: env.state("pi") == "Running")
+            await eventually(lambda: env.phase("pi") == "Running")
             return
-        assert "status" not in env.job("pi")
-        assert not [name for name in env.pods() if name.startswith("pi-")]
+        assert "status" not in env.stored("pi")
+        assert not [name for name in env.phases() if name.startswith("pi-")]
         assert env.get(CONFIGMAPS, "pi-config") is None
 
 
@@ -354,16 +375,19 @@ async def test_a_crashing_launcher_restarts_in_place_until_the_backoff_limit(
     tmp_path: Path,
 ) -> None:
     """v2beta1's launcher (OnFailure) restarts as a batch Job's pod would, 6 times by default."""
-    async with cluster(tmp_path) as env, operator(env) as manager:
+    async with (
+        cluster(tmp_path, MPIJobPlugin(), kubelet=sandboxed_nodes(tmp_path)) as env,
+        env.operating() as manager,
+    ):
         crash = PodPolicy(name="pi-launcher", does=Behaviour(run_seconds=1, exit_code=1))
         env.kubelet.add_policy(crash)
         env.apply(example("pi.yaml"))
         for _ in range(60):
-            await advance_idle(env, 30, manager)
+            await env.advance_idle(30, manager)
             if env.condition("pi", "Failed") is not None:
                 break
         assert env.condition("pi", "Failed") == ("True", "BackoffLimitExceeded")
         message = env.status("pi")["conditions"][-1]["message"]
         assert "more than its backoffLimit of 6" in message
         # Nothing of a job failed by its limits keeps running.
-        await eventually(lambda: [n for n in env.pods() if n.startswith("pi-")] == [])
+        await eventually(lambda: [n for n in env.phases() if n.startswith("pi-")] == [])

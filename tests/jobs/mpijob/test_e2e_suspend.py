@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 
-from etctl.jobs.mpijob import MPIJOBS
+from etctl.jobs.mpijob import MPIJOBS, MPIJobPlugin
 from etctl.runtime import CONFIGMAPS, SECRETS, SERVICES
-from etctl.testing import Fault, wait_idle
-from tests.jobs.mpijob._operator import NS, Cluster, cluster, eventually, example, operator, until
+from etctl.testing import Fault, eventually, wait_idle
+from tests._cluster import Cluster, cluster, sandboxed_nodes
+from tests.jobs.mpijob._manifests import NS, discovers, example
 
 pytestmark = pytest.mark.etctl_hooks("the simulated kubelet and server faults, in virtual time")
 
@@ -18,7 +19,7 @@ NODE = "node-1"
 
 
 def pods_of(env: Cluster, job: str) -> dict[str, str]:
-    return {name: phase for name, phase in env.pods().items() if name.startswith(f"{job}-")}
+    return {name: phase for name, phase in env.phases().items() if name.startswith(f"{job}-")}
 
 
 def admission(node: str) -> dict[str, Any]:
@@ -42,15 +43,18 @@ async def test_a_job_created_suspended_runs_once_admitted_where_kueue_put_it(
 ) -> None:
     document = example(manifest)
     document["spec"].setdefault("runPolicy", {})["suspend"] = True
-    async with cluster(tmp_path, nodes=3) as env, operator(env):
+    async with (
+        cluster(tmp_path, MPIJobPlugin(), kubelet=sandboxed_nodes(tmp_path, 3)) as env,
+        env.operating(),
+    ):
         env.apply(document)
         await eventually(lambda: env.condition(job, "Suspended") == ("True", "MPIJobSuspended"))
-        assert env.state(job) == "Suspended"
+        assert env.phase(job) == "Suspended"
         assert pods_of(env, job) == {}
         assert "startTime" not in env.status(job)
         await env.clock.advance(90)
         await env.client.patch(MPIJOBS, job, admission(NODE), namespace=NS)
-        await eventually(lambda: env.state(job) == "Running")
+        await eventually(lambda: env.phase(job) == "Running")
         assert env.condition(job, "Suspended") == ("False", "MPIJobResumed")
         assert env.status(job)["startTime"] == "2026-01-01T00:01:30Z"
         pods = pods_of(env, job)
@@ -67,9 +71,12 @@ async def test_suspending_a_running_elastic_job_keeps_it_and_its_workers_names(
 ) -> None:
     job = "tensorflow-mnist-elastic"
     workers = {f"{job}-worker-0": 1, f"{job}-worker-1": 1}
-    async with cluster(tmp_path, nodes=3) as env, operator(env) as manager:
+    async with (
+        cluster(tmp_path, MPIJobPlugin(), kubelet=sandboxed_nodes(tmp_path, 3)) as env,
+        env.operating() as manager,
+    ):
         env.apply(example("tensorflow-mnist-elastic.yaml"))
-        await eventually(lambda: env.state(job) == "Running")
+        await eventually(lambda: env.phase(job) == "Running")
         # The launcher outlives its workers for a while (its first delete is refused): the
         # workers the suspension deleted must not pass for failures of a running job.
         env.server.inject(Fault(verb="delete", resource="pods", name=f"{job}-launcher", status=403))
@@ -79,7 +86,7 @@ async def test_suspending_a_running_elastic_job_keeps_it_and_its_workers_names(
         await wait_idle(env.server, manager)
         await env.clock.advance(5)  # the refused delete is retried
         await eventually(lambda: pods_of(env, job) == {})
-        await eventually(lambda: env.state(job) == "Suspended")
+        await eventually(lambda: env.phase(job) == "Suspended")
         assert env.condition(job, "Running") == ("False", "MPIJobSuspended")
         # The job and its ConfigMap stay; nobody was replaced while nothing ran.
         assert env.get(CONFIGMAPS, f"{job}-config") is not None
@@ -87,11 +94,11 @@ async def test_suspending_a_running_elastic_job_keeps_it_and_its_workers_names(
         assert status["targetWorkers"] == list(workers)
         assert status["lastWorkerIndex"] == 1
         await env.client.patch(MPIJOBS, job, admission(NODE), namespace=NS)
-        await eventually(lambda: env.state(job) == "Running")
+        await eventually(lambda: env.phase(job) == "Running")
         # The same workers come back, on the node Kueue chose, and Horovod finds them again.
         assert sorted(pods_of(env, job)) == [f"{job}-launcher", *workers]
         assert all(env.pod(name)["spec"]["nodeName"] == NODE for name in pods_of(env, job))
-        await until(lambda: env.discovers(job, workers))
+        await eventually(lambda: discovers(env, job, workers))
         assert env.status(job)["lastWorkerIndex"] == 1
         assert env.events("MPIJobWorkerFailed") == []
 
@@ -103,9 +110,12 @@ async def test_a_job_created_suspended_gets_its_service_configmap_and_secret_at_
     # looks at suspend; only the workers and the launcher wait for admission.
     document = example("pi.yaml")
     document["spec"]["runPolicy"]["suspend"] = True
-    async with cluster(tmp_path) as env, operator(env) as manager:
+    async with (
+        cluster(tmp_path, MPIJobPlugin(), kubelet=sandboxed_nodes(tmp_path)) as env,
+        env.operating() as manager,
+    ):
         env.apply(document)
-        await eventually(lambda: env.state("pi") == "Suspended")
+        await eventually(lambda: env.phase("pi") == "Suspended")
         await eventually(lambda: env.get(SECRETS, "pi-ssh") is not None)
         await wait_idle(env.server, manager)
         service = env.get(SERVICES, "pi")
@@ -122,7 +132,7 @@ async def test_a_job_created_suspended_gets_its_service_configmap_and_secret_at_
         await env.client.patch(
             MPIJOBS, "pi", {"spec": {"runPolicy": {"suspend": False}}}, namespace=NS
         )
-        await eventually(lambda: env.state("pi") == "Running")
+        await eventually(lambda: env.phase("pi") == "Running")
         # The same objects serve the resumed job: the ssh key was not made again.
         resumed = env.get(SECRETS, "pi-ssh")
         assert resumed is not None

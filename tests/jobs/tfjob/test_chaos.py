@@ -16,10 +16,13 @@ from typing import Any
 
 import pytest
 
+from etctl.jobs.tfjob import TFJobPlugin
 from etctl.jobs.tfjob._api import TFJOBS
 from etctl.runtime import PODS, Manager
+from etctl.testing import KubeletConfig
+from tests._cluster import Cluster, cluster
 from tests.common._chaos import Chaos, Ledger, Target, crashes
-from tests.jobs.tfjob._cluster import NAMESPACE, TFCluster, replica, tf_cluster, tfjob
+from tests.jobs.tfjob._manifests import NAMESPACE, replica, tfjob
 from tests.runtime._realtime import run_manager
 
 pytestmark = pytest.mark.etctl_hooks(
@@ -61,11 +64,11 @@ def timeless(status: dict[str, Any]) -> dict[str, Any]:
     return kept
 
 
-def job_pods(c: TFCluster) -> dict[str, str]:
+def job_pods(c: Cluster) -> dict[str, str]:
     return {name: phase for name, phase in c.phases().items() if name != "bystander"}
 
 
-async def scenario(c: TFCluster, manager: Manager, seed: int | None) -> Outcome:
+async def scenario(c: Cluster, manager: Manager, seed: int | None) -> Outcome:
     """The job's whole life, under the chaos of ``seed`` (None: no fault)."""
     ledger = Ledger(c.server, NAMESPACE)
     driver = Chaos(c.server, c.clock, [manager], TARGETS, WATCHED, seed=seed or 0)
@@ -136,7 +139,7 @@ _reference: list[Outcome] = []
 async def reference(tmp_path: Path) -> Outcome:
     """The fault-free outcome (computed once per session)."""
     if not _reference:
-        async with tf_cluster(tmp_path / "reference") as c:
+        async with cluster(tmp_path / "reference", TFJobPlugin(), kubelet=KubeletConfig()) as c:
             async with run_manager(c.operator().manager) as manager:
                 _reference.append(await scenario(c, manager, None))
     return _reference[0]
@@ -155,7 +158,7 @@ async def test_the_fault_free_run_ends_as_planned(tmp_path: Path) -> None:
 async def test_chaos_changes_nothing_in_the_end(tmp_path: Path, seed: int) -> None:
     expected = await reference(tmp_path)
     before = crashes(["tfjob"])
-    async with tf_cluster(tmp_path / "chaos") as c:
+    async with cluster(tmp_path / "chaos", TFJobPlugin(), kubelet=KubeletConfig()) as c:
         async with run_manager(c.operator().manager) as manager:
             outcome = await scenario(c, manager, seed)
     assert outcome == expected

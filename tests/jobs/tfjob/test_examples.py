@@ -10,10 +10,13 @@ from typing import Any
 import pytest
 import yaml
 
+from etctl.jobs.tfjob import TFJobPlugin
 from etctl.runtime import KubeObject, objects
+from etctl.testing import eventually
 from etctl.testing._kubelet import KubeletConfig, NodeConfig
-from tests.common._operator import eventually, running
-from tests.jobs.tfjob._cluster import TFCluster, tf_cluster
+from tests._cluster import Cluster, cluster
+from tests.jobs.tfjob._manifests import tf_config
+from tests.runtime._realtime import running
 from tests.schema_support import EXAMPLES
 
 pytestmark = pytest.mark.etctl_hooks(
@@ -57,7 +60,7 @@ def finishers(name: str, manifest: KubeObject) -> list[str]:
     return [decider(name, manifest)]
 
 
-def all_running(c: TFCluster, namespace: str, names: list[str]) -> bool:
+def all_running(c: Cluster, namespace: str, names: list[str]) -> bool:
     phases = c.phases(namespace)
     return sorted(phases) == names and set(phases.values()) == {"Running"}
 
@@ -66,21 +69,21 @@ def all_running(c: TFCluster, namespace: str, names: list[str]) -> bool:
 async def test_example_runs_to_success(tmp_path: Path, path: Path) -> None:
     manifest = load(path)
     namespace = manifest["metadata"].get("namespace", "default")
-    async with tf_cluster(tmp_path, kubelet=NODES) as c:
+    async with cluster(tmp_path, TFJobPlugin(), kubelet=NODES) as c:
         if namespace != "default":
-            await c.namespace(namespace)
+            c.namespace(namespace)
         op = c.operator()
         async with running(op):
             body = dict(manifest)
             body["metadata"] = {"namespace": namespace, **manifest["metadata"]}
-            created = await c.create(body)
+            created = await c.submit(body)
             name = objects.name(created)
             names = expected_pods(name, manifest)
             await eventually(lambda: all_running(c, namespace, names))
-            await eventually(lambda: c.state(name, namespace) == "Running")
+            await eventually(lambda: c.state(name, namespace=namespace) == "Running")
             distributed = len(names) > 1
             for pod in c.pods(namespace).values():
-                config = c.tf_config(pod)
+                config = tf_config(pod)
                 assert (config is not None) is distributed
                 if config is not None:
                     assert (
@@ -93,8 +96,8 @@ async def test_example_runs_to_success(tmp_path: Path, path: Path) -> None:
                     )
             assert sorted(c.services(namespace)) == names
             for pod_name in finishers(name, manifest):
-                c.exit(pod_name, 0, namespace)
-            await eventually(lambda: c.state(name, namespace) == "Succeeded")
+                c.exit(pod_name, 0, namespace=namespace)
+            await eventually(lambda: c.state(name, namespace=namespace) == "Succeeded")
         assert op.error is None
 
 
@@ -102,7 +105,7 @@ async def test_example_runs_to_success(tmp_path: Path, path: Path) -> None:
 async def test_kubectl_applies_an_example_unchanged(tmp_path: Path) -> None:
     kubectl = shutil.which("kubectl")
     assert kubectl is not None
-    async with tf_cluster(tmp_path) as c:
+    async with cluster(tmp_path, TFJobPlugin(), kubelet=KubeletConfig()) as c:
         kubeconfig = c.server.write_kubeconfig(tmp_path / "kubeconfig")
         op = c.operator()
         async with running(op):

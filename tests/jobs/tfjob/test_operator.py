@@ -11,28 +11,30 @@ from typing import Any
 import pytest
 
 from etctl.common import JOB_ROLE, JobSettings, replica_labels
+from etctl.jobs.tfjob import TFJobPlugin
 from etctl.jobs.tfjob._api import TFJOBS
 from etctl.runtime import EVENTS, objects
-from etctl.testing import Fault, wait_idle
+from etctl.testing import Fault, KubeletConfig, eventually, wait_idle
+from tests._cluster import Cluster, Operator, cluster
 from tests._logs import captured_logs
-from tests.common._operator import Operator, advance_idle, eventually, running
-from tests.jobs.tfjob._cluster import NAMESPACE, TFCluster, replica, tf_cluster, tfjob
+from tests.jobs.tfjob._manifests import NAMESPACE, replica, tf_config, tfjob
+from tests.runtime._realtime import running
 
 pytestmark = pytest.mark.etctl_hooks(
     "the simulated kubelet plays the TFJob containers (image tf:2) and their exits"
 )
 
 
-def running_pods(c: TFCluster, *names: str) -> bool:
+def running_pods(c: Cluster, *names: str) -> bool:
     phases = c.phases()
     return all(phases.get(name) == "Running" for name in names)
 
 
 async def test_ps_and_workers_run_to_success(tmp_path: Path) -> None:
-    async with tf_cluster(tmp_path) as c:
+    async with cluster(tmp_path, TFJobPlugin(), kubelet=KubeletConfig()) as c:
         op = c.operator()
         async with running(op):
-            job = await c.create(tfjob("mnist", PS=replica(2), Worker=replica(3)))
+            job = await c.submit(tfjob("mnist", PS=replica(2), Worker=replica(3)))
             names = [
                 "mnist-ps-0",
                 "mnist-ps-1",
@@ -62,7 +64,7 @@ async def test_ps_and_workers_run_to_success(tmp_path: Path) -> None:
                 assert pod["spec"]["restartPolicy"] == "Never"
             assert objects.labels(pods["mnist-worker-0"])[JOB_ROLE] == "master"
             assert JOB_ROLE not in objects.labels(pods["mnist-worker-1"])
-            assert c.tf_config(pods["mnist-worker-1"]) == {
+            assert tf_config(pods["mnist-worker-1"]) == {
                 "cluster": {
                     "ps": ["mnist-ps-0.default.svc:2222", "mnist-ps-1.default.svc:2222"],
                     "worker": [
@@ -74,7 +76,7 @@ async def test_ps_and_workers_run_to_success(tmp_path: Path) -> None:
                 "task": {"type": "worker", "index": 1},
                 "environment": "cloud",
             }
-            assert c.tf_config(pods["mnist-ps-0"])["task"] == {"type": "ps", "index": 0}  # type: ignore[index]
+            assert tf_config(pods["mnist-ps-0"])["task"] == {"type": "ps", "index": 0}  # type: ignore[index]
 
             services = c.services()
             assert sorted(services) == names
@@ -109,10 +111,10 @@ async def test_ps_and_workers_run_to_success(tmp_path: Path) -> None:
 
 
 async def test_a_chief_decides_success(tmp_path: Path) -> None:
-    async with tf_cluster(tmp_path) as c:
+    async with cluster(tmp_path, TFJobPlugin(), kubelet=KubeletConfig()) as c:
         op = c.operator()
         async with running(op):
-            await c.create(tfjob("est", Chief=replica(1), Worker=replica(2)))
+            await c.submit(tfjob("est", Chief=replica(1), Worker=replica(2)))
             await eventually(lambda: running_pods(c, "est-chief-0", "est-worker-0", "est-worker-1"))
             await eventually(lambda: c.state("est") == "Running")
             pods = c.pods()
@@ -128,11 +130,11 @@ async def test_a_chief_decides_success(tmp_path: Path) -> None:
 
 
 async def test_a_job_is_running_only_once_its_chief_runs(tmp_path: Path) -> None:
-    async with tf_cluster(tmp_path) as c:
+    async with cluster(tmp_path, TFJobPlugin(), kubelet=KubeletConfig()) as c:
         op = c.operator()
         async with running(op):
             chief = replica(1, annotations={"sim.etctl.io/start-delay": "30"})
-            await c.create(tfjob("est", Chief=chief, Worker=replica(2)))
+            await c.submit(tfjob("est", Chief=chief, Worker=replica(2)))
             await eventually(lambda: running_pods(c, "est-worker-0", "est-worker-1"))
             await wait_idle(c.server, op.manager)
             # kubeflow counts Running pods as active: a Pending chief does not run the job.
@@ -148,10 +150,10 @@ async def test_a_job_is_running_only_once_its_chief_runs(tmp_path: Path) -> None
 
 
 async def test_all_workers_policy_waits_for_every_worker(tmp_path: Path) -> None:
-    async with tf_cluster(tmp_path) as c:
+    async with cluster(tmp_path, TFJobPlugin(), kubelet=KubeletConfig()) as c:
         op = c.operator()
         async with running(op):
-            await c.create(
+            await c.submit(
                 tfjob("all", success_policy="AllWorkers", PS=replica(1), Worker=replica(2))
             )
             await eventually(lambda: running_pods(c, "all-ps-0", "all-worker-0", "all-worker-1"))
@@ -167,10 +169,10 @@ async def test_all_workers_policy_waits_for_every_worker(tmp_path: Path) -> None
 async def test_exit_code_restarts_a_retryable_failure_and_fails_on_a_permanent_one(
     tmp_path: Path,
 ) -> None:
-    async with tf_cluster(tmp_path) as c:
+    async with cluster(tmp_path, TFJobPlugin(), kubelet=KubeletConfig()) as c:
         op = c.operator()
         async with running(op):
-            await c.create(tfjob("ec", PS=replica(1), Worker=replica(2, policy="ExitCode")))
+            await c.submit(tfjob("ec", PS=replica(1), Worker=replica(2, policy="ExitCode")))
             await eventually(lambda: running_pods(c, "ec-ps-0", "ec-worker-0", "ec-worker-1"))
             await eventually(lambda: c.state("ec") == "Running")
             first = objects.uid(c.pods()["ec-worker-1"])
@@ -198,13 +200,13 @@ async def test_exit_code_restarts_a_retryable_failure_and_fails_on_a_permanent_o
 
 
 async def test_backoff_limit_counts_recreations(tmp_path: Path) -> None:
-    async with tf_cluster(tmp_path) as c:
+    async with cluster(tmp_path, TFJobPlugin(), kubelet=KubeletConfig()) as c:
         op = c.operator()
         async with running(op):
             body = tfjob(
                 "bo", run_policy={"backoffLimit": 1}, Worker=replica(2, policy="OnFailure")
             )
-            await c.create(body)
+            await c.submit(body)
             await eventually(lambda: running_pods(c, "bo-worker-0", "bo-worker-1"))
             # An eviction fails the pod whatever its restart policy: it is recreated once...
             assert c.server.kubelet is not None
@@ -221,14 +223,14 @@ async def test_backoff_limit_counts_recreations(tmp_path: Path) -> None:
 
 
 async def test_active_deadline_fails_the_job_with_no_other_event(tmp_path: Path) -> None:
-    async with tf_cluster(tmp_path) as c:
+    async with cluster(tmp_path, TFJobPlugin(), kubelet=KubeletConfig()) as c:
         op = c.operator()
         async with running(op):
-            await c.create(
+            await c.submit(
                 tfjob("dl", run_policy={"activeDeadlineSeconds": 600}, Worker=replica(2))
             )
             await eventually(lambda: c.state("dl") == "Running")
-            await advance_idle(c, 599, op.manager)
+            await c.advance_idle(599, op.manager)
             assert c.condition("dl", "Failed") is None
             await c.clock.advance(1)
             await eventually(lambda: c.condition("dl", "Failed") == ("True", "DeadlineExceeded"))
@@ -238,16 +240,16 @@ async def test_active_deadline_fails_the_job_with_no_other_event(tmp_path: Path)
 
 
 async def test_ttl_deletes_the_finished_job(tmp_path: Path) -> None:
-    async with tf_cluster(tmp_path) as c:
+    async with cluster(tmp_path, TFJobPlugin(), kubelet=KubeletConfig()) as c:
         op = c.operator()
         async with running(op):
-            await c.create(
+            await c.submit(
                 tfjob("ttl", run_policy={"ttlSecondsAfterFinished": 300}, Worker=replica(2))
             )
             await eventually(lambda: running_pods(c, "ttl-worker-0", "ttl-worker-1"))
             c.exit("ttl-worker-0", 0)
             await eventually(lambda: c.state("ttl") == "Succeeded")
-            await advance_idle(c, 299, op.manager)
+            await c.advance_idle(299, op.manager)
             assert c.job("ttl") is not None
             await c.clock.advance(1)
             await eventually(lambda: c.job("ttl") is None)
@@ -257,16 +259,16 @@ async def test_ttl_deletes_the_finished_job(tmp_path: Path) -> None:
 
 
 async def test_cluster_domain_reaches_tf_config(tmp_path: Path) -> None:
-    async with tf_cluster(tmp_path) as c:
+    async with cluster(tmp_path, TFJobPlugin(), kubelet=KubeletConfig()) as c:
         op = c.operator(settings=JobSettings(cluster_domain="cluster.local"))
         async with running(op):
-            await c.create(
+            await c.submit(
                 tfjob(
                     "dom", Worker=replica(2, ports=[{"name": "tfjob-port", "containerPort": 4000}])
                 )
             )
             await eventually(lambda: len(c.pods()) == 2)
-            config = c.tf_config(c.pods()["dom-worker-1"])
+            config = tf_config(c.pods()["dom-worker-1"])
             assert config is not None
             assert config["cluster"] == {
                 "worker": [
@@ -281,23 +283,23 @@ async def test_cluster_domain_reaches_tf_config(tmp_path: Path) -> None:
 
 
 async def test_dynamic_workers_get_a_sparse_cluster_and_may_fail(tmp_path: Path) -> None:
-    async with tf_cluster(tmp_path) as c:
+    async with cluster(tmp_path, TFJobPlugin(), kubelet=KubeletConfig()) as c:
         op = c.operator()
         async with running(op):
-            await c.create(tfjob("dyn", dynamic=True, PS=replica(1), Worker=replica(3)))
+            await c.submit(tfjob("dyn", dynamic=True, PS=replica(1), Worker=replica(3)))
             await eventually(
                 lambda: running_pods(c, "dyn-ps-0", "dyn-worker-0", "dyn-worker-1", "dyn-worker-2")
             )
             await eventually(lambda: c.state("dyn") == "Running")
             pods = c.pods()
-            assert c.tf_config(pods["dyn-worker-2"]) == {
+            assert tf_config(pods["dyn-worker-2"]) == {
                 "cluster": {
                     "worker": {"2": "dyn-worker-2.default.svc:2222"},
                     "ps": ["dyn-ps-0.default.svc:2222"],
                 },
                 "task": {"type": "worker", "index": 2},
             }
-            assert c.tf_config(pods["dyn-ps-0"]) == {
+            assert tf_config(pods["dyn-ps-0"]) == {
                 "cluster": {"worker": {}, "ps": ["dyn-ps-0.default.svc:2222"]},
                 "task": {"type": "ps", "index": 0},
             }
@@ -314,7 +316,7 @@ async def test_dynamic_workers_get_a_sparse_cluster_and_may_fail(tmp_path: Path)
 async def test_a_pod_the_server_refuses_as_invalid_is_reported_on_the_job(
     tmp_path: Path,
 ) -> None:
-    async with tf_cluster(tmp_path) as c:
+    async with cluster(tmp_path, TFJobPlugin(), kubelet=KubeletConfig()) as c:
         op = c.operator()
         with captured_logs() as logs:
             await _refused_then_fixed(c, op)
@@ -326,11 +328,11 @@ async def test_a_pod_the_server_refuses_as_invalid_is_reported_on_the_job(
     ]
 
 
-async def _refused_then_fixed(c: TFCluster, op: Operator) -> None:
+async def _refused_then_fixed(c: Cluster, op: Operator) -> None:
     async with running(op):
         bad = replica(1)
         bad["template"]["metadata"] = {"labels": {"team": "not a valid label value!"}}
-        await c.create(tfjob("broken", Worker=bad))
+        await c.submit(tfjob("broken", Worker=bad))
         await eventually(lambda: c.condition("broken", "ReplicaFailure") is not None)
         await wait_idle(c.server, op.manager)
         # The server's message reaches the job, with a Warning Event a user can act on.
@@ -348,7 +350,7 @@ async def _refused_then_fixed(c: TFCluster, op: Operator) -> None:
         assert event["message"] == failure["message"]
         # The controller keeps trying, backing off: more attempts as time passes, no pod.
         attempts = len(c.server.requests.find(verb="create", resource="pods"))
-        await advance_idle(c, 60, op.manager)
+        await c.advance_idle(60, op.manager)
         assert len(c.server.requests.find(verb="create", resource="pods")) > attempts
         assert c.pods() == {}
         assert len(c.events("PodInvalid")) == 1  # announced once, not per attempt
@@ -366,16 +368,16 @@ async def _refused_then_fixed(c: TFCluster, op: Operator) -> None:
 async def test_a_transient_pod_create_error_is_not_reported_as_a_replica_failure(
     tmp_path: Path,
 ) -> None:
-    async with tf_cluster(tmp_path) as c:
+    async with cluster(tmp_path, TFJobPlugin(), kubelet=KubeletConfig()) as c:
         op = c.operator()
         failing = c.server.inject(Fault(verb="create", resource="pods", status=500, times=8))
         async with running(op):
-            await c.create(tfjob("flaky", Worker=replica(1)))
+            await c.submit(tfjob("flaky", Worker=replica(1)))
             await eventually(lambda: failing.fired >= 1)
             # A create is not repeated by the client once sent: each 500 is one reconcile, and
             # the next comes after the controller's backoff.
             for _ in range(8):
-                await advance_idle(c, 60, op.manager)
+                await c.advance_idle(60, op.manager)
             assert failing.fired == 8
             await eventually(lambda: "flaky-worker-0" in c.pods())
             assert c.condition("flaky", "ReplicaFailure") is None
@@ -395,11 +397,11 @@ def lifecycle(logs: Sequence[MutableMapping[str, Any]], name: str) -> list[tuple
 
 
 async def test_every_transition_is_logged_once_with_its_reason(tmp_path: Path) -> None:
-    async with tf_cluster(tmp_path) as c:
+    async with cluster(tmp_path, TFJobPlugin(), kubelet=KubeletConfig()) as c:
         op = c.operator()
         with captured_logs() as logs:
             async with running(op):
-                await c.create(tfjob("life", Worker=replica(2, policy="ExitCode")))
+                await c.submit(tfjob("life", Worker=replica(2, policy="ExitCode")))
                 await eventually(lambda: c.state("life") == "Running")
                 c.exit("life-worker-1", 137)  # killed: restarted
                 await eventually(lambda: c.status("life").get("restartCount") == 1)

@@ -3,92 +3,93 @@
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 import pytest
 
 from etctl.errors import Invalid
+from etctl.jobs.tfjob import TFJobPlugin
 from etctl.jobs.tfjob._api import TFJOBS
 from etctl.runtime import EVENTS, objects
-from etctl.testing import Fault, wait_idle
-from tests.common._operator import eventually, running
-from tests.jobs.tfjob._cluster import NAMESPACE, replica, tf_cluster, tfjob
+from etctl.testing import Fault, KubeletConfig, eventually, wait_idle
+from tests._cluster import Cluster
+from tests.jobs.tfjob._manifests import NAMESPACE, replica, tfjob
+from tests.runtime._realtime import running
 
-pytestmark = pytest.mark.etctl_hooks(
-    "the simulated kubelet plays the TFJob containers (image tf:2) and their exits"
-)
+pytestmark = [
+    pytest.mark.etctl_hooks(
+        "the simulated kubelet plays the TFJob containers (image tf:2) and their exits"
+    ),
+    pytest.mark.cluster(TFJobPlugin, kubelet=KubeletConfig()),
+]
 
 WORKERS = [f"rs-worker-{i}" for i in range(4)]
 EXPECTED = sorted(["rs-ps-0", "rs-ps-1", *WORKERS])
 
 
-async def test_an_operator_restarted_mid_reconcile_converges(tmp_path: Path) -> None:
-    async with tf_cluster(tmp_path) as c:
-        # Pods are created PS first, then workers in slow-start batches ([w0], [w1, w2], [w3]):
-        # three creations pass, the fourth (worker 1 or 2) hangs in the server, and the first
-        # operator crashes in the middle of that batch.
-        c.server.inject(Fault(verb="create", resource="pods", times=3))
-        c.server.inject(Fault(verb="create", resource="pods", delay=3600, times=1))
-        first = c.operator(graceful_shutdown_timeout=0)
-        second = c.operator()
-        async with running(first):
-            job = await c.create(tfjob("rs", PS=replica(2), Worker=replica(4)))
-            await eventually(lambda: len(c.pods()) == 4)
-            assert "rs-worker-3" not in c.pods()
-            assert first.task is not None
-            first.task.cancel()  # no grace: the reconcile in flight is cut off, as in a crash
-            await asyncio.gather(first.task, return_exceptions=True)
-        async with running(second):
-            await eventually(lambda: sorted(c.pods()) == EXPECTED)
-            await eventually(lambda: sorted(c.services()) == EXPECTED)
-            # The hung create completes now, too late: the name is taken, nothing is duplicated.
-            await wait_idle(c.server, second.manager)
-            await c.clock.advance(3600)
-            await eventually(lambda: set(c.phases().values()) == {"Running"})
-            await eventually(lambda: c.state("rs") == "Running")
-            pods = c.pods()
-            assert sorted(pods) == EXPECTED
-            assert {objects.controller_ref(pod) for pod in pods.values()} == {objects.uid(job)}
-            await eventually(lambda: c.status("rs")["replicaStatuses"]["Worker"].get("active") == 4)
-        assert second.error is None
+async def test_an_operator_restarted_mid_reconcile_converges(env: Cluster) -> None:
+    # Pods are created PS first, then workers in slow-start batches ([w0], [w1, w2], [w3]):
+    # three creations pass, the fourth (worker 1 or 2) hangs in the server, and the first
+    # operator crashes in the middle of that batch.
+    env.server.inject(Fault(verb="create", resource="pods", times=3))
+    env.server.inject(Fault(verb="create", resource="pods", delay=3600, times=1))
+    first = env.operator(graceful_shutdown_timeout=0)
+    second = env.operator()
+    async with running(first):
+        job = await env.submit(tfjob("rs", PS=replica(2), Worker=replica(4)))
+        await eventually(lambda: len(env.pods()) == 4)
+        assert "rs-worker-3" not in env.pods()
+        assert first.task is not None
+        first.task.cancel()  # no grace: the reconcile in flight is cut off, as in a crash
+        await asyncio.gather(first.task, return_exceptions=True)
+    async with running(second):
+        await eventually(lambda: sorted(env.pods()) == EXPECTED)
+        await eventually(lambda: sorted(env.services()) == EXPECTED)
+        # The hung create completes now, too late: the name is taken, nothing is duplicated.
+        await wait_idle(env.server, second.manager)
+        await env.clock.advance(3600)
+        await eventually(lambda: set(env.phases().values()) == {"Running"})
+        await eventually(lambda: env.state("rs") == "Running")
+        pods = env.pods()
+        assert sorted(pods) == EXPECTED
+        assert {objects.controller_ref(pod) for pod in pods.values()} == {objects.uid(job)}
+        await eventually(lambda: env.status("rs")["replicaStatuses"]["Worker"].get("active") == 4)
+    assert second.error is None
 
 
-async def test_a_job_deleted_while_running_leaves_nothing_behind(tmp_path: Path) -> None:
-    async with tf_cluster(tmp_path) as c:
-        op = c.operator()
-        async with running(op):
-            await c.create(tfjob("gone", Chief=replica(1), PS=replica(1), Worker=replica(2)))
-            await eventually(lambda: set(c.phases().values()) == {"Running"} and len(c.pods()) == 4)
-            await eventually(lambda: len(c.services()) == 4)
-            await c.client.delete(TFJOBS, "gone", namespace=NAMESPACE)
-            await eventually(lambda: c.job("gone") is None)
-            await eventually(lambda: c.pods() == {} and c.services() == {})
-        assert op.error is None
+async def test_a_job_deleted_while_running_leaves_nothing_behind(env: Cluster) -> None:
+    op = env.operator()
+    async with running(op):
+        await env.submit(tfjob("gone", Chief=replica(1), PS=replica(1), Worker=replica(2)))
+        await eventually(lambda: set(env.phases().values()) == {"Running"} and len(env.pods()) == 4)
+        await eventually(lambda: len(env.services()) == 4)
+        await env.client.delete(TFJOBS, "gone", namespace=NAMESPACE)
+        await eventually(lambda: env.job("gone") is None)
+        await eventually(lambda: env.pods() == {} and env.services() == {})
+    assert op.error is None
 
 
 async def test_an_invalid_job_fails_with_an_event_and_the_operator_keeps_running(
-    tmp_path: Path,
+    env: Cluster,
 ) -> None:
-    async with tf_cluster(tmp_path) as c:
-        op = c.operator()
-        async with running(op):
-            broken = tfjob("broken", Worker=replica(2))
-            broken["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0][
-                "name"
-            ] = "trainer"
-            await c.create(broken)
-            await c.create(tfjob("fine", Worker=replica(2)))
-            await eventually(lambda: c.condition("broken", "Failed") == ("True", "TFJobInvalid"))
-            await eventually(lambda: sorted(c.pods()) == ["fine-worker-0", "fine-worker-1"])
-            # The server holds a write before the operator hears back and records its event:
-            # wait until the operator is idle, then flush what it recorded.
-            await wait_idle(c.server, op.manager)
-            await op.manager.recorder("tfjob-controller").flush()
-            (event,) = [e for e in c.objects(EVENTS).values() if e["reason"] == "TFJobInvalid"]
-            assert event["type"] == "Warning"
-            assert 'no container named "tensorflow"' in event["message"]
-            assert "spec.tfReplicaSpecs.Worker.template" in event["message"]
-        assert op.error is None
+    op = env.operator()
+    async with running(op):
+        broken = tfjob("broken", Worker=replica(2))
+        broken["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["name"] = (
+            "trainer"
+        )
+        await env.submit(broken)
+        await env.submit(tfjob("fine", Worker=replica(2)))
+        await eventually(lambda: env.condition("broken", "Failed") == ("True", "TFJobInvalid"))
+        await eventually(lambda: sorted(env.pods()) == ["fine-worker-0", "fine-worker-1"])
+        # The server holds a write before the operator hears back and records its event:
+        # wait until the operator is idle, then flush what it recorded.
+        await wait_idle(env.server, op.manager)
+        await op.manager.recorder("tfjob-controller").flush()
+        (event,) = [e for e in env.objects(EVENTS).values() if e["reason"] == "TFJobInvalid"]
+        assert event["type"] == "Warning"
+        assert 'no container named "tensorflow"' in event["message"]
+        assert "spec.tfReplicaSpecs.Worker.template" in event["message"]
+    assert op.error is None
 
 
 @pytest.mark.parametrize(
@@ -100,11 +101,10 @@ async def test_an_invalid_job_fails_with_an_event_and_the_operator_keeps_running
     ],
 )
 async def test_the_schema_rejects_what_it_can(
-    tmp_path: Path, field: tuple[str, str], value: object, message: str
+    env: Cluster, field: tuple[str, str], value: object, message: str
 ) -> None:
-    async with tf_cluster(tmp_path) as c:
-        body = tfjob("bad", Chief=replica(1), Worker=replica(1))
-        body["spec"]["tfReplicaSpecs"][field[0]][field[1]] = value
-        with pytest.raises(Invalid) as rejected:
-            await c.create(body)
-        assert message in str(rejected.value)
+    body = tfjob("bad", Chief=replica(1), Worker=replica(1))
+    body["spec"]["tfReplicaSpecs"][field[0]][field[1]] = value
+    with pytest.raises(Invalid) as rejected:
+        await env.submit(body)
+    assert message in str(rejected.value)

@@ -8,18 +8,20 @@ import pytest
 
 from etctl.common import JobSettings
 from etctl.common._gang import VOLCANO_PODGROUPS
+from etctl.jobs.tfjob import TFJobPlugin
 from etctl.jobs.tfjob._api import TFJOBS
-from etctl.testing import wait_idle
+from etctl.testing import KubeletConfig, eventually, wait_idle
+from tests._cluster import Cluster, cluster
 from tests.common._crds import VOLCANO_PODGROUP_CRD
-from tests.common._operator import advance_idle, eventually, running
-from tests.jobs.tfjob._cluster import NAMESPACE, TFCluster, replica, tf_cluster, tfjob
+from tests.jobs.tfjob._manifests import NAMESPACE, replica, tfjob
+from tests.runtime._realtime import running
 
 pytestmark = pytest.mark.etctl_hooks(
     "the simulated kubelet plays the TFJob containers (image tf:2) and their exits"
 )
 
 
-def all_running(c: TFCluster, count: int) -> bool:
+def all_running(c: Cluster, count: int) -> bool:
     phases = c.phases()
     return len(phases) == count and set(phases.values()) == {"Running"}
 
@@ -34,7 +36,7 @@ def all_running(c: TFCluster, count: int) -> bool:
     ],
 )
 async def test_clean_pod_policy(tmp_path: Path, policy: str, left: list[str]) -> None:
-    async with tf_cluster(tmp_path) as c:
+    async with cluster(tmp_path, TFJobPlugin(), kubelet=KubeletConfig()) as c:
         op = c.operator()
         async with running(op):
             body = tfjob(
@@ -44,7 +46,7 @@ async def test_clean_pod_policy(tmp_path: Path, policy: str, left: list[str]) ->
                 PS=replica(1),
                 Worker=replica(2),
             )
-            await c.create(body)
+            await c.submit(body)
             await eventually(lambda: all_running(c, 4))
             await eventually(lambda: c.state("cp") == "Running")
             c.exit("cp-worker-0", 0)
@@ -58,10 +60,10 @@ async def test_clean_pod_policy(tmp_path: Path, policy: str, left: list[str]) ->
 
 
 async def test_suspend_and_resume(tmp_path: Path) -> None:
-    async with tf_cluster(tmp_path) as c:
+    async with cluster(tmp_path, TFJobPlugin(), kubelet=KubeletConfig()) as c:
         op = c.operator()
         async with running(op):
-            await c.create(tfjob("sus", PS=replica(1), Worker=replica(2)))
+            await c.submit(tfjob("sus", PS=replica(1), Worker=replica(2)))
             await eventually(lambda: all_running(c, 3))
             await eventually(lambda: c.state("sus") == "Running")
             first_start = c.status("sus")["startTime"]
@@ -90,7 +92,9 @@ async def test_suspend_and_resume(tmp_path: Path) -> None:
 
 
 async def test_gang_podgroup_holds_pods_until_admitted(tmp_path: Path) -> None:
-    async with tf_cluster(tmp_path, crds=(VOLCANO_PODGROUP_CRD,)) as c:
+    async with cluster(
+        tmp_path, TFJobPlugin(), kubelet=KubeletConfig(), crds=(VOLCANO_PODGROUP_CRD,)
+    ) as c:
         op = c.operator(settings=JobSettings(gang_scheduler="volcano"))
         async with running(op):
             resources = {"requests": {"cpu": "1", "memory": "1Gi"}}
@@ -100,7 +104,7 @@ async def test_gang_podgroup_holds_pods_until_admitted(tmp_path: Path) -> None:
                 PS=replica(1, resources=resources),
                 Worker=replica(3, resources=resources),
             )
-            await c.create(body)
+            await c.submit(body)
             await eventually(lambda: "gang" in c.objects(VOLCANO_PODGROUPS))
             group = c.objects(VOLCANO_PODGROUPS)["gang"]
             # minMember defaults to every replica of the job.
@@ -112,7 +116,7 @@ async def test_gang_podgroup_holds_pods_until_admitted(tmp_path: Path) -> None:
             await c.client.patch_status(
                 VOLCANO_PODGROUPS, "gang", {"status": {"phase": "Pending"}}, namespace=NAMESPACE
             )
-            await advance_idle(c, 1, op.manager)
+            await c.advance_idle(1, op.manager)
             assert c.pods() == {}
 
             await c.client.patch_status(

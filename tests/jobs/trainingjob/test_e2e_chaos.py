@@ -19,20 +19,12 @@ from typing import Any
 import pytest
 
 from etctl.common import SCALEINS, SCALEOUTS
+from etctl.jobs.trainingjob import TrainingJobPlugin
 from etctl.jobs.trainingjob._api import TRAININGJOBS
 from etctl.runtime import CONFIGMAPS, PODS, Manager, Resource
+from tests._cluster import Cluster, cluster, sandboxed_nodes
 from tests.common._chaos import Chaos, Ledger, Target, crashes
-from tests.jobs.trainingjob._operator import (
-    JOB,
-    LAUNCHER,
-    NS,
-    Cluster,
-    cluster,
-    example,
-    operator,
-    scale_out_script,
-    w,
-)
+from tests.jobs.trainingjob._manifests import JOB, LAUNCHER, NS, example, scale_out_script, w
 
 pytestmark = pytest.mark.etctl_hooks(
     "the simulated kubelet runs the launcher's init container and execs, in virtual time"
@@ -109,26 +101,26 @@ def hostfile_hosts(env: Cluster) -> list[str]:
 
 def settled(env: Cluster, *, without: str) -> bool:
     """The job runs three workers, none named ``without``, and the hostfile lists them."""
-    status = env.status()
+    status = env.status(JOB)
     current = status.get("currentWorkers") or []
     return (
         len(current) == 3
         and without not in current
         and sorted(status.get("targetWorkers") or []) == sorted(current)
-        and env.running(*current)
+        and env.pods_running(*current)
         and hostfile_hosts(env) == sorted(current)
     )
 
 
 def scaled(env: Cluster, res: Resource, name: str) -> bool:
-    return env.scaler_done(res, name) and env.status().get("currentScaler") is None
+    return env.scaler_done(res, name) and env.status(JOB).get("currentScaler") is None
 
 
 def finished(env: Cluster) -> bool:
     """Succeeded, with the running workers cleaned up (cleanPodPolicy: Running)."""
-    pods = env.pods()
+    pods = env.phases()
     del pods["bystander"]
-    return env.status().get("phase") == "Succeeded" and "Running" not in pods.values()
+    return env.status(JOB).get("phase") == "Succeeded" and "Running" not in pods.values()
 
 
 async def step(chaos: Chaos | None, hold_here: bool) -> None:
@@ -171,7 +163,7 @@ async def scenario(env: Cluster, manager: Manager, seed: int | None) -> Outcome:
     env.apply(job)
     await step(chaos, held == 0)
     await driver.converge(
-        lambda: env.status().get("currentWorkers") == [w(0), w(1)] and env.running(LAUNCHER)
+        lambda: env.status(JOB).get("currentWorkers") == [w(0), w(1)] and env.pods_running(LAUNCHER)
     )
     setup = env.kubelet.exec(
         NS, LAUNCHER, ["sh", "-c", f"mkdir -p /scripts && cat > {SCRIPT_PATH}"], stdin=SCRIPT
@@ -200,13 +192,13 @@ async def scenario(env: Cluster, manager: Manager, seed: int | None) -> Outcome:
     await driver.converge(lambda: finished(env))
     await driver.settle()  # the end state, not a retry still waiting on its backoff
     outcome = Outcome(
-        job=timeless(env.status()),
-        replicas=env.job()["spec"]["etReplicaSpecs"]["worker"]["replicas"],
+        job=timeless(env.status(JOB)),
+        replicas=env.stored(JOB)["spec"]["etReplicaSpecs"]["worker"]["replicas"],
         scale_out=timeless(env.scaler(SCALEOUTS, SCALE_OUT)),
         scale_in=timeless(env.scaler(SCALEINS, SCALE_IN)),
         hostfile=hostfile,
         runs=runs,
-        pods=env.pods(),
+        pods=env.phases(),
         created=sorted(ledger.created),
         deleted=sorted(ledger.deleted),
     )
@@ -231,7 +223,12 @@ _reference: list[Outcome] = []
 async def reference(tmp_path: Path) -> Outcome:
     """The fault-free outcome (computed once per session)."""
     if not _reference:
-        async with cluster(tmp_path / "reference") as env, operator(env) as manager:
+        async with (
+            cluster(
+                tmp_path / "reference", TrainingJobPlugin(), kubelet=sandboxed_nodes(tmp_path)
+            ) as env,
+            env.operating() as manager,
+        ):
             _reference.append(await scenario(env, manager, None))
     return _reference[0]
 
@@ -256,7 +253,10 @@ async def test_the_fault_free_run_ends_as_planned(tmp_path: Path) -> None:
 async def test_chaos_changes_nothing_in_the_end(tmp_path: Path, seed: int) -> None:
     expected = await reference(tmp_path)
     before = crashes(CONTROLLERS)
-    async with cluster(tmp_path / "chaos") as env, operator(env) as manager:
+    async with (
+        cluster(tmp_path / "chaos", TrainingJobPlugin(), kubelet=sandboxed_nodes(tmp_path)) as env,
+        env.operating() as manager,
+    ):
         outcome = await scenario(env, manager, seed)
     assert outcome == expected
     assert crashes(CONTROLLERS) == before

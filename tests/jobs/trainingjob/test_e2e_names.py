@@ -16,8 +16,11 @@ from typing import Any
 import pytest
 
 from etctl.jobs.launcher import PUSHED_ANNOTATION, digest
+from etctl.jobs.trainingjob import TrainingJobPlugin
 from etctl.runtime import PODS, objects
-from tests.jobs.trainingjob._operator import NS, Cluster, cluster, eventually, operator
+from etctl.testing import eventually
+from tests._cluster import Cluster, cluster, sandboxed_nodes
+from tests.jobs.trainingjob._manifests import NS, hostfile
 from tests.schema_support import EXAMPLES, load_yaml
 
 pytestmark = pytest.mark.etctl_hooks(
@@ -51,17 +54,20 @@ def settled(env: Cluster) -> bool:
     """Two workers run and are the hostfile; no other worker pod is left."""
     status = env.status(NAME)
     targets = status.get("targetWorkers") or []
-    workers = [name for name in env.pods() if name.startswith(PREFIX)]
+    workers = [name for name in env.phases() if name.startswith(PREFIX)]
     return (
         len(targets) == 2
         and sorted(status.get("currentWorkers") or []) == sorted(targets)
         and sorted(workers) == sorted(targets)
-        and env.running(*targets)
+        and env.pods_running(*targets)
     )
 
 
 async def test_replacements_never_choose_a_name_too_long(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as env, operator(env):
+    async with (
+        cluster(tmp_path, TrainingJobPlugin(), kubelet=sandboxed_nodes(tmp_path)) as env,
+        env.operating(),
+    ):
         env.apply(job())
         await eventually(lambda: env.status(NAME).get("phase") == "Running")
         used: list[str] = []
@@ -73,14 +79,14 @@ async def test_replacements_never_choose_a_name_too_long(tmp_path: Path) -> None
             await eventually(lambda: settled(env))
             (new,) = set(env.status(NAME)["targetWorkers"]) - set(before)
             used.append(new)
-            assert env.condition("Failed", NAME) is None
+            assert env.condition(NAME, "Failed") is None
             assert env.status(NAME)["phase"] == "Running"
         assert all(len(name) <= 63 for name in used)
         assert used[:8] == [f"{PREFIX}{i}" for i in range(2, 10)]
         assert {int(name.rsplit("-", 1)[1]) for name in used[8:]} <= set(range(10))
         assert env.status(NAME)["lastWorkerIndex"] == 9
-        assert env.running(LAUNCHER)
+        assert env.pods_running(LAUNCHER)
         assert all(len(name) <= 63 for name in env.names(PODS))
         hosts = "".join(f"{name}:1\n" for name in env.status(NAME)["currentWorkers"])
         await eventually(lambda: pushed(env) == digest(hosts))
-        assert await env.hostfile(LAUNCHER) == hosts
+        assert await hostfile(env, LAUNCHER) == hosts

@@ -9,22 +9,20 @@ from typing import Any
 import pytest
 
 from etctl.common import SCALEINS, SCALEOUTS
+from etctl.jobs.trainingjob import TrainingJobPlugin
 from etctl.jobs.trainingjob._api import TRAININGJOBS
 from etctl.runtime import ROLES, objects
-from etctl.testing import Behaviour, Fault, PodPolicy, wait_idle
+from etctl.testing import Behaviour, Fault, PodPolicy, eventually, wait_idle
+from tests._cluster import Cluster, cluster, sandboxed_nodes
 from tests._kubectl import kubectl
 from tests._logs import captured_logs
-from tests.common._operator import advance_idle
-from tests.jobs.trainingjob._operator import (
+from tests.jobs.trainingjob._manifests import (
     JOB,
     LAUNCHER,
     NS,
-    Cluster,
-    cluster,
-    eventually,
     example,
+    hostfile,
     hosts,
-    operator,
     scale_out_script,
     w,
 )
@@ -44,13 +42,13 @@ def kubexec_job(**worker: Any) -> dict[str, Any]:
 
 async def started(env: Cluster, document: dict[str, Any] | None = None) -> None:
     env.apply(document or example("training-job.yaml"))
-    await eventually(lambda: env.running(LAUNCHER))
-    await eventually(lambda: env.status().get("phase") == "Running")
+    await eventually(lambda: env.pods_running(LAUNCHER))
+    await eventually(lambda: env.status(JOB).get("phase") == "Running")
 
 
 async def finished(env: Cluster, res: Any, name: str) -> dict[str, Any]:
     await eventually(lambda: env.scaler_done(res, name))
-    await eventually(lambda: env.status().get("currentScaler") is None)
+    await eventually(lambda: env.status(JOB).get("currentScaler") is None)
     return env.scaler(res, name)
 
 
@@ -69,38 +67,44 @@ def role_workers(env: Cluster) -> list[str]:
 
 
 async def test_et_operator_scalers_out_and_in(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as env, operator(env):
+    async with (
+        cluster(tmp_path, TrainingJobPlugin(), kubelet=sandboxed_nodes(tmp_path)) as env,
+        env.operating(),
+    ):
         await started(env)
         env.apply(example("scale-out.yaml"))
         done = await finished(env, SCALEOUTS, "elastic-training-scaleout")
         assert outcome(done)[:2] == ("ScaleSucceeded", "ScalingOutSucceeded")
         assert done["addPods"] == [w(2)]
-        assert env.running(w(2))
-        assert await env.hostfile() == hosts(0, 1, 2)
-        assert env.job()["spec"]["etReplicaSpecs"]["worker"]["replicas"] == 3
+        assert env.pods_running(w(2))
+        assert await hostfile(env) == hosts(0, 1, 2)
+        assert env.stored(JOB)["spec"]["etReplicaSpecs"]["worker"]["replicas"] == 3
         # By count: the highest index goes.
         env.apply(example("scale-in-count.yaml"))
         done = await finished(env, SCALEINS, "scalein-sample")
         assert outcome(done)[:2] == ("ScaleSucceeded", "ScalingInSucceeded")
         assert done["toDeletePods"] == [w(2)]
-        await eventually(lambda: w(2) not in env.pods())
-        assert await env.hostfile() == hosts(0, 1)
+        await eventually(lambda: w(2) not in env.phases())
+        assert await hostfile(env) == hosts(0, 1)
         # By name.
         created = env.apply(example("scale-in-pod-names.yaml"))
         name = objects.name(created)
         done = await finished(env, SCALEINS, name)
         assert done["toDeletePods"] == [w(1)]
-        await eventually(lambda: w(1) not in env.pods())
-        assert await env.hostfile() == hosts(0)
-        status = env.status()
+        await eventually(lambda: w(1) not in env.phases())
+        assert await hostfile(env) == hosts(0)
+        status = env.status(JOB)
         assert status["targetWorkers"] == status["currentWorkers"] == [w(0)]
         assert status["lastWorkerIndex"] == 2
-        assert env.condition("Scaling") == ("False", "ScalingInSucceeded")
-        assert env.status()["phase"] == "Running"
+        assert env.condition(JOB, "Scaling") == ("False", "ScalingInSucceeded")
+        assert env.status(JOB)["phase"] == "Running"
 
 
 async def test_a_scale_out_script_runs_once_with_the_new_hosts(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as env, operator(env):
+    async with (
+        cluster(tmp_path, TrainingJobPlugin(), kubelet=sandboxed_nodes(tmp_path)) as env,
+        env.operating(),
+    ):
         await started(env)
         script = 'echo "$SCALE_REASON $1" >> /scripts/runs\n'
         setup = await env.client.exec(
@@ -122,11 +126,14 @@ async def test_a_scale_out_script_runs_once_with_the_new_hosts(tmp_path: Path) -
 
 
 async def test_the_launcher_role_lists_exactly_the_workers(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as env, operator(env):
+    async with (
+        cluster(tmp_path, TrainingJobPlugin(), kubelet=sandboxed_nodes(tmp_path)) as env,
+        env.operating(),
+    ):
         await started(env, kubexec_job())
         assert role_workers(env) == [w(0), w(1)]
         env.apply(example("scale-out.yaml"))
-        await eventually(lambda: env.status().get("targetWorkers") == [w(0), w(1), w(2)])
+        await eventually(lambda: env.status(JOB).get("targetWorkers") == [w(0), w(1), w(2)])
         # The Role follows the targets before the new pod even runs.
         await eventually(lambda: role_workers(env) == [w(0), w(1), w(2)])
         await finished(env, SCALEOUTS, "elastic-training-scaleout")
@@ -136,7 +143,10 @@ async def test_the_launcher_role_lists_exactly_the_workers(tmp_path: Path) -> No
 
 
 async def test_bounds_are_enforced_with_a_message_naming_them(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as env, operator(env):
+    async with (
+        cluster(tmp_path, TrainingJobPlugin(), kubelet=sandboxed_nodes(tmp_path)) as env,
+        env.operating(),
+    ):
         await started(env, kubexec_job(minReplicas=2, maxReplicas=3))
         big = {
             **example("scale-out.yaml"),
@@ -154,36 +164,42 @@ async def test_bounds_are_enforced_with_a_message_naming_them(tmp_path: Path) ->
         done = await finished(env, SCALEINS, "scalein-sample")
         assert outcome(done)[1] == "MinReplicasExceeded"
         assert "below its minReplicas 2" in outcome(done)[2]
-        assert env.pods().keys() >= {w(0), w(1)}
-        assert env.condition("Scaling") == ("False", "ScalingInFailed")
+        assert env.phases().keys() >= {w(0), w(1)}
+        assert env.condition(JOB, "Scaling") == ("False", "ScalingInFailed")
 
 
 async def test_a_scale_out_that_times_out_is_rolled_back(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as env, operator(env) as manager:
+    async with (
+        cluster(tmp_path, TrainingJobPlugin(), kubelet=sandboxed_nodes(tmp_path)) as env,
+        env.operating() as manager,
+    ):
         await started(env)
         env.kubelet.add_policy(PodPolicy(name=w(2), does=Behaviour(stay_pending=True)))
         env.apply(example("scale-out.yaml"))  # timeout: 300
-        await eventually(lambda: env.pods().get(w(2)) == "Pending")
-        await advance_idle(env, 299, manager)
+        await eventually(lambda: env.phases().get(w(2)) == "Pending")
+        await env.advance_idle(299, manager)
         assert env.scaler(SCALEOUTS, "elastic-training-scaleout")["step"] == "Creating"
         await env.clock.advance(1)
         done = await finished(env, SCALEOUTS, "elastic-training-scaleout")
         assert outcome(done)[:2] == ("ScaleFailed", "ScaleOutTimeout")
-        await eventually(lambda: w(2) not in env.pods())
-        assert env.status()["targetWorkers"] == [w(0), w(1)]
-        assert await env.hostfile() == hosts(0, 1)
-        assert env.job()["spec"]["etReplicaSpecs"]["worker"]["replicas"] == 2
+        await eventually(lambda: w(2) not in env.phases())
+        assert env.status(JOB)["targetWorkers"] == [w(0), w(1)]
+        assert await hostfile(env) == hosts(0, 1)
+        assert env.stored(JOB)["spec"]["etReplicaSpecs"]["worker"]["replicas"] == 2
 
 
 async def test_two_scalers_run_one_after_the_other_oldest_first(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as env, operator(env) as manager:
+    async with (
+        cluster(tmp_path, TrainingJobPlugin(), kubelet=sandboxed_nodes(tmp_path)) as env,
+        env.operating() as manager,
+    ):
         env.apply(example("training-job.yaml"))
         # Both wait for the job to run; the older one (the ScaleIn) goes first.
         env.apply(example("scale-in-count.yaml"))
         await wait_idle(env.server, manager)
         await env.clock.advance(1)
         env.apply(example("scale-out.yaml"))
-        await eventually(lambda: env.running(LAUNCHER))
+        await eventually(lambda: env.pods_running(LAUNCHER))
         first = await finished(env, SCALEINS, "scalein-sample")
         second = await finished(env, SCALEOUTS, "elastic-training-scaleout")
         assert first["toDeletePods"] == [w(1)]
@@ -191,17 +207,20 @@ async def test_two_scalers_run_one_after_the_other_oldest_first(tmp_path: Path) 
         started_in = first["conditions"][1]["lastTransitionTime"]
         started_out = second["conditions"][1]["lastTransitionTime"]
         assert started_in <= started_out
-        assert env.status()["targetWorkers"] == [w(0), w(2)]
-        assert await env.hostfile() == hosts(0, 2)
+        assert env.status(JOB)["targetWorkers"] == [w(0), w(2)]
+        assert await hostfile(env) == hosts(0, 2)
 
 
 async def test_a_scale_in_naming_another_jobs_pod_is_rejected(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as env, operator(env):
+    async with (
+        cluster(tmp_path, TrainingJobPlugin(), kubelet=sandboxed_nodes(tmp_path)) as env,
+        env.operating(),
+    ):
         other = kubexec_job()
         other["metadata"]["name"] = "other"
         await started(env)
         env.apply(other)
-        await eventually(lambda: env.running("other-worker-0"))
+        await eventually(lambda: env.pods_running("other-worker-0"))
         scaler = example("scale-in-pod-names.yaml")
         scaler["metadata"] = {"name": "steal"}
         scaler["spec"]["toDelete"]["podNames"] = [w(1), "other-worker-0"]
@@ -209,40 +228,46 @@ async def test_a_scale_in_naming_another_jobs_pod_is_rejected(tmp_path: Path) ->
         done = await finished(env, SCALEINS, "steal")
         assert outcome(done)[:2] == ("ScaleFailed", "UnknownWorkers")
         assert "other-worker-0 is not a worker of TrainingJob elastic-training" in outcome(done)[2]
-        assert env.running(w(1), "other-worker-0")
+        assert env.pods_running(w(1), "other-worker-0")
 
 
 async def test_kubectl_scale_drives_a_scale(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as env, operator(env):
+    async with (
+        cluster(tmp_path, TrainingJobPlugin(), kubelet=sandboxed_nodes(tmp_path)) as env,
+        env.operating(),
+    ):
         await started(env, kubexec_job(maxReplicas=4))
         await env.client.patch(
             TRAININGJOBS, JOB, {"spec": {"replicas": 3}}, namespace=NS, subresource="scale"
         )
-        generation = objects.generation(env.job())
+        generation = objects.generation(env.stored(JOB))
         await eventually(lambda: env.get(SCALEOUTS, f"{JOB}-replicas-{generation}") is not None)
         done = await finished(env, SCALEOUTS, f"{JOB}-replicas-{generation}")
         assert outcome(done)[:2] == ("ScaleSucceeded", "ScalingOutSucceeded")
         scale = await env.client.get_subresource(TRAININGJOBS, JOB, "scale", namespace=NS)
         assert scale["spec"]["replicas"] == scale["status"]["replicas"] == 3
         assert "replica-type=worker" in scale["status"]["selector"]
-        assert await env.hostfile() == hosts(0, 1, 2)
+        assert await hostfile(env) == hosts(0, 1, 2)
         # Beyond the bound: clamped with a warning, then scaled to the bound.
         await env.client.patch(
             TRAININGJOBS, JOB, {"spec": {"replicas": 10}}, namespace=NS, subresource="scale"
         )
         await eventually(lambda: bool(env.events("ReplicasClamped")))
-        await eventually(lambda: env.status().get("targetWorkers") == [w(0), w(1), w(2), w(3)])
-        await eventually(lambda: env.running(w(3)))
-        await eventually(lambda: env.status().get("currentScaler") is None)
-        assert env.job()["spec"]["etReplicaSpecs"]["worker"]["replicas"] == 4
+        await eventually(lambda: env.status(JOB).get("targetWorkers") == [w(0), w(1), w(2), w(3)])
+        await eventually(lambda: env.pods_running(w(3)))
+        await eventually(lambda: env.status(JOB).get("currentScaler") is None)
+        assert env.stored(JOB)["spec"]["etReplicaSpecs"]["worker"]["replicas"] == 4
 
 
 async def test_kubectl_scale_during_a_scale_out_is_applied_after_it(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as env, operator(env) as manager:
+    async with (
+        cluster(tmp_path, TrainingJobPlugin(), kubelet=sandboxed_nodes(tmp_path)) as env,
+        env.operating() as manager,
+    ):
         await started(env, kubexec_job(maxReplicas=6))
         env.kubelet.add_policy(PodPolicy(name=w(2), does=Behaviour(start_delay=10)))
         env.apply(example("scale-out.yaml"))  # +1
-        await eventually(lambda: env.pods().get(w(2)) == "Pending")
+        await eventually(lambda: env.phases().get(w(2)) == "Pending")
         await wait_idle(env.server, manager)
         assert env.scaler(SCALEOUTS, "elastic-training-scaleout")["step"] == "Creating"
         # The user asks for 5 workers while the scale-out (to 3) is still creating its worker.
@@ -254,9 +279,9 @@ async def test_kubectl_scale_during_a_scale_out_is_applied_after_it(tmp_path: Pa
         done = await finished(env, SCALEOUTS, "elastic-training-scaleout")
         assert outcome(done)[:2] == ("ScaleSucceeded", "ScalingOutSucceeded")
         # The scale-out reached 3; then the user's 5 is applied, not overwritten by that 3.
-        await eventually(lambda: len(env.status().get("targetWorkers", [])) == 5)
-        await eventually(lambda: env.status().get("currentScaler") is None)
-        assert env.job()["spec"]["etReplicaSpecs"]["worker"]["replicas"] == 5
+        await eventually(lambda: len(env.status(JOB).get("targetWorkers", [])) == 5)
+        await eventually(lambda: env.status(JOB).get("currentScaler") is None)
+        assert env.stored(JOB)["spec"]["etReplicaSpecs"]["worker"]["replicas"] == 5
 
 
 async def test_a_long_named_job_grows_as_far_as_its_worker_names_fit(tmp_path: Path) -> None:
@@ -269,9 +294,12 @@ async def test_a_long_named_job_grows_as_far_as_its_worker_names_fit(tmp_path: P
     document["metadata"]["name"] = name
     workers = [f"{name}-worker-{i}" for i in range(10)]
     rule = "each worker has a Service of its name, and a Service name is a DNS label"
-    async with cluster(tmp_path) as env, operator(env):
+    async with (
+        cluster(tmp_path, TrainingJobPlugin(), kubelet=sandboxed_nodes(tmp_path)) as env,
+        env.operating(),
+    ):
         env.apply(document)
-        await eventually(lambda: env.running(f"{name}-launcher"))
+        await eventually(lambda: env.pods_running(f"{name}-launcher"))
         await env.client.patch(
             TRAININGJOBS, name, {"spec": {"replicas": 11}}, namespace=NS, subresource="scale"
         )
@@ -289,8 +317,8 @@ async def test_a_long_named_job_grows_as_far_as_its_worker_names_fit(tmp_path: P
             "ScaleSucceeded",
             "ScalingOutSucceeded",
         )
-        assert env.job(name)["spec"]["etReplicaSpecs"]["worker"]["replicas"] == 10
-        await eventually(lambda: env.running(f"{name}-launcher", *workers))
+        assert env.stored(name)["spec"]["etReplicaSpecs"]["worker"]["replicas"] == 10
+        await eventually(lambda: env.pods_running(f"{name}-launcher", *workers))
         env.apply(
             {
                 "apiVersion": "kai.alibabacloud.com/v1alpha1",
@@ -324,20 +352,23 @@ async def run_kubectl(kubeconfig: Path, *args: str) -> tuple[int, str, str]:
 
 @pytest.mark.etctl_kubectl
 async def test_kubectl_applies_the_examples_and_scales(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as env, operator(env):
+    async with (
+        cluster(tmp_path, TrainingJobPlugin(), kubelet=sandboxed_nodes(tmp_path)) as env,
+        env.operating(),
+    ):
         kubeconfig = env.server.write_kubeconfig(tmp_path / "kubectl-config")
         job = str(EXAMPLES / "trainingjob" / "training-job.yaml")
         code, out, err = await run_kubectl(kubeconfig, "apply", "-f", job)
         assert code == 0, err
         assert "trainingjob.kai.alibabacloud.com/elastic-training created" in out
-        await eventually(lambda: env.status().get("phase") == "Running")
+        await eventually(lambda: env.status(JOB).get("phase") == "Running")
         code, out, err = await run_kubectl(kubeconfig, "scale", "tj", JOB, "--replicas=3")
         assert code == 0, err
         assert "scaled" in out
-        await eventually(lambda: env.status().get("targetWorkers") == [w(0), w(1), w(2)])
-        await eventually(lambda: env.running(w(2)))
-        await eventually(lambda: env.status().get("currentScaler") is None)
-        await eventually(lambda: len(env.status().get("currentWorkers", [])) == 3)
+        await eventually(lambda: env.status(JOB).get("targetWorkers") == [w(0), w(1), w(2)])
+        await eventually(lambda: env.pods_running(w(2)))
+        await eventually(lambda: env.status(JOB).get("currentScaler") is None)
+        await eventually(lambda: len(env.status(JOB).get("currentWorkers", [])) == 3)
         code, out, err = await run_kubectl(kubeconfig, "get", "tj", JOB)
         assert code == 0, err
         header, row = out.splitlines()
@@ -379,7 +410,10 @@ async def script_runs(env: Cluster) -> int:
 async def test_a_script_exec_refused_before_it_started_is_retried_and_runs_once(
     tmp_path: Path, status: int
 ) -> None:
-    async with cluster(tmp_path) as env, operator(env):
+    async with (
+        cluster(tmp_path, TrainingJobPlugin(), kubelet=sandboxed_nodes(tmp_path)) as env,
+        env.operating(),
+    ):
         await started(env)
         await install_script(env)
         # Refused as many times as the client tries one exec (5): the scaler backs off on its
@@ -428,7 +462,10 @@ async def test_a_script_exec_refused_for_good_fails_the_scaler_as_never_started(
 
 
 async def _refused_for_good(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as env, operator(env):
+    async with (
+        cluster(tmp_path, TrainingJobPlugin(), kubelet=sandboxed_nodes(tmp_path)) as env,
+        env.operating(),
+    ):
         await started(env)
         await install_script(env)
         env.server.inject(Fault(subresource="exec", query_contains=_SCRIPT, status=403))
@@ -453,7 +490,10 @@ async def _refused_for_good(tmp_path: Path) -> None:
 async def test_a_script_step_whose_answer_was_lost_still_runs_the_script_once(
     tmp_path: Path, dropped: str
 ) -> None:
-    async with cluster(tmp_path) as env, operator(env):
+    async with (
+        cluster(tmp_path, TrainingJobPlugin(), kubelet=sandboxed_nodes(tmp_path)) as env,
+        env.operating(),
+    ):
         await started(env)
         await install_script(env)
         # The server commits the write that records the step (its decision, or the attempt
@@ -474,14 +514,17 @@ async def test_a_script_step_whose_answer_was_lost_still_runs_the_script_once(
         executed = next(c for c in done["conditions"] if c["type"] == "ScriptExecuted")
         assert (executed["status"], executed["reason"]) == ("True", "ScriptSucceeded")
         assert await script_runs(env) == 1  # exactly once
-        assert set(done["addPods"]) <= set(env.status()["targetWorkers"])  # not rolled back
+        assert set(done["addPods"]) <= set(env.status(JOB)["targetWorkers"])  # not rolled back
 
 
 async def test_the_operator_that_withheld_an_exec_sends_it_when_its_marker_turns_up(
     tmp_path: Path,
 ) -> None:
     name = "elastic-training-scaleout-script"
-    async with cluster(tmp_path) as env, operator(env):
+    async with (
+        cluster(tmp_path, TrainingJobPlugin(), kubelet=sandboxed_nodes(tmp_path)) as env,
+        env.operating(),
+    ):
         await started(env)
         await install_script(env)
         unreadable = Fault(verb="get", resource="scaleouts", name=name, status=500, times=5)
@@ -507,7 +550,7 @@ async def test_the_operator_that_withheld_an_exec_sends_it_when_its_marker_turns
         )
         env.apply(scale_out_script())
         await eventually(lambda: unreadable.fired == 5)
-        await advance_idle(env, 1.0)  # the reconcile that met the Conflict comes back in 1 s
+        await env.advance_idle(1.0)  # the reconcile that met the Conflict comes back in 1 s
         done = await finished(env, SCALEOUTS, name)
         unsubscribe()
         assert lost.fired == 1

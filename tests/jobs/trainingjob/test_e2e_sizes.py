@@ -21,19 +21,10 @@ from etctl.jobs.trainingjob._names import config_name, worker_prefix
 from etctl.jobs.trainingjob._plugin import TrainingJobPlugin
 from etctl.jobs.trainingjob._sizes import MAX_WORKERS, Names, config_data_bytes
 from etctl.runtime import CONFIGMAPS, PODS, objects
-from etctl.testing import Limits
-from tests.jobs.trainingjob._operator import (
-    JOB,
-    LAUNCHER,
-    NS,
-    Cluster,
-    cluster,
-    eventually,
-    hosts,
-    operator,
-    w,
-)
-from tests.jobs.trainingjob._operator import example as shared_example
+from etctl.testing import Limits, eventually
+from tests._cluster import Cluster, cluster, sandboxed_nodes
+from tests.jobs.trainingjob._manifests import JOB, LAUNCHER, NS, hosts, w
+from tests.jobs.trainingjob._manifests import example as shared_example
 
 pytestmark = pytest.mark.etctl_hooks(
     "the simulated kubelet runs the launcher's init container and execs, in virtual time"
@@ -68,17 +59,22 @@ def test_the_limit_sits_between_two_and_three_workers() -> None:
 
 
 async def test_a_job_whose_config_map_would_not_fit_fails_as_invalid(tmp_path: Path) -> None:
-    async with cluster(tmp_path, limits=SERVER) as env, operator(env, plugin()):
+    async with (
+        cluster(
+            tmp_path, TrainingJobPlugin(), kubelet=sandboxed_nodes(tmp_path), limits=SERVER
+        ) as env,
+        env.operating(plugin()),
+    ):
         env.apply(example("training-job.yaml", replicas=3))
-        await eventually(lambda: env.condition("Failed") is not None)
-        failed = next(c for c in env.status()["conditions"] if c["type"] == "Failed")
+        await eventually(lambda: env.condition(JOB, "Failed") is not None)
+        failed = next(c for c in env.status(JOB)["conditions"] if c["type"] == "Failed")
         assert (failed["status"], failed["reason"]) == ("True", "TrainingJobInvalid")
         message = failed["message"]
         assert "3 workers need" in message
         assert f"ConfigMap {config_name(JOB)}" in message
         assert f"over the {DATA} bytes a ConfigMap may hold" in message
         assert "at most 2 workers fit" in message
-        assert env.pods() == {}
+        assert env.phases() == {}
         assert env.get(CONFIGMAPS, config_name(JOB)) is None
 
 
@@ -93,34 +89,39 @@ async def scaled_out_and_refused(env: Cluster, scaler: str) -> dict[str, Any]:
 
 
 async def test_a_scale_out_past_the_limit_fails_at_its_start(tmp_path: Path) -> None:
-    async with cluster(tmp_path, limits=SERVER) as env, operator(env, plugin()):
+    async with (
+        cluster(
+            tmp_path, TrainingJobPlugin(), kubelet=sandboxed_nodes(tmp_path), limits=SERVER
+        ) as env,
+        env.operating(plugin()),
+    ):
         env.apply(example("training-job.yaml"))
-        await eventually(lambda: env.running(LAUNCHER, w(0), w(1)))
-        await eventually(lambda: env.status().get("phase") == "Running")
+        await eventually(lambda: env.pods_running(LAUNCHER, w(0), w(1)))
+        await eventually(lambda: env.status(JOB).get("phase") == "Running")
         env.apply(example("scale-out.yaml"))
         done = await scaled_out_and_refused(env, "elastic-training-scaleout")
         assert not done.get("addPods")
         # The job is untouched: same workers, same ConfigMap, still running.
-        assert env.status()["targetWorkers"] == [w(0), w(1)]
-        assert w(2) not in env.pods()
+        assert env.status(JOB)["targetWorkers"] == [w(0), w(1)]
+        assert w(2) not in env.phases()
         config = env.get(CONFIGMAPS, config_name(JOB))
         assert config is not None
         assert config["data"]["hostfile"] == hosts(0, 1)
-        await eventually(lambda: env.status().get("phase") == "Running")
-        assert env.condition("Failed") is None
+        await eventually(lambda: env.status(JOB).get("phase") == "Running")
+        assert env.condition(JOB, "Failed") is None
 
         # kubectl scale goes the same way: the scaler made for it fails, the job keeps running.
         await env.client.patch(
             TRAININGJOBS, JOB, {"spec": {"replicas": 3}}, namespace=NS, subresource="scale"
         )
-        generation = objects.generation(env.job())
+        generation = objects.generation(env.stored(JOB))
         await scaled_out_and_refused(env, f"{JOB}-replicas-{generation}")
-        assert env.status()["targetWorkers"] == [w(0), w(1)]
-        await eventually(lambda: env.status().get("phase") == "Running")
+        assert env.status(JOB)["targetWorkers"] == [w(0), w(1)]
+        await eventually(lambda: env.status(JOB).get("phase") == "Running")
 
 
 async def test_the_schema_refuses_more_workers_than_any_job_can_hold(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as env:
+    async with cluster(tmp_path, TrainingJobPlugin(), kubelet=sandboxed_nodes(tmp_path)) as env:
         refused = example("training-job.yaml", replicas=MAX_WORKERS + 1)
         del refused["spec"]["etReplicaSpecs"]["worker"]["maxReplicas"]
         with pytest.raises(Invalid) as raised:

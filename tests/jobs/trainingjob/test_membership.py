@@ -10,11 +10,14 @@ from typing import Any
 import pytest
 
 from etctl.jobs.launcher import PUSHED_ANNOTATION, MembershipPusher, digest, write_command
+from etctl.jobs.trainingjob import TrainingJobPlugin
 from etctl.jobs.trainingjob._api import TRAININGJOBS
 from etctl.jobs.trainingjob._layout import LAYOUT
 from etctl.jobs.trainingjob._names import NAMES
 from etctl.runtime import CONFIGMAPS, PODS, REGISTRY, objects
-from tests.jobs.trainingjob._operator import JOB, LAUNCHER, NS, cluster, eventually, operator
+from etctl.testing import eventually
+from tests._cluster import cluster, sandboxed_nodes
+from tests.jobs.trainingjob._manifests import JOB, LAUNCHER, NS, hostfile
 from tests.schema_support import EXAMPLES, load_yaml
 
 
@@ -66,9 +69,12 @@ async def test_the_launcher_follows_the_configmap(tmp_path: Path) -> None:
     document = copy.deepcopy(load_yaml(EXAMPLES / "trainingjob" / "training-job.yaml"))
     document["spec"]["etReplicaSpecs"]["launcher"]["restartPolicy"] = "Always"
     before = pushes()
-    async with cluster(tmp_path) as env, operator(env):
+    async with (
+        cluster(tmp_path, TrainingJobPlugin(), kubelet=sandboxed_nodes(tmp_path)) as env,
+        env.operating(),
+    ):
         env.apply(document)
-        await eventually(lambda: env.running(LAUNCHER))
+        await eventually(lambda: env.pods_running(LAUNCHER))
         await eventually(lambda: pushed(env) == config_digest(env) != "")
         # Both copies, DeepSpeed's too.
         deepspeed = await env.client.exec(NS, LAUNCHER, ["cat", "/job/hostfile"], timeout=10)
@@ -79,10 +85,10 @@ async def test_the_launcher_follows_the_configmap(tmp_path: Path) -> None:
         await eventually(
             lambda: (
                 objects.uid(env.get(PODS, LAUNCHER) or {}) not in ("", first)
-                and env.running(LAUNCHER)
+                and env.pods_running(LAUNCHER)
             )
         )
         await eventually(lambda: pushed(env) == config_digest(env))
-        assert await env.hostfile() == f"{JOB}-worker-0:1\n{JOB}-worker-1:1\n"
+        assert await hostfile(env) == f"{JOB}-worker-0:1\n{JOB}-worker-1:1\n"
     # Two files per push, at least two pushes (the first launcher, then its successor).
     assert pushes() >= before + 4

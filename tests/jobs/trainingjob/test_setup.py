@@ -10,7 +10,7 @@ from etctl.common import JobSettings, setup_job_controller
 from etctl.jobs.trainingjob._plugin import TrainingJobPlugin
 from etctl.jobs.trainingjob._setup import setup_hostfile_pusher
 from etctl.runtime import Manager, ManagerOptions
-from tests.runtime._cluster import cluster
+from tests._cluster import cluster
 
 NAMES = (
     "trainingjob",
@@ -22,7 +22,7 @@ NAMES = (
 
 
 async def test_the_generic_wiring_sets_up_every_trainingjob_controller(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as env:
+    async with cluster(tmp_path, raw=True) as env:
         manager = Manager(env.client, options=ManagerOptions(), clock=env.clock)
         setup_job_controller(manager, TrainingJobPlugin(), settings=JobSettings())
         for name in NAMES:  # a name is taken once: each of these is registered

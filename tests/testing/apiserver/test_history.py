@@ -16,10 +16,12 @@ import pytest
 
 from etctl.runtime import CONFIGMAPS, FakeClock, objects
 from etctl.runtime._informer import Informer
-from etctl.testing import ApiServer, Fault, History
+from etctl.testing import ApiServer, Fault, History, eventually
 from etctl.testing._apiserver.history import Compactor, EventLog
-from tests.runtime._cluster import NEVER, Recorder, cluster, eventually, running
+from tests._cluster import NEVER, cluster
 from tests.runtime._fakes import sample
+from tests.runtime._realtime import running
+from tests.runtime._recorder import Recorder
 from tests.testing.apiserver._client import Api, configmap
 
 CM = "/api/v1/namespaces/default/configmaps"
@@ -185,7 +187,7 @@ async def test_an_informer_behind_the_watch_cache_relists_and_loses_nothing(
     """A real server's settings: 100 events, 75 s. The informer's rewatch is held while the
     cluster moves on for two minutes; the watch gets 410, the informer relists, and its handlers
     end with exactly the server's objects, every change seen once."""
-    async with cluster(tmp_path) as env:
+    async with cluster(tmp_path, raw=True) as env:
         for i in range(10):
             env.configmap(f"c-{i}", v="0")
         inf = Informer(env.client, CONFIGMAPS, clock=env.clock, idle_timeout=NEVER)
@@ -220,7 +222,7 @@ async def test_an_informer_behind_the_watch_cache_relists_and_loses_nothing(
         mine = {
             key: rv for key, rv in seen.versions().items() if not key.endswith("/kube-root-ca.crt")
         }
-        assert mine == env.state()
+        assert mine == env.versions()
         assert len(mine) == 8 + 60 + 100
         # Two lists: the first one, and the relist after the 410.
         assert sample("etctl_informer_relists_total", resource=label) - relists == 2
