@@ -5,7 +5,7 @@ what they would (pods for the targets, running; pods outside them deleted) and
 :meth:`Env.deliver` does what the membership pusher would (the launcher's recorded digest of the
 hostfile of ``status.currentWorkers``), so each test decides when the world moves. Everything runs
 on one FakeClock; HTTP is real, so tests wait for conditions with :func:`eventually`. The cluster
-is a namespace of the embedded server or of a real one (:mod:`tests.runtime._cluster`), and the
+is a namespace of the embedded server or of a real one (:mod:`tests._cluster`), and the
 operator's cache covers that namespace.
 """
 
