@@ -47,7 +47,7 @@ from etctl.cli._observer import StepFailed
 from etctl.cli._sandbox_options import DemoOptions
 from etctl.cli._timeline import Timeline
 from etctl.common import SCALEINS, SCALEOUTS
-from etctl.jobs.mpijob import API_VERSION, MPIJOBS, MPIJobPlugin
+from etctl.jobs.mpijob import MPIJOBS, MPIJobPlugin
 from etctl.runtime import CONFIGMAPS, SECRETS, SERVICES, Resource
 
 __all__ = [
@@ -92,7 +92,7 @@ _DEMO_JOB = DemoJob(
 def mpijob_manifest() -> dict[str, Any]:
     """The demo's MPIJob, as mpi-operator's users write one, plus etctl's elastic bounds."""
     return {
-        "apiVersion": API_VERSION,
+        "apiVersion": MPIJOBS.api_version,
         "kind": "MPIJob",
         "metadata": {"name": JOB, "namespace": NAMESPACE},
         "spec": {

@@ -9,18 +9,14 @@ from typing import Any
 import pytest
 
 from etctl.common import CleanPodPolicy, RestartPolicy, crd_manifest
-from etctl.jobs.mpijob import (
+from etctl.jobs.mpijob import MPIJOB, MPIJOBS, MPIJob, MPIJobV1, validate_mpijob
+from etctl.jobs.mpijob._api import (
     API_VERSION,
     API_VERSION_V1,
-    MPIJOB,
-    MPIJOBS,
     LauncherAttachMode,
     LauncherCreationPolicy,
     MPIImplementation,
-    MPIJob,
-    MPIJobV1,
     parse_mpijob,
-    validate_mpijob,
 )
 from etctl.runtime import objects
 from etctl.testing import cluster_target

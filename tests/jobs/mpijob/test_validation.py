@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from etctl.jobs.mpijob import MPIJob, parse_mpijob, validate_mpijob
+from etctl.jobs.mpijob import MPIJob, validate_mpijob
+from etctl.jobs.mpijob._api import parse_mpijob
 from tests.schema_support import EXAMPLES, load_yaml
 
 BASE = load_yaml(EXAMPLES / "mpijob" / "pi.yaml")
