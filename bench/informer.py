@@ -45,9 +45,9 @@ from cache_memory import sample_pod
 from etctl.runtime import NAMESPACES, PODS, ObjectView, RealClock, Resource, Tombstone
 from etctl.runtime import _requests as wire
 from etctl.runtime._client import Client, ClientOptions, ObjectList, WatchEvent, WatchStream
+from etctl.runtime._exchange import HttpResponse
 from etctl.runtime._informer import Informer
 from etctl.runtime._reflector import ListerWatcher
-from etctl.runtime._transport import RawResponse
 from etctl.testing import ApiServer
 
 NAMESPACE = "bench"
@@ -263,7 +263,7 @@ class RecordedPages:
 
     async def pages(self, res: Resource, **_: Any) -> AsyncIterator[ObjectList]:
         for body in self._pages:
-            raw = RawResponse(200, {}, body)
+            raw = HttpResponse(200, {}, body)
             yield wire.list_page(res, wire.decode_object(raw))
 
     def watch(

@@ -17,7 +17,9 @@ change. A minimal operator::
 The groups below are what the layer offers (see ``docs/runtime.md`` for a walk-through):
 
 * **client**: :class:`Client`, :class:`ClientOptions`, :class:`RetryPolicy`, the watch and list
-  types, and the cluster connection (:class:`ClusterConfig`);
+  types, the cluster connection (:class:`ClusterConfig`), and its transport seam
+  (:class:`HttpTransport`, one :class:`HttpRequest` in, one :class:`HttpResponse` out), which a
+  test answers without a server (``etctl.testing.MockTransport``);
 * **objects and resources**: objects are plain dicts (:data:`KubeObject`, :data:`ObjectView`),
   their metadata read through the :mod:`objects` namespace and a pod's facts through the
   :mod:`podview` namespace (``podview.phase(pod)``); :class:`Resource` names a collection, with
@@ -57,6 +59,7 @@ from etctl.runtime._client import (
 )
 from etctl.runtime._clock import Clock, FakeClock, RealClock, wait_event
 from etctl.runtime._event import CreateEvent, DeleteEvent, UpdateEvent
+from etctl.runtime._exchange import HttpRequest, HttpResponse, HttpTransport
 from etctl.runtime._expectations import DEFAULT_TTL, Expectations
 from etctl.runtime._handler import (
     EnqueueRequestForObject,
@@ -226,6 +229,9 @@ __all__ = [
     "GenerationChanged",
     "GroupVersionKind",
     "GroupVersionResource",
+    "HttpRequest",
+    "HttpResponse",
+    "HttpTransport",
     "HubAndSpoke",
     "IndexFunc",
     "KubeObject",

@@ -19,16 +19,10 @@ from typing import Any, TypeVar
 
 from etctl.errors import EtctlError, TransportError, Unauthorized
 from etctl.runtime._clock import Clock
+from etctl.runtime._exchange import Body, Credentials, HttpRequest, HttpResponse, HttpTransport
 from etctl.runtime._fence import check_fence, current_fence
 from etctl.runtime._retry import RetryPolicy, RetrySafety, retry_after
-from etctl.runtime._transport import (
-    Query,
-    RawResponse,
-    Stream,
-    Timeout,
-    Transport,
-    error_from_response,
-)
+from etctl.runtime._transport import Query, Timeout, encode_body, error_from_response
 
 __all__ = ["Caller"]
 
@@ -39,10 +33,12 @@ _READS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 class Caller:
-    """Retrying, re-authenticating requests over a :class:`~etctl.runtime._transport.Transport`.
+    """Retrying, re-authenticating requests over an :class:`~etctl.runtime._exchange.HttpTransport`.
 
     Args:
-        transport: the connection pools.
+        transport: where requests go (the client's own :class:`~etctl.runtime._transport.Transport`,
+            or one a test answers); a 401 reloads its credential when it has one to reload
+            (:class:`~etctl.runtime._exchange.Credentials`).
         policy: retry limits and backoff.
         clock: what retry sleeps run on.
         timeout: the per-attempt timeout of requests (streams bring their own).
@@ -50,28 +46,33 @@ class Caller:
 
     def __init__(
         self,
-        transport: Transport,
+        transport: HttpTransport,
         *,
         policy: RetryPolicy,
         clock: Clock,
         timeout: Timeout,
     ) -> None:
         self.transport = transport
+        self._credentials = transport if isinstance(transport, Credentials) else None
         self._policy = policy
         self._clock = clock
         self._timeout = timeout
 
+    @property
+    def _refreshable(self) -> bool:
+        return self._credentials is not None and self._credentials.refreshable
+
     async def _refresh(self) -> None:
         """Reload the credential the server refused (once for a burst of refusals)."""
-        transport = self.transport
-        await transport.cluster.refresh(force=True, refused=transport.refused)
+        if self._credentials is not None:
+            await self._credentials.refresh()
 
     async def _authenticated(self, attempt: Callable[[], Awaitable[T]], state: list[bool]) -> T:
         """Run ``attempt``; after a 401, refresh the credentials once per request and rerun."""
         try:
             return await attempt()
         except Unauthorized:
-            if state or not self.transport.cluster.refreshable:
+            if state or not self._refreshable:
                 raise
             state.append(True)
             await self._refresh()
@@ -91,7 +92,7 @@ class Caller:
         start; kept off the path of the first attempt, which is the only one most requests need.
         """
         refreshed: list[bool] = []
-        if isinstance(first, Unauthorized) and self.transport.cluster.refreshable:
+        if isinstance(first, Unauthorized) and self._refreshable:
             refreshed.append(True)
             await self._refresh()
             try:
@@ -117,11 +118,11 @@ class Caller:
         path: str,
         *,
         query: Query,
-        body: Any,
+        body: bytes | None,
         content_type: str | None,
         accept: str,
         uncertain: list[bool] | None,
-    ) -> RawResponse:
+    ) -> HttpResponse:
         """One attempt: a 2xx answer, or the error it maps to (a write checks its fence first).
 
         A write's fence is checked twice: before anything is built, and again as the request is
@@ -134,17 +135,18 @@ class Caller:
             check_fence(what)
             if current_fence() is not None:
                 before_send = partial(check_fence, what)
+        request = HttpRequest(
+            method=method,
+            path=path,
+            query=query,
+            body=body,
+            content_type=content_type,
+            accept=accept,
+            timeout=self._timeout,
+            before_send=before_send,
+        )
         try:
-            raw = await self.transport.request(
-                method,
-                path,
-                query=query,
-                body=body,
-                content_type=content_type,
-                accept=accept,
-                timeout=self._timeout,
-                before_send=before_send,
-            )
+            raw = await self.transport.handle(request)
         except TransportError:
             if uncertain is not None:
                 uncertain.append(True)
@@ -164,14 +166,14 @@ class Caller:
         accept: str = "application/json",
         safety: RetrySafety = RetrySafety.IDEMPOTENT,
         uncertain: list[bool] | None = None,
-    ) -> RawResponse:
+    ) -> HttpResponse:
         """Send a request until it gets a 2xx answer, fails permanently or runs out of attempts.
 
         Args:
             method: the HTTP method.
             path: the URL path.
             query: query parameters.
-            body: the JSON body (serialised by the transport).
+            body: the JSON body (encoded here, before any attempt).
             content_type: the body's content type (``application/json`` when ``None``).
             accept: the ``Accept`` header.
             safety: which failures may be retried.
@@ -188,7 +190,7 @@ class Caller:
             method,
             path,
             query=query,
-            body=body,
+            body=None if body is None else encode_body(body),
             content_type=content_type,
             accept=accept,
             uncertain=uncertain,
@@ -214,9 +216,18 @@ class Caller:
             first = exc
         return await self._recover(first, attempt, safety=RetrySafety.UNSTARTED, what=what)
 
-    async def open_stream(self, path: str, *, query: Query, timeout: Timeout) -> Stream:
+    async def open_stream(self, path: str, *, query: Query, timeout: Timeout) -> Body:
         """Start a stream (a watch), retried like a read; the caller closes the stream."""
-        attempt = partial(self.transport.open_stream, path, query=query, timeout=timeout)
+        request = HttpRequest(method="GET", path=path, query=query, timeout=timeout, stream=True)
+
+        async def attempt() -> Body:
+            answer = await self.transport.handle(request)
+            if answer.status != 200 or answer.stream is None:
+                if answer.stream is not None:
+                    answer.stream.close()
+                raise error_from_response(answer.status, answer.headers, answer.body)
+            return answer.stream
+
         try:
             return await attempt()
         except EtctlError as exc:

@@ -60,12 +60,13 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import partial
 from typing import Any
 
-from etctl.errors import NotFound, TransportError
+from etctl.errors import ConfigError, NotFound, TransportError
 from etctl.runtime import _objects as objects
 from etctl.runtime import _requests as wire
 from etctl.runtime._addressing import namespace_for, path_for
 from etctl.runtime._caller import Caller
 from etctl.runtime._client_options import ClientOptions
+from etctl.runtime._exchange import HttpTransport, Upgrades
 from etctl.runtime._exec import PROTOCOLS, ExecResult, ExecSession
 from etctl.runtime._fence import check_fence, current_fence
 from etctl.runtime._kubeconfig import (
@@ -110,22 +111,41 @@ class Client:
     :meth:`from_kubeconfig`, :meth:`in_cluster` or :meth:`auto` (inside a running event loop) and
     close it with :meth:`close`.
 
+    Requests go through an :class:`~etctl.runtime.HttpTransport` (the transport seam,
+    :mod:`etctl.runtime._exchange`): by default etctl's own HTTP/1.1 to ``cluster``; a test passes
+    ``transport=`` (``etctl.testing.MockTransport``) and answers the requests itself, with no
+    server and no cluster.
+
     Args:
-        cluster: the resolved connection.
+        cluster: the resolved connection (needed unless ``transport`` is given).
         options: timeouts, retries and identity.
+        transport: where requests go instead of the cluster's own connections.
+
+    Raises:
+        ConfigError: neither a cluster nor a transport was given.
     """
 
-    def __init__(self, cluster: ClusterConfig, *, options: ClientOptions | None = None) -> None:
+    def __init__(
+        self,
+        cluster: ClusterConfig | None = None,
+        *,
+        options: ClientOptions | None = None,
+        transport: HttpTransport | None = None,
+    ) -> None:
         self.options = options or ClientOptions()
         self.cluster = cluster
-        transport = Transport(
-            cluster,
-            user_agent=self.options.user_agent,
-            pool_size=self.options.pool_size,
-            watch_pool_size=self.options.watch_pool_size,
-            max_response_bytes=self.options.max_response_bytes,
-            max_message_bytes=self.options.max_message_bytes,
-        )
+        if transport is None:
+            if cluster is None:
+                msg = "a client needs a cluster to connect to, or a transport"
+                raise ConfigError(msg)
+            transport = Transport(
+                cluster,
+                user_agent=self.options.user_agent,
+                pool_size=self.options.pool_size,
+                watch_pool_size=self.options.watch_pool_size,
+                max_response_bytes=self.options.max_response_bytes,
+                max_message_bytes=self.options.max_message_bytes,
+            )
         self._caller = Caller(
             transport,
             policy=self.options.retry,
@@ -214,8 +234,8 @@ class Client:
 
     @property
     def host(self) -> str:
-        """The API server URL."""
-        return self.cluster.host
+        """The API server URL (``""`` for a client on a transport of its own)."""
+        return self.cluster.host if self.cluster is not None else ""
 
     def observe_writes(self, observer: WriteObserver) -> Callable[[], None]:
         """Tell ``observer`` of this client's writes from now on (see :mod:`._writes`).
@@ -684,6 +704,9 @@ class Client:
         ]
         path = path_for(PODS, namespace, pod, "exec")
         transport = self._caller.transport
+        if not isinstance(transport, Upgrades):
+            msg = "exec needs a transport that opens websockets; this client's does not"
+            raise ConfigError(msg)
 
         what = f"exec in {namespace}/{pod}"
         fenced = partial(check_fence, what) if current_fence() is not None else None

@@ -20,10 +20,10 @@ import orjson
 
 from etctl.errors import TransportError
 from etctl.runtime._collector import paused_collection
+from etctl.runtime._exchange import HttpResponse
 from etctl.runtime._objects import KubeObject, ObjectView
 from etctl.runtime._resources import Resource
 from etctl.runtime._retry import RetrySafety
-from etctl.runtime._transport import RawResponse
 
 __all__ = [
     "ObjectList",
@@ -79,7 +79,7 @@ def flag(value: bool) -> str:
     return "true" if value else "false"
 
 
-def decode_object(raw: RawResponse) -> KubeObject:
+def decode_object(raw: HttpResponse) -> KubeObject:
     """The JSON object in a 2xx answer (an empty body decodes to ``{}``).
 
     Raises:

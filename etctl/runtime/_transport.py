@@ -40,7 +40,6 @@ import netrc
 import os
 import ssl
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import SplitResult, unquote, urlsplit
@@ -56,6 +55,7 @@ from etctl.errors import (
     UnsafeRequest,
     api_error_from_status,
 )
+from etctl.runtime._exchange import HttpRequest, HttpResponse
 from etctl.runtime._http import (
     Broken,
     Endpoint,
@@ -76,7 +76,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Query",
-    "RawResponse",
     "Stream",
     "Timeout",
     "Transport",
@@ -92,15 +91,6 @@ _UNANSWERED = (NotConnected, *_NO_ANSWER)
 _ERROR_BODY_LIMIT = 64 * 1024
 _JSON_OPTIONS = orjson.OPT_NON_STR_KEYS  # json.dumps turns int keys into strings too
 _DEFAULT_PORTS = {"http": 80, "https": 443}
-
-
-@dataclass(frozen=True, slots=True)
-class RawResponse:
-    """A complete HTTP answer: status, headers and the undecoded body."""
-
-    status: int
-    headers: Mapping[str, str]
-    body: bytes
 
 
 def _retry_after(headers: Mapping[str, str]) -> float | None:
@@ -463,23 +453,15 @@ class Transport:
             return TransportError(f"{what}: no answer from {self.host} in time")
         return TransportError(f"{what}: no answer from {self.host}: {exc}")
 
-    async def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        query: Query = (),
-        body: Any = None,
-        content_type: str | None = None,
-        accept: str = "application/json",
-        timeout: Timeout,
-        before_send: Callable[[], None] | None = None,
-    ) -> RawResponse:
-        """Send one request and read the whole answer.
+    async def handle(self, request: HttpRequest) -> HttpResponse:
+        """Send one request (the client's transport seam, :mod:`etctl.runtime._exchange`).
 
-        ``before_send`` runs at the last moment before the request is written to its connection,
-        nothing awaited in between (:meth:`~etctl.runtime._http.Pool.request`); what it raises is
-        raised and nothing is sent.
+        A ``stream`` request is a streaming GET on the watch pool: a 2xx answer comes back with
+        its body unread (the caller closes it), any other with its error body read.
+
+        The request's ``before_send`` runs at the last moment before it is written to its
+        connection, nothing awaited in between (:meth:`~etctl.runtime._http.Pool.request`); what it
+        raises is raised and nothing is sent.
 
         Raises:
             UnsafeRequest: the request cannot be sent safely (nothing was sent).
@@ -487,45 +469,57 @@ class Transport:
             ResponseTooLarge: the answer's body exceeds ``max_response_bytes``.
             TransportError: no complete answer (reset, timeout, truncated body).
         """
-        extra = {"Accept": accept}
-        payload = b""
-        if body is not None:
-            payload = encode_body(body)
-            extra["Content-Type"] = content_type or "application/json"
+        if request.stream:
+            return await self._open_stream(request)
+        method, path = request.method, request.path
+        extra = {"Accept": request.accept}
+        payload = request.body or b""
+        if request.body is not None:
+            extra["Content-Type"] = request.content_type or "application/json"
             extra["Content-Length"] = str(len(payload))
         elif method not in ("GET", "HEAD", "DELETE", "OPTIONS"):
             extra["Content-Length"] = "0"
-        head, credential = await self._head(method, path, query, extra)
+        head, credential = await self._head(method, path, request.query, extra)
         try:
             response, data = await self._api.request(
                 head + payload,
-                timeout,
+                request.timeout,
                 head_only=method == "HEAD",
                 limit=self._max_response,
-                before_send=before_send,
+                before_send=request.before_send,
             )
         except _UNANSWERED as exc:
             raise self._unanswered(exc, f"{method} {path}", method) from exc
         self._answered(response.status, method, credential)
-        return RawResponse(response.status, response.headers, data)
+        return HttpResponse(response.status, response.headers, data)
 
-    async def open_stream(self, path: str, *, query: Query, timeout: Timeout) -> Stream:
-        """Start a streaming GET on the watch pool; the caller owns (and must close) the stream.
-
-        Raises:
-            ApiError: the server refused the stream (its status mapped).
-            RequestNotSent: the connection could not be established.
-            TransportError: no answer in time.
-        """
-        head, credential = await self._head("GET", path, query, {"Accept": "application/json"})
+    async def _open_stream(self, request: HttpRequest) -> HttpResponse:
+        path = request.path
+        accept = {"Accept": request.accept}
+        head, credential = await self._head("GET", path, request.query, accept)
         try:
-            stream = await self._watch_api.stream(head, timeout)
+            stream = await self._watch_api.stream(head, request.timeout)
         except _UNANSWERED as exc:
             raise self._unanswered(exc, f"WATCH {path}", "GET") from exc
-        if stream.response.status != 200:
-            raise await self._refusal(stream, credential)
+        status, headers = stream.response.status, stream.response.headers
+        if status != 200:
+            self._answered(status, "GET", credential)
+            try:
+                body = await stream.read_all(_ERROR_BODY_LIMIT)
+            except _NO_ANSWER:
+                body = b""
+            return HttpResponse(status, headers, body)
         self.count(200, "GET")
-        return stream
+        return HttpResponse(status, headers, stream=stream)
+
+    @property
+    def refreshable(self) -> bool:
+        """True when the credential can be reloaded (an exec plugin, a token file)."""
+        return self.cluster.refreshable
+
+    async def refresh(self) -> None:
+        """Reload the credential the server last refused (once for a burst of refusals)."""
+        await self.cluster.refresh(force=True, refused=self.refused)
 
     async def ws_connect(
         self,
@@ -538,7 +532,7 @@ class Transport:
     ) -> WebSocket:
         """Open a websocket (exec) on the websocket pool, authenticated like every request.
 
-        ``before_send`` is :meth:`request`'s.
+        ``before_send`` is as an :class:`~etctl.runtime._exchange.HttpRequest`'s.
 
         Raises:
             ApiError: the server refused the upgrade (a 4xx/5xx instead of 101), with its message.

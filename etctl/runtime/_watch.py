@@ -21,16 +21,16 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import Literal, Protocol, get_args
+from typing import Literal, get_args
 
 import orjson
 
 from etctl.errors import TransportError, api_error_from_status
+from etctl.runtime._exchange import Body
 from etctl.runtime._http_connection import Broken
 from etctl.runtime._objects import KubeObject
 
 __all__ = [
-    "Body",
     "LineSplitter",
     "WatchEvent",
     "WatchEventType",
@@ -40,18 +40,6 @@ __all__ = [
 
 WatchEventType = Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK"]
 _EVENT_TYPES: frozenset[str] = frozenset(get_args(WatchEventType))
-
-
-class Body(Protocol):
-    """A response body read as it arrives (:class:`etctl.runtime._http.Stream` is one)."""
-
-    async def read(self) -> bytes:
-        """The next bytes; ``b""`` at the end. Raises ``TimeoutError`` after the read timeout."""
-        ...
-
-    def close(self) -> None:
-        """Stop reading and let the connection go."""
-        ...
 
 
 class WatchIdleTimeout(TransportError):

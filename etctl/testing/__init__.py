@@ -15,6 +15,9 @@ The public surface is small:
 * waiting: :func:`eventually` waits, bounded, for a state a test expects (never a sleep for
   luck), and :func:`wait_idle` until an operator under test (and the server) has nothing left to
   do before moving a FakeClock;
+* :class:`MockTransport` (with :func:`json_answer` and :func:`watch_answer`): a client
+  transport whose answers the test writes, so a unit test of code on a
+  :class:`~etctl.runtime.Client` needs no server (``Client(transport=MockTransport(answer))``);
 * :func:`cluster_target` (a :class:`ClusterTarget`): where a test runs, a fresh embedded server
   or a namespace of the real cluster named by ``ETCTL_TEST_KUBECONFIG`` (:class:`RealCluster`),
   with the storage's synchronous verbs either way (``target.storage``), so one test runs in both
@@ -42,6 +45,7 @@ from etctl.testing._apiserver.store import Event
 from etctl.testing._eventually import eventually
 from etctl.testing._idle import wait_idle
 from etctl.testing._kubelet import Behaviour, Kubelet, KubeletConfig, NodeConfig, PodPolicy
+from etctl.testing._mocktransport import MockTransport, json_answer, watch_answer
 from etctl.testing._realcluster import RealCluster
 from etctl.testing._target import ClusterTarget, cluster_target
 from etctl.testing._tokenrequest import serve_token_requests
@@ -59,6 +63,7 @@ __all__ = [
     "Kubelet",
     "KubeletConfig",
     "Limits",
+    "MockTransport",
     "NodeConfig",
     "PodPolicy",
     "RealCluster",
@@ -69,6 +74,8 @@ __all__ = [
     "WriteOptions",
     "cluster_target",
     "eventually",
+    "json_answer",
     "serve_token_requests",
     "wait_idle",
+    "watch_answer",
 ]

@@ -22,8 +22,8 @@ from etctl.errors import (
     TooManyRequests,
     TransportError,
 )
-from etctl.runtime import CONFIGMAPS, NAMESPACES, PODS, REGISTRY, PatchType, RetryPolicy
-from etctl.runtime._transport import error_from_response
+from etctl.runtime import CONFIGMAPS, NAMESPACES, PODS, REGISTRY, Client, PatchType, RetryPolicy
+from etctl.runtime._transport import Transport, error_from_response
 from tests.runtime.scripted import (
     Handler,
     InstantClock,
@@ -67,6 +67,13 @@ def scripted(*answers: web.StreamResponse | BaseException) -> Handler:
         return answer
 
     return handler
+
+
+def network(client: Client) -> Transport:
+    """The client's own HTTP transport (the one these tests exercise)."""
+    transport = client._caller.transport
+    assert isinstance(transport, Transport)
+    return transport
 
 
 async def test_get_sends_credentials_and_decodes_plain_dicts(tmp_path: Path) -> None:
@@ -125,7 +132,7 @@ async def test_429_with_retry_after_then_success(tmp_path: Path) -> None:
             json_response(POD),
         )
         async with await client_for(server.url, tmp_path, clock=clock) as client:
-            host = client._caller.transport.host
+            host = network(client).host
             before = (requests_total("429", "GET", host), requests_total("200", "GET", host))
             assert await client.get(PODS, "p", namespace="ns") == POD
             after = (requests_total("429", "GET", host), requests_total("200", "GET", host))
@@ -194,7 +201,7 @@ async def test_connection_refused_is_a_transport_error_counted_as_error(tmp_path
     clock = InstantClock()
     url = refused_url()
     async with await client_for(url, tmp_path, clock=clock) as client:
-        host = client._caller.transport.host
+        host = network(client).host
         before = requests_total("<error>", "GET", host)
         with pytest.raises(RequestNotSent):
             await client.get(PODS, "p", namespace="ns")

@@ -132,6 +132,7 @@ async def plugin_client(tmp_path: Path) -> AsyncIterator[tuple[ScriptedServer, C
 
 async def test_exec_plugin_token_is_refreshed_on_401(tmp_path: Path) -> None:
     async with plugin_client(tmp_path) as (server, client):
+        assert client.cluster is not None
         assert client.cluster.refreshable
         # tok-1 is rejected: the plugin runs again and the request is repeated once.
         assert await client.get(PODS, "p", namespace="ns") == POD
