@@ -147,6 +147,6 @@ async def test_a_port_in_use_fails_before_main_runs() -> None:
             await run_sandbox(SandboxOptions(port=port), main)
         metrics = SandboxOptions(metrics_bind_address=f"127.0.0.1:{port}")
         # The operator's endpoints say which setting to change, in one line (a ConfigError).
-        with pytest.raises(ConfigError, match="cannot serve metrics on .*address already in use"):
+        with pytest.raises(ConfigError, match=r"cannot serve metrics on .*address already in use"):
             await run_sandbox(metrics, main)
     assert not called
