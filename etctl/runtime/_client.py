@@ -66,7 +66,7 @@ from etctl.runtime import _requests as wire
 from etctl.runtime._addressing import namespace_for, path_for
 from etctl.runtime._caller import Caller
 from etctl.runtime._client_options import ClientOptions
-from etctl.runtime._exchange import HttpTransport, Upgrades
+from etctl.runtime._exchange import HttpResponse, HttpTransport, Upgrades
 from etctl.runtime._exec import PROTOCOLS, ExecResult, ExecSession
 from etctl.runtime._fence import check_fence, current_fence
 from etctl.runtime._kubeconfig import (
@@ -79,7 +79,7 @@ from etctl.runtime._objects import KubeObject, ObjectView
 from etctl.runtime._requests import ObjectList, PatchType, PropagationPolicy
 from etctl.runtime._resources import PODS, Resource
 from etctl.runtime._retry import RetryPolicy, RetrySafety
-from etctl.runtime._transport import RawResponse, Timeout, Transport
+from etctl.runtime._transport import Timeout, Transport
 from etctl.runtime._watch import WatchEvent, WatchEventType, WatchIdleTimeout, WatchStream
 from etctl.runtime._websocket import WebSocket
 from etctl.runtime._writes import WriteFlight, WriteObserver, WriteObservers
@@ -246,8 +246,8 @@ class Client:
         return self._observers.add(observer)
 
     async def _observed(
-        self, flight: WriteFlight | None, sending: Awaitable[RawResponse]
-    ) -> RawResponse:
+        self, flight: WriteFlight | None, sending: Awaitable[HttpResponse]
+    ) -> HttpResponse:
         """Await a write, telling its flight (if any) how it ended."""
         if flight is None:
             return await sending

@@ -32,18 +32,11 @@ from etctl.runtime import (
     objects,
 )
 from etctl.runtime._ownwrites import OwnWrites, Scope, answer_is_gone, deleted_uid
-from etctl.testing import Fault, wait_idle
+from etctl.testing import Fault, eventually, wait_idle
+from tests._cluster import NEVER, NOT_PRESET, PRESET_CONFIGMAP, Cluster, cluster
 from tests.common._crds import podgroup_crd
-from tests.runtime._cluster import (
-    NEVER,
-    NOT_PRESET,
-    PRESET_CONFIGMAP,
-    Cluster,
-    Recorder,
-    cluster,
-    eventually,
-    running,
-)
+from tests.runtime._realtime import running
+from tests.runtime._recorder import Recorder
 
 pytestmark = pytest.mark.etctl_hooks("holds the watch events of the written resource")
 
@@ -81,14 +74,14 @@ async def settled(env: Cluster, cache: Cache, res: Resource = CONFIGMAPS) -> Non
     """Release ``res``'s watch events and wait until the cache holds what the server holds."""
     env.server.release_watch_events(res)
     await eventually(lambda: env.server.store.unsent() == 0)
-    server = env.state(res)
+    server = env.versions(res)
     await eventually(
         lambda: {objects.key_of(o): version(o) for o in cache.list(res, namespace=env.ns)} == server
     )
 
 
 async def test_each_write_is_read_back_at_once_and_seen_once(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as env, watched(env) as (cache, seen):
+    async with cluster(tmp_path, raw=True) as env, watched(env) as (cache, seen):
         env.server.hold_watch_events(CONFIGMAPS)
         created = await env.client.create(CONFIGMAPS, cm("a"), namespace=env.ns)
         assert version(cache.get(CONFIGMAPS, "a", namespace=env.ns)) == version(created)
@@ -127,7 +120,10 @@ async def test_each_write_is_read_back_at_once_and_seen_once(tmp_path: Path) -> 
 
 
 async def test_a_status_write_is_read_back_at_once(tmp_path: Path) -> None:
-    async with cluster(tmp_path, crds=[WIDGET_CRD]) as env, watched(env, WIDGETS) as (cache, seen):
+    async with (
+        cluster(tmp_path, raw=True, crds=[WIDGET_CRD]) as env,
+        watched(env, WIDGETS) as (cache, seen),
+    ):
         body = {"apiVersion": "example.etctl.dev/v1", "kind": "PodGroup", "metadata": {"name": "w"}}
         await env.client.create(WIDGETS, body, namespace=env.ns)
         env.server.hold_watch_events(WIDGETS)
@@ -144,7 +140,7 @@ async def test_a_status_write_is_read_back_at_once(tmp_path: Path) -> None:
 
 
 async def test_older_events_arriving_later_never_take_the_cache_back(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as env, watched(env) as (cache, seen):
+    async with cluster(tmp_path, raw=True) as env, watched(env) as (cache, seen):
         env.configmap("a", v="1")
         await eventually(lambda: cache.get(CONFIGMAPS, "a", namespace=env.ns) is not None)
         env.server.hold_watch_events(CONFIGMAPS)
@@ -176,7 +172,10 @@ async def test_older_events_arriving_later_never_take_the_cache_back(tmp_path: P
 
 
 async def test_a_write_outside_the_informers_scope_stays_out(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as env, watched(env, label_selector="app=a") as (cache, seen):
+    async with (
+        cluster(tmp_path, raw=True) as env,
+        watched(env, label_selector="app=a") as (cache, seen),
+    ):
         await env.client.create(CONFIGMAPS, cm("in", app="a"), namespace=env.ns)
         env.server.hold_watch_events(CONFIGMAPS)
         await env.client.create(CONFIGMAPS, cm("out", app="b"), namespace=env.ns)
@@ -198,7 +197,7 @@ async def test_a_write_outside_the_informers_scope_stays_out(tmp_path: Path) -> 
 
 
 async def test_a_delete_held_by_a_finalizer_shows_the_object_terminating(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as env, watched(env) as (cache, seen):
+    async with cluster(tmp_path, raw=True) as env, watched(env) as (cache, seen):
         body = {**cm("a"), "metadata": {"name": "a", "finalizers": ["example.etctl.dev/keep"]}}
         await env.client.create(CONFIGMAPS, body, namespace=env.ns)
         env.server.hold_watch_events(CONFIGMAPS)
@@ -238,7 +237,7 @@ class Listing:
 
 
 async def test_a_relist_while_writes_are_awaited_reads_consistently(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as env:
+    async with cluster(tmp_path, raw=True) as env:
         listing = Listing(env.client)
         options = CacheOptions(namespaces=[env.ns], idle_timeout=NEVER)
         cache = Cache(listing, clock=env.clock, options=options)
@@ -262,7 +261,7 @@ async def test_a_relist_while_writes_are_awaited_reads_consistently(tmp_path: Pa
 
 async def test_an_echo_that_never_comes_stops_being_awaited(tmp_path: Path) -> None:
     async with (
-        cluster(tmp_path, bookmark_interval=30.0) as env,
+        cluster(tmp_path, raw=True, bookmark_interval=30.0) as env,
         watched(env) as (cache, seen),
     ):
         env.server.hold_watch_events(CONFIGMAPS)
@@ -417,7 +416,7 @@ CHILDREN = 4
 async def test_one_status_write_per_change_when_children_events_come_first(
     tmp_path: Path,
 ) -> None:
-    async with cluster(tmp_path, crds=[WIDGET_CRD]) as env:
+    async with cluster(tmp_path, raw=True, crds=[WIDGET_CRD]) as env:
         manager = Manager(
             env.client,
             options=ManagerOptions(cache=CacheOptions(namespaces=[env.ns], idle_timeout=NEVER)),
@@ -478,7 +477,7 @@ async def wait_idle_but_held(env: Cluster, manager: Manager) -> None:
             for o in manager.cache.list(CONFIGMAPS, namespace=env.ns)
             if objects.name(o) != PRESET_CONFIGMAP
         }
-        return cached == env.state() and all(c.queue.idle for c in manager.controllers)
+        return cached == env.versions() and all(c.queue.idle for c in manager.controllers)
 
     for _ in range(2):
         await eventually(calm)

@@ -12,8 +12,7 @@ import pytest
 
 from etctl.errors import Gone
 from etctl.runtime import CONFIGMAPS, Client, ClientOptions, RetryPolicy, objects
-from etctl.testing import ApiServer, WatchLatency
-from tests.runtime._realtime import eventually
+from etctl.testing import ApiServer, WatchLatency, eventually
 
 
 def cm(name: str) -> dict[str, Any]:
