@@ -52,9 +52,6 @@ from etctl.common._conditions import (
     pods_created,
     set_condition,
 )
-from etctl.common._control import (
-    Recorder,
-)
 from etctl.common._crd import (
     CRDVersion,
     CustomResource,
@@ -78,6 +75,10 @@ from etctl.common._labels import (
     REPLICA_TYPE,
     job_selector,
     replica_labels,
+)
+from etctl.common._ledger import (
+    Recorder,
+    WriteLedger,
 )
 from etctl.common._objectsize import (
     MAX_DATA_BYTES,
@@ -145,9 +146,6 @@ from etctl.common._scaling.membership import (
 from etctl.common._scaling.metrics import (
     EXEC_DURATION,
 )
-from etctl.common._scaling.writes import (
-    GuardedWriter,
-)
 from etctl.common._slots import (
     slot_name,
 )
@@ -208,7 +206,6 @@ __all__ = [
     "FailureAction",
     "Gate",
     "GatesCreation",
-    "GuardedWriter",
     "Int32",
     "Int64",
     "JOB_NAME",
@@ -271,6 +268,7 @@ __all__ = [
     "ValueModel",
     "Verdict",
     "WORKER_FIELDS",
+    "WriteLedger",
     "canonical_keys",
     "crd_manifest",
     "failure_action",

@@ -1,4 +1,4 @@
-"""Extra children of a job: create, keep in line, prune (step 7 of the reconcile).
+"""Extra children of a job: wanted, kept in line, pruned (step 7 of the reconcile).
 
 A :class:`~etctl.common.BuildsExtraObjects` plugin names the extra objects it wants
 (ConfigMaps, Secrets, ServiceAccounts, Roles...) as :class:`~etctl.common.DesiredObject`
@@ -21,26 +21,24 @@ while the job is suspended: a suspended job keeps the extra children it has and 
 its kind wants (mpi-operator creates a suspended MPIJob's Service, ConfigMap and ssh Secret, so
 they are in place when Kueue admits it); only its pods go. ``build`` runs only when an object must
 be created or compared.
+
+:func:`extras_step` says all of this as writes (creates and patches at once, then the prunes one
+after another) for the applier; nothing here writes.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
-from typing import Any, Generic, TypeVar
+from typing import Any
 
-from etctl.common._api import ReplicatedJob
-from etctl.common._control import ChildControl, ChildReader
 from etctl.common._labels import job_selector
-from etctl.common._plugin import BuildsExtraObjects, DesiredObject, SyncPolicy
-from etctl.common._round import Round
-from etctl.common._tracking import child_key
-from etctl.errors import EtctlError
+from etctl.common._ledger import WriteLedger
+from etctl.common._observe import Observed
+from etctl.common._plan import Create, Delete, JobEvent, Stage, Step, Update, Write
+from etctl.common._plugin import BuildsExtraObjects, DesiredObject, JobState, SyncPolicy
 from etctl.runtime import KubeObject, objects
 
-__all__ = ["ExtraObjectSync", "drift"]
-
-JobT = TypeVar("JobT", bound=ReplicatedJob)
+__all__ = ["drift", "extras_step"]
 
 _METADATA_COMPARED = ("labels", "annotations")
 
@@ -69,87 +67,60 @@ def _comparable(obj: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-class ExtraObjectSync(Generic[JobT]):
-    """Step 7 of the reconcile for one job kind (see the module docstring).
+def _finish(seen: Observed[Any], item: DesiredObject) -> KubeObject:
+    obj = dict(item.build())
+    obj.setdefault("apiVersion", item.resource.api_version)
+    obj.setdefault("kind", item.resource.kind)
+    metadata = dict(obj.get("metadata") or {})
+    labels = {
+        **dict(metadata.get("labels") or {}),
+        **job_selector(seen.name, seen.settings.operator_name),
+    }
+    metadata.update(
+        name=item.name,
+        namespace=seen.namespace,
+        labels=labels,
+        ownerReferences=[dict(seen.owner_ref)],
+    )
+    obj["metadata"] = metadata
+    return obj
 
-    Args:
-        builder: the plugin's extra-object capability.
-        control: writes children.
-        reader: the cache (to spot objects the job does not control).
-    """
 
-    def __init__(
-        self, builder: BuildsExtraObjects[Any], control: ChildControl, reader: ChildReader
-    ) -> None:
-        self._builder = builder
-        self._control = control
-        self._reader = reader
-
-    async def run(self, rnd: Round[JobT], *, prune: bool = True) -> None:
-        """Create, sync and (unless ``prune`` is False) prune the job's extra objects."""
-        desired = list(self._builder.extra_objects(rnd.job, rnd.state()))
-        wanted = {(d.resource, d.name) for d in desired}
-
-        async def one(item: DesiredObject) -> None:
-            try:
-                await self._one(rnd, item)
-            except EtctlError as exc:
-                rnd.errors.append(exc)
-
-        # Independent objects: written at once, so a job's few extra objects cost one round trip.
-        async with asyncio.TaskGroup() as group:
-            for index, item in enumerate(desired):
-                group.create_task(one(item), name=f"extra-{rnd.name}-{index}")
-        if not prune:
-            return
-        for res in self._builder.owned_resources:
-            for obj in rnd.extras.get(res, []):
-                if (res, objects.name(obj)) in wanted or objects.is_terminating(obj):
-                    continue
-                key = child_key(rnd.namespace, rnd.name, rnd.uid, res)
-                try:
-                    await self._control.delete(rnd.raw, res, obj, key=key)
-                except EtctlError as exc:
-                    rnd.errors.append(exc)
-
-    def _finish(self, rnd: Round[JobT], item: DesiredObject) -> KubeObject:
-        obj = dict(item.build())
-        obj.setdefault("apiVersion", item.resource.api_version)
-        obj.setdefault("kind", item.resource.kind)
-        metadata = dict(obj.get("metadata") or {})
-        labels = {**dict(metadata.get("labels") or {}), **self._labels(rnd)}
-        metadata.update(
-            name=item.name,
-            namespace=rnd.namespace,
-            labels=labels,
-            ownerReferences=[dict(rnd.owner_ref)],
-        )
-        obj["metadata"] = metadata
-        return obj
-
-    def _labels(self, rnd: Round[JobT]) -> dict[str, str]:
-        return job_selector(rnd.name, rnd.settings.operator_name)
-
-    async def _one(self, rnd: Round[JobT], item: DesiredObject) -> None:
-        owned = {objects.name(obj): obj for obj in rnd.extras.get(item.resource, [])}
+def extras_step(
+    seen: Observed[Any],
+    builder: BuildsExtraObjects[Any],
+    state: JobState[Any],
+    ledger: WriteLedger,
+    *,
+    prune: bool = True,
+) -> Step:
+    """The extra children wanted now, kept in line, and (unless ``prune`` is False) pruned."""
+    desired = list(builder.extra_objects(seen.job, state))
+    wanted = {(d.resource, d.name) for d in desired}
+    writes: list[Write] = []
+    events: list[JobEvent] = []
+    owner = f"{seen.kind} {seen.name}"
+    for item in desired:
+        owned = {objects.name(obj): obj for obj in seen.extras.get(item.resource, ())}
         live = owned.get(item.name)
         if live is not None:
             if item.policy is SyncPolicy.SYNC and not objects.is_terminating(live):
-                patch = drift(_comparable(live), _comparable(self._finish(rnd, item)))
+                patch = drift(_comparable(live), _comparable(_finish(seen, item)))
                 if patch:
-                    await self._control.patch(rnd.raw, item.resource, live, patch)
-            return
-        if self._foreign(rnd, item):
-            return
-        key = child_key(rnd.namespace, rnd.name, rnd.uid, item.resource)
-        created = await self._control.create(
-            rnd.raw, item.resource, self._finish(rnd, item), key=key
-        )
-        if created is not None:
-            rnd.extras.setdefault(item.resource, []).append(created)
-
-    def _foreign(self, rnd: Round[JobT], item: DesiredObject) -> bool:
-        owner = f"{rnd.kind} {rnd.name}"
-        return self._control.name_taken(
-            self._reader, rnd.raw, item.resource, item.name, owner=owner
-        )
+                    writes.append(Update(item.resource, live, patch))
+            continue
+        if ledger.taken(seen.raw, item.resource, item.name):
+            events.append(ledger.taken_event(item.resource, item.name, owner))
+            continue
+        writes.append(Create(item.resource, _finish(seen, item)))
+    stages = [Stage("concurrent", tuple(writes), name="extra", events=tuple(events))]
+    if prune:
+        gone = [
+            Delete(res, obj)
+            for res in builder.owned_resources
+            for obj in seen.extras.get(res, ())
+            if (res, objects.name(obj)) not in wanted and not objects.is_terminating(obj)
+        ]
+        if gone:
+            stages.append(Stage("sequential", tuple(gone), name="prune"))
+    return Step(stages=tuple(stages))

@@ -28,11 +28,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from etctl.common._control import ChildReader, release
 from etctl.common._labels import BY_JOB, JOB_NAME, matches
+from etctl.common._ledger import release
 from etctl.errors import Conflict, NotFound
 from etctl.log import get_logger
-from etctl.runtime import Client, ObjectView, Resource, objects
+from etctl.runtime import CacheReader, Client, ObjectView, Resource, objects
 
 __all__ = ["CanAdopt", "claim"]
 
@@ -43,7 +43,7 @@ CanAdopt = Callable[[], Awaitable[bool]]
 
 
 async def claim(
-    reader: ChildReader,
+    reader: CacheReader,
     client: Client,
     res: Resource,
     *,

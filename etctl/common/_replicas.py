@@ -42,374 +42,321 @@ For every replica type, in the order the job's model lists them:
    are deleted first.
 
 Pods whose replica type the job no longer has are deleted like pods outside the plan.
+
+:func:`replicas_step` says all of this as writes (the deletes one after another, then the pods and
+services in slow-start batches) and facts (restarts, ``<Type>Created``, failures) for the applier
+and the status; nothing here writes. Its decisions about creation see the job as the deletes it
+decides leave it: a slot whose pod it deletes is taken until the pod is gone.
 """
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any, Generic, TypeVar
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
 
 from etctl.common import _gang as gang
-from etctl.common._api import ConditionStatus, ReplicaSpec, ReplicatedJob
-from etctl.common._batches import slow_start
-from etctl.common._conditions import PODS_CREATED, get_condition
-from etctl.common._control import ChildControl, ChildReader
+from etctl.common._api import ConditionStatus
+from etctl.common._ledger import WriteLedger
+from etctl.common._observe import Effects, Observed, Plans
+from etctl.common._plan import (
+    Announcement,
+    Change,
+    Create,
+    Created,
+    Delete,
+    Fact,
+    JobEvent,
+    Restart,
+    Stage,
+    Step,
+    wake_in,
+)
 from etctl.common._plugin import Capabilities, Gate, JobPlugin, JobState, ReplicaRef
 from etctl.common._pods import build_pod
-from etctl.common._restarts import (
-    FailureAction,
-    failure_action,
-    restart_budget,
-)
-from etctl.common._round import Round
+from etctl.common._restarts import FailureAction, failure_action, restart_budget
 from etctl.common._services import finish_service
-from etctl.common._slots import ReplicaPods, fill, parse_indexes
+from etctl.common._slots import fill, parse_indexes
 from etctl.common._status import ConditionChange
-from etctl.common._tracking import replica_key
-from etctl.errors import EtctlError, Invalid
-from etctl.log import get_logger
-from etctl.runtime import PODS, SERVICES, KubeObject, ObjectView, Resource, objects, podview
+from etctl.runtime import PODS, SERVICES, KubeObject, ObjectView, objects, podview
 
-__all__ = ["ReplicaSync", "delete_all", "delete_child", "warn"]
-
-log = get_logger(__name__)
-
-JobT = TypeVar("JobT", bound=ReplicatedJob)
+__all__ = ["replicas_step", "restarting"]
 
 
-def warn(control: ChildControl, rnd: Round[Any], what: str, reason: str, message: str) -> None:
-    """A Warning Event on the job and a warning log line saying the same (``what`` happened)."""
-    control.recorder.event(rnd.raw, "Warning", reason, message)
-    log.warning(
-        what, kind=rnd.kind, namespace=rnd.namespace, name=rnd.name, reason=reason, message=message
+def restarting(kind: str, name: str, rtype: str) -> ConditionChange:
+    """The Restarting condition of a job whose pod of ``rtype`` failed and is created again."""
+    return ConditionChange(
+        "Restarting",
+        ConditionStatus.TRUE,
+        f"{kind}Restarting",
+        f"{kind} {name} is restarting: a {rtype} replica failed",
     )
 
 
-async def delete_all(
-    control: ChildControl, rnd: Round[Any], *, pods: bool = True, services: bool = True
-) -> None:
-    """Delete every live pod and/or service of the job (suspension, deadline, backoff)."""
-    if pods:
-        for pod in rnd.live_pods():
-            await delete_child(control, rnd, PODS, pod)
-    if services:
-        for service in [s for s in rnd.services if not objects.is_terminating(s)]:
-            await delete_child(control, rnd, SERVICES, service)
+def _failed(reason: str, message: str) -> ConditionChange:
+    return ConditionChange("Failed", ConditionStatus.TRUE, reason, message)
 
 
-async def delete_child(
-    control: ChildControl, rnd: Round[Any], res: Resource, obj: ObjectView
-) -> bool:
-    """Delete one pod or service of the job and record it in the round; False if that failed.
-
-    A failed delete is recorded in ``rnd.errors`` (raised once the status is written).
-    """
-    rtype = rnd.replica_type(obj)
-    key = replica_key(rnd.namespace, rnd.name, rnd.uid, rtype, res) if rtype else None
-    try:
-        await control.delete(rnd.raw, res, obj, key=key)
-    except EtctlError as exc:
-        rnd.errors.append(exc)
-        return False
-    if res == PODS:
-        rnd.pod_deleted(obj)
-    else:
-        rnd.service_deleted(obj)
-    return True
-
-
-class ReplicaSync(Generic[JobT]):
-    """Step 8 of the reconcile for one job kind (see the module docstring).
-
-    Args:
-        plugin: the job kind.
-        capabilities: its optional capabilities.
-        control: writes children.
-        reader: the cache (to spot objects the job does not control).
-        scheduler: the gang scheduler, if any.
-    """
-
-    def __init__(
-        self,
-        plugin: JobPlugin[JobT],
-        capabilities: Capabilities,
-        control: ChildControl,
-        reader: ChildReader,
-        scheduler: gang.Scheduler | None,
-    ) -> None:
-        self._plugin = plugin
-        self._caps = capabilities
-        self._control = control
-        self._reader = reader
-        self._scheduler = scheduler
-
-    async def run(self, rnd: Round[JobT]) -> None:
-        """Scale, restart and create the pods and services of every replica type."""
-        for pod in rnd.stray_pods():
-            await delete_child(self._control, rnd, PODS, pod)
-        plans = rnd.plans()
-        for rtype, spec in rnd.specs.items():
-            slots = fill(plans[rtype], rnd.pods_of(rtype, live=False))
-            for pod in slots.outside:
-                await delete_child(self._control, rnd, PODS, pod)
-            if not await self._failures(rnd, rtype, spec, slots):
-                return
-        # Pods and services do not wait for each other: both are created at once, each in
-        # slow-start batches, so a reconcile that creates both costs the round trips of one.
-        state = rnd.state()
-        async with asyncio.TaskGroup() as group:
-            group.create_task(self._create_pods(rnd, plans), name=f"pods-{rnd.name}")
-            group.create_task(self._services(rnd, plans, state), name=f"services-{rnd.name}")
-
-    async def _create_pods(
-        self, rnd: Round[JobT], plans: dict[str, tuple[ReplicaRef, ...]]
-    ) -> None:
-        budget = rnd.settings.burst
-        for rtype, spec in rnd.specs.items():
-            slots = fill(plans[rtype], rnd.pods_of(rtype, live=False))
-            budget -= await self._create(rnd, rtype, spec, slots, rnd.state(), budget=budget)
-
-    # -- failures
-
-    async def _failures(
-        self, rnd: Round[JobT], rtype: str, spec: ReplicaSpec, slots: ReplicaPods
-    ) -> bool:
-        """Restart or judge failed pods; False when the job failed."""
-        policy = rnd.job.run_policy()
-        limit = policy.backoff_limit
+def replicas_step(
+    seen: Observed[Any],
+    plans: Plans,
+    *,
+    plugin: JobPlugin[Any],
+    capabilities: Capabilities,
+    scheduler: gang.Scheduler | None,
+    ledger: WriteLedger,
+) -> Step:
+    """Scale, restart and create the pods and services of every replica type."""
+    deletes: list[Delete] = [Delete(PODS, pod) for pod in seen.stray_pods()]
+    facts: list[Fact] = []
+    policy = seen.job.run_policy()
+    limit = policy.backoff_limit
+    restarts = seen.job.status.restart_count
+    deleted: set[str] = {objects.name(d.obj) for d in deletes}
+    for rtype, spec in seen.specs.items():
+        slots = fill(plans[rtype], seen.pods_of(rtype, live=False))
+        for pod in slots.outside:
+            deletes.append(Delete(PODS, pod))
+            deleted.add(objects.name(pod))
         for ref, pod in slots.live_refs():
             action, code = failure_action(pod, spec)
             if action is FailureAction.FAIL:
-                rnd.fail(
-                    f"{rnd.kind}Failed",
-                    f"{rnd.kind} {rnd.name} failed: pod {ref.name} of replica type {rtype} exited "
-                    f"with code {code}, which restartPolicy ExitCode treats as permanent (1-127)",
+                message = (
+                    f"{seen.kind} {seen.name} failed: pod {ref.name} of replica type {rtype} "
+                    f"exited with code {code}, which restartPolicy ExitCode treats as permanent "
+                    "(1-127)"
                 )
-                return False
+                facts.append(Change(_failed(f"{seen.kind}Failed", message)))
+                return _halted(deletes, facts)
             if action is not FailureAction.RESTART:
                 continue
-            budget = restart_budget(limit, rnd.restart_count, rnd.live_pods())
+            live = [p for p in seen.live_pods() if objects.name(p) not in deleted]
+            budget = restart_budget(limit, restarts, live)
             if budget is not None and budget <= 0:
-                rnd.fail(
-                    "BackoffLimitExceeded",
-                    f"{rnd.kind} {rnd.name} failed: it reached its backoffLimit of {limit} "
-                    f"restarts, and pod {ref.name} of replica type {rtype} failed again",
-                    acted=True,
+                message = (
+                    f"{seen.kind} {seen.name} failed: it reached its backoffLimit of {limit} "
+                    f"restarts, and pod {ref.name} of replica type {rtype} failed again"
                 )
-                await delete_all(self._control, rnd)
-                return False
-            await self._restart(rnd, ref, pod, code, limit)
-        return True
-
-    async def _restart(
-        self,
-        rnd: Round[JobT],
-        ref: ReplicaRef,
-        pod: ObjectView,
-        code: int | None,
-        limit: int | None,
-    ) -> None:
-        extra = podview.restarts(pod)
-        before = len(rnd.errors)
-        await delete_child(self._control, rnd, PODS, pod)
-        if len(rnd.errors) > before:
-            return
-        rnd.restart_count += 1 + extra
-        rnd.restarts += 1
-        why = f"exit code {code}" if code is not None else "no exit code (failed from outside)"
-        of = f" of {limit}" if limit is not None else ""
-        message = (
-            f"{rnd.kind} {rnd.name} is restarting: pod {ref.name} of replica type "
-            f"{ref.replica_type} failed ({why}); restart {rnd.restart_count}{of}"
+                failure = _failed("BackoffLimitExceeded", message)
+                facts.append(Change(failure))
+                deletes.extend(Delete(PODS, p) for p in live)
+                deletes.extend(Delete(SERVICES, s) for s in seen.live_services())
+                return replace(_halted(deletes, facts), acted=(failure,))
+            extra = podview.restarts(pod)
+            restarts += 1 + extra
+            why = f"exit code {code}" if code is not None else "no exit code (failed from outside)"
+            of = f" of {limit}" if limit is not None else ""
+            message = (
+                f"{seen.kind} {seen.name} is restarting: pod {ref.name} of replica type "
+                f"{ref.replica_type} failed ({why}); restart {restarts}{of}"
+            )
+            then = Announcement("job restarting", f"{seen.kind}Restarting", message)
+            deletes.append(Delete(PODS, pod, then=then))
+            deleted.add(objects.name(pod))
+            facts.append(Restart(objects.name(pod), extra, ref.replica_type))
+    # Creation sees the job as the deletes leave it: a slot whose pod goes is taken until it has.
+    state = seen.state(plans, Effects(deleted=frozenset(deleted)))
+    creating = _pods(
+        seen,
+        plans,
+        state,
+        deleted=deleted,
+        plugin=plugin,
+        capabilities=capabilities,
+        scheduler=scheduler,
+        ledger=ledger,
+    )
+    services, service_deletes, service_events = _services(seen, plans, state, capabilities, ledger)
+    stages: list[Stage] = []
+    if deletes or service_deletes:
+        stages.append(Stage("sequential", (*deletes, *service_deletes), name="replicas"))
+    stages.append(
+        Stage(
+            "slow_start",
+            services=services,
+            streams=tuple(creating.streams),
+            name=f"create-{seen.name}",
+            events=(*creating.events, *service_events),
         )
-        rnd.restarting = rnd.restarting or _restarting(rnd, ref.replica_type)
-        warn(self._control, rnd, "job restarting", f"{rnd.kind}Restarting", message)
+    )
+    return Step(
+        stages=tuple(stages),
+        facts=(*facts, *creating.facts),
+        timers=creating.timers,
+        judged=creating.judged,
+    )
 
-    # -- creation
 
-    async def _create(
-        self,
-        rnd: Round[JobT],
-        rtype: str,
-        spec: ReplicaSpec,
-        slots: ReplicaPods,
-        state: JobState[JobT],
-        *,
-        budget: int,
-    ) -> int:
-        """Create up to ``budget`` missing pods of ``rtype``; how many were attempted."""
+def _halted(deletes: Sequence[Delete], facts: Sequence[Fact]) -> Step:
+    stages = (Stage("sequential", tuple(deletes), name="replicas"),) if deletes else ()
+    return Step(stages=stages, facts=tuple(facts), judged=False, halt=True)
+
+
+class _Creating:
+    """What the creation part of the step decided."""
+
+    def __init__(self) -> None:
+        self.streams: list[tuple[str, tuple[Create, ...], Announcement | None]] = []
+        self.facts: list[Fact] = []
+        self.events: list[JobEvent] = []
+        self.timers: tuple[float, ...] = ()
+        self.judged = True
+
+
+def _pods(
+    seen: Observed[Any],
+    plans: Plans,
+    state: JobState[Any],
+    *,
+    deleted: set[str],
+    plugin: JobPlugin[Any],
+    capabilities: Capabilities,
+    scheduler: gang.Scheduler | None,
+    ledger: WriteLedger,
+) -> _Creating:
+    out = _Creating()
+    budget = seen.settings.burst
+    after = seen.pods_after(Effects(deleted=frozenset(deleted)))
+    for rtype, spec in seen.specs.items():
+        if not out.judged:
+            break
+        slots = fill(plans[rtype], [pod for pod in after if seen.replica_type(pod) == rtype])
         status = state.replica_statuses.get(rtype)
         completed = parse_indexes(status.completed_indexes) if status else set()
         pending = [ref for ref in slots.missing if ref.index not in completed]
-        if not rnd.judge:
-            return 0
-        gater = self._caps.gate
-        gate = gater.gate(rnd.job, rtype, state) if gater is not None else None
+        gater = capabilities.gate
+        gate = gater.gate(seen.job, rtype, state) if gater is not None else None
         if not pending:
             # The pods exist: what the job remembers of their creation follows them, whichever
             # status write recorded it (or was lost, the process dying after the create).
-            _record_created(rnd, rtype, gate)
-            return 0
+            if gate is not None:
+                out.facts.append(Created(rtype, gate))
+            continue
         if gate is not None and not gate.open:
-            _closed(rnd, rtype, gate)
-            return 0
-        missing = [ref for ref in pending if self._may_create(rnd, ref)][: max(budget, 0)]
-        drafts = [self._build(rnd, ref, spec, state) for ref in missing]
-        key = replica_key(rnd.namespace, rnd.name, rnd.uid, rtype, PODS)
-        made: list[ObjectView] = []
-
-        async def write(pod: KubeObject) -> EtctlError | None:
-            try:
-                created = await self._control.create(rnd.raw, PODS, pod, key=key)
-            except Invalid as exc:
-                rnd.pod_refused(objects.name(pod), exc)
-                return exc
-            except EtctlError as exc:
-                return exc
-            if created is not None:
-                rnd.pod_created(created)
-                made.append(created)
-            return None
-
-        rnd.errors.extend(await slow_start(drafts, write, name=f"create-{rnd.name}-{rtype}"))
-        # Only now, from what exists: the decision to create is not the creation.
-        _record_created(rnd, rtype, gate)
-        if made and gate is not None and gate.vanished:
-            reason = f"{rnd.kind}{rtype}Vanished"
-            warn(self._control, rnd, "pod vanished and was created again", reason, gate.vanished)
-        return len(drafts)
-
-    def _may_create(self, rnd: Round[JobT], ref: ReplicaRef) -> bool:
-        owner = f"{rnd.kind} {rnd.name}"
-        return not self._control.name_taken(self._reader, rnd.raw, PODS, ref.name, owner=owner)
-
-    def _build(
-        self, rnd: Round[JobT], ref: ReplicaRef, spec: ReplicaSpec, state: JobState[JobT]
-    ) -> KubeObject:
-        draft = build_pod(
-            job_name=rnd.name,
-            namespace=rnd.namespace,
-            owner_ref=rnd.owner_ref,
-            ref=ref,
-            spec=spec,
-            operator_name=rnd.settings.operator_name,
+            _closed(seen, rtype, gate, out)
+            continue
+        owner = f"{seen.kind} {seen.name}"
+        missing: list[ReplicaRef] = []
+        for ref in pending:
+            if ledger.taken(seen.raw, PODS, ref.name):
+                out.events.append(ledger.taken_event(PODS, ref.name, owner))
+            else:
+                missing.append(ref)
+        missing = missing[: max(budget, 0)]
+        drafts = tuple(
+            Create(
+                PODS,
+                _build(seen, ref, spec, state, plugin=plugin, scheduler=scheduler, out=out),
+                rtype,
+            )
+            for ref in missing
         )
-        recorder = self._control.recorder
-        if draft.overrode_restart_policy:
-            recorder.event(
-                rnd.raw,
+        budget -= len(drafts)
+        vanished = None
+        if gate is not None and gate.vanished:
+            reason = f"{seen.kind}{rtype}Vanished"
+            vanished = Announcement("pod vanished and was created again", reason, gate.vanished)
+        out.streams.append((rtype, drafts, vanished))
+        if gate is not None:
+            out.facts.append(Created(rtype, gate))
+    return out
+
+
+def _closed(seen: Observed[Any], rtype: str, gate: Gate, out: _Creating) -> None:
+    """A closed gate: ``<Type>Created`` False with its reason, or the job failed past its time."""
+    if gate.fail_at is not None and seen.now >= gate.fail_at:
+        reason = gate.reason or f"{seen.kind}Failed"
+        out.facts.append(Change(_failed(reason, gate.message or f"{rtype} never started")))
+        out.judged = False
+        return
+    closed = ConditionChange(f"{rtype}Created", ConditionStatus.FALSE, gate.reason, gate.message)
+    out.facts.append(Change(closed))
+    if gate.fail_at is not None:
+        out.timers += wake_in((gate.fail_at - seen.now).total_seconds())
+
+
+def _build(
+    seen: Observed[Any],
+    ref: ReplicaRef,
+    spec: Any,
+    state: JobState[Any],
+    *,
+    plugin: JobPlugin[Any],
+    scheduler: gang.Scheduler | None,
+    out: _Creating,
+) -> KubeObject:
+    draft = build_pod(
+        job_name=seen.name,
+        namespace=seen.namespace,
+        owner_ref=seen.owner_ref,
+        ref=ref,
+        spec=spec,
+        operator_name=seen.settings.operator_name,
+    )
+    if draft.overrode_restart_policy:
+        out.events.append(
+            JobEvent(
                 "Warning",
                 "SetPodTemplateRestartPolicy",
                 "Restart policy in pod template will be overwritten by restart policy in replica "
                 "spec",
             )
-        if self._scheduler is not None and not gang.decorate_pod(
-            self._scheduler, draft.pod, job_name=rnd.name, replica_type=ref.replica_type
-        ):
-            recorder.event(
-                rnd.raw,
+        )
+    if scheduler is not None and not gang.decorate_pod(
+        scheduler, draft.pod, job_name=seen.name, replica_type=ref.replica_type
+    ):
+        out.events.append(
+            JobEvent(
                 "Warning",
                 "SetPodTemplateSchedulerName",
                 "Another scheduler is specified when gang-scheduling is enabled and it will not "
                 "be overwritten",
             )
-        self._plugin.decorate_pod(rnd.job, draft.pod, ref, state)
-        return draft.pod
-
-    # -- services
-
-    async def _services(
-        self,
-        rnd: Round[JobT],
-        plans: dict[str, tuple[ReplicaRef, ...]],
-        state: JobState[JobT],
-    ) -> None:
-        builder = self._caps.services
-        wanted: dict[str, tuple[ReplicaRef, KubeObject]] = {}
-        if builder is not None:
-            for rtype in rnd.specs:
-                for ref in plans[rtype]:
-                    built = builder.build_service(rnd.job, ref, state)
-                    if built is None:
-                        continue
-                    service = finish_service(
-                        built,
-                        job_name=rnd.name,
-                        namespace=rnd.namespace,
-                        owner_ref=rnd.owner_ref,
-                        ref=ref,
-                        operator_name=rnd.settings.operator_name,
-                    )
-                    wanted.setdefault(objects.name(service), (ref, service))
-        have = {objects.name(s): s for s in rnd.services}
-        for name, existing in have.items():
-            if name not in wanted and not objects.is_terminating(existing):
-                await delete_child(self._control, rnd, SERVICES, existing)
-        missing = [
-            (ref, service)
-            for name, (ref, service) in wanted.items()
-            if name not in have and self._may_create_service(rnd, name)
-        ][: max(rnd.settings.burst, 0)]  # the rest comes with the next reconcile
-
-        async def write(item: tuple[ReplicaRef, KubeObject]) -> EtctlError | None:
-            ref, service = item
-            key = replica_key(rnd.namespace, rnd.name, rnd.uid, ref.replica_type, SERVICES)
-            try:
-                created = await self._control.create(rnd.raw, SERVICES, service, key=key)
-            except EtctlError as exc:
-                return exc
-            if created is not None:
-                rnd.service_created(created)
-            return None
-
-        rnd.errors.extend(await slow_start(missing, write, name=f"create-{rnd.name}-services"))
-
-    def _may_create_service(self, rnd: Round[JobT], name: str) -> bool:
-        owner = f"{rnd.kind} {rnd.name}"
-        return not self._control.name_taken(self._reader, rnd.raw, SERVICES, name, owner=owner)
+        )
+    plugin.decorate_pod(seen.job, draft.pod, ref, state)
+    return draft.pod
 
 
-def _closed(rnd: Round[Any], rtype: str, gate: Gate) -> None:
-    """A closed gate: ``<Type>Created`` False with its reason, or the job failed past its time."""
-    if gate.fail_at is not None and rnd.now >= gate.fail_at:
-        rnd.fail(gate.reason or f"{rnd.kind}Failed", gate.message or f"{rtype} never started")
-        return
-    rnd.change(f"{rtype}Created", ConditionStatus.FALSE, gate.reason, gate.message)
-    if gate.fail_at is not None:
-        rnd.wake_in((gate.fail_at - rnd.now).total_seconds())
-
-
-def _record_created(rnd: Round[Any], rtype: str, gate: Gate | None) -> None:
-    """``<Type>Created`` True from the pods of ``rtype`` that exist, under an open gate.
-
-    From False, or from nothing when the gate records. A True condition is left as it is: the
-    ``GateOpened`` of earlier versions is not rewritten (a changed condition would move last and
-    change the state the job shows); it simply proves nothing (:func:`~etctl.common.pods_created`).
-    """
-    if gate is None or not gate.open:
-        return
-    pods = sorted(rnd.pods_of(rtype), key=objects.name)
-    if not pods:
-        return  # nothing exists: nothing was created, whatever was decided
-    condition = f"{rtype}Created"
-    current = get_condition(rnd.job.status.conditions, condition)
-    if current is None and not gate.record:
-        return
-    if current is not None and current.status is ConditionStatus.TRUE:
-        return
-    first = pods[0]
-    more = f" and {len(pods) - 1} more" if len(pods) > 1 else ""
-    message = (
-        f"{rnd.kind} {rnd.name} has created its {rtype.lower()} pod {objects.name(first)} "
-        f"(uid {objects.uid(first)}){more}."
+def _services(
+    seen: Observed[Any],
+    plans: Plans,
+    state: JobState[Any],
+    capabilities: Capabilities,
+    ledger: WriteLedger,
+) -> tuple[tuple[Create, ...], tuple[Delete, ...], tuple[JobEvent, ...]]:
+    """The services to create (at most ``burst``), to delete (no slot wants them), and events."""
+    builder = capabilities.services
+    wanted: dict[str, tuple[ReplicaRef, KubeObject]] = {}
+    if builder is not None:
+        for rtype in seen.specs:
+            for ref in plans[rtype]:
+                built = builder.build_service(seen.job, ref, state)
+                if built is None:
+                    continue
+                service = finish_service(
+                    built,
+                    job_name=seen.name,
+                    namespace=seen.namespace,
+                    owner_ref=seen.owner_ref,
+                    ref=ref,
+                    operator_name=seen.settings.operator_name,
+                )
+                wanted.setdefault(objects.name(service), (ref, service))
+    have: Mapping[str, ObjectView] = {objects.name(s): s for s in seen.services}
+    deletes = tuple(
+        Delete(SERVICES, existing)
+        for name, existing in have.items()
+        if name not in wanted and not objects.is_terminating(existing)
     )
-    rnd.change(condition, ConditionStatus.TRUE, PODS_CREATED, message)
-
-
-def _restarting(rnd: Round[Any], rtype: str) -> ConditionChange:
-    return ConditionChange(
-        "Restarting",
-        ConditionStatus.TRUE,
-        f"{rnd.kind}Restarting",
-        f"{rnd.kind} {rnd.name} is restarting: a {rtype} replica failed",
-    )
+    events: list[JobEvent] = []
+    creates: list[Create] = []
+    owner = f"{seen.kind} {seen.name}"
+    for name, (ref, service) in wanted.items():
+        if name in have:
+            continue
+        if ledger.taken(seen.raw, SERVICES, name):
+            events.append(ledger.taken_event(SERVICES, name, owner))
+            continue
+        creates.append(Create(SERVICES, service, ref.replica_type))
+    # The rest comes with the next reconcile.
+    return tuple(creates[: max(seen.settings.burst, 0)]), deletes, tuple(events)

@@ -25,36 +25,56 @@ fired the deadline: trainer#3358):
   job resumes, so time spent suspended does not count;
 * the TTL expires at ``completionTime + ttlSecondsAfterFinished``, when the job is deleted.
 
-:class:`RunPolicyEnforcer` applies these rules to a :class:`~etctl.common._round.Round` (steps 3 to
-5 of the reconcile): finishing, suspension and resumption, the deadline, the backoff limit and
-whole-job restarts (:class:`~etctl.common.RestartsWholeJob`: when the plugin's verdict says Failed
-and the backoff budget allows, every pod is deleted and recreated instead of failing the job; each
-such round costs one restart plus the in-place restarts the deleted pods had).
+The steps below apply these rules to an observation (steps 3 to 5 of the reconcile), each returning
+what it wants (:class:`~etctl.common._plan.Step`): :func:`finish`, :func:`suspend`, :func:`start`
+(a resumed job starts again) and :func:`limits` (the deadline, the backoff limit and whole-job
+restarts: when the plugin's judgement says Failed and ``restarts_whole`` allows it within the
+backoff budget, every pod is deleted and recreated instead of failing the job; each such round
+costs one restart plus the in-place restarts the deleted pods had, counted once the deletes went
+through).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
 from etctl.common._api import CleanPodPolicy, ConditionStatus, JobConditionType
 from etctl.common._conditions import get_condition, is_true
-from etctl.common._control import ChildControl
-from etctl.common._plugin import Capabilities, JobPlugin
-from etctl.common._podgroups import PodGroupSync
-from etctl.common._replicas import delete_all, delete_child, warn
+from etctl.common._observe import Observed
+from etctl.common._plan import (
+    Announcement,
+    Change,
+    Delete,
+    Stage,
+    Step,
+    Suspension,
+    WholeRestart,
+    sequential,
+    wake_in,
+)
+from etctl.common._plugin import Verdict
 from etctl.common._restarts import restart_budget
-from etctl.common._round import Round
 from etctl.common._status import ConditionChange
-from etctl.runtime import PODS, SERVICES, ObjectView, objects, podview
+from etctl.runtime import PODS, SERVICES, ObjectView, Resource, objects, podview
 
-__all__ = ["RunPolicyEnforcer", "deadline_remaining", "pods_to_clean", "ttl_remaining"]
+__all__ = [
+    "LIMIT_REASONS",
+    "deadline_remaining",
+    "delete_all",
+    "finish",
+    "limits",
+    "pods_to_clean",
+    "start",
+    "suspend",
+    "ttl_remaining",
+]
 
 
 _RUNNING_PHASES = frozenset({"Running", "Pending"})
 # Failures that take every pod and service with them, whatever cleanPodPolicy says.
-_LIMIT_REASONS = frozenset({"DeadlineExceeded", "BackoffLimitExceeded"})
+LIMIT_REASONS = frozenset({"DeadlineExceeded", "BackoffLimitExceeded"})
 
 
 def pods_to_clean(pods: Iterable[ObjectView], policy: CleanPodPolicy) -> list[ObjectView]:
@@ -86,150 +106,162 @@ def ttl_remaining(
     return _remaining(completion_time, ttl_seconds_after_finished, now)
 
 
-class RunPolicyEnforcer:
-    """Steps 3-5 of the reconcile: finish, suspend or resume, deadline, backoff, whole restarts.
+def delete_all(
+    seen: Observed[Any], *, pods: bool = True, services: bool = True
+) -> tuple[Delete, ...]:
+    """Deletes of every live pod and/or service of the job (suspension, deadline, backoff)."""
+    found: list[Delete] = []
+    if pods:
+        found.extend(Delete(PODS, pod) for pod in seen.live_pods())
+    if services:
+        found.extend(Delete(SERVICES, svc) for svc in seen.live_services())
+    return tuple(found)
+
+
+def _podgroup_dropped(seen: Observed[Any], podgroups: Resource | None) -> tuple[Stage, ...]:
+    if podgroups is None or seen.podgroup is None:
+        return ()
+    return sequential([Delete(podgroups, seen.podgroup)], name="podgroup")
+
+
+def finish(seen: Observed[Any], *, podgroups: Resource | None) -> Step:
+    """A finished job: clean up per cleanPodPolicy, drop the PodGroup, delete it past its TTL."""
+    policy = seen.job.run_policy()
+    failed = get_condition(seen.job.status.conditions, JobConditionType.FAILED)
+    if failed is not None and failed.reason in LIMIT_REASONS:
+        deletes = delete_all(seen)
+    else:
+        services = {objects.name(s): s for s in seen.services}
+        deletes = tuple(
+            # The service first: a pod whose delete failed is found again by the next round,
+            # which deletes what is left; a service whose pod is gone would never be found again.
+            Delete(PODS, pod, first=services.get(objects.name(pod)))
+            for pod in pods_to_clean(seen.live_pods(), policy.clean_pod_policy)
+        )
+    remaining = ttl_remaining(
+        seen.job.status.completion_time, policy.ttl_seconds_after_finished, seen.now
+    )
+    expired = remaining is not None and remaining <= 0
+    return Step(
+        stages=sequential(deletes, name="cleanup") + _podgroup_dropped(seen, podgroups),
+        timers=() if expired else wake_in(remaining),
+        judged=False,
+        halt=True,
+        delete_job=expired,
+    )
+
+
+def suspend(seen: Observed[Any], *, podgroups: Resource | None) -> Step:
+    """A suspended job: no pods, no services, no PodGroup; Running False and Suspended True.
+
+    The conditions are recorded once every delete went through: a job is not said to be
+    suspended while a delete of its pods failed (the retry deletes what is left, then says so).
+    """
+    conditions = seen.job.status.conditions
+    message = f"{seen.kind} {seen.name} is suspended."
+    reason = f"{seen.kind}Suspended"
+    changes: list[ConditionChange] = []
+    if is_true(conditions, JobConditionType.RUNNING):
+        changes.append(
+            ConditionChange(JobConditionType.RUNNING, ConditionStatus.FALSE, reason, message)
+        )
+    if not is_true(conditions, JobConditionType.SUSPENDED):
+        changes.append(
+            ConditionChange(JobConditionType.SUSPENDED, ConditionStatus.TRUE, reason, message)
+        )
+    deletes = Stage("sequential", delete_all(seen), name="suspend")
+    return Step(
+        stages=(deletes, *_podgroup_dropped(seen, podgroups)),
+        facts=(Suspension(tuple(changes), stage=0),),
+        judged=False,
+        halt=True,
+    )
+
+
+def start(seen: Observed[Any]) -> Step:
+    """Stamp the start time; a resumed job starts again (its deadline counts from now)."""
+    if is_true(seen.job.status.conditions, JobConditionType.SUSPENDED):
+        resumed = ConditionChange(
+            JobConditionType.SUSPENDED,
+            ConditionStatus.FALSE,
+            f"{seen.kind}Resumed",
+            f"{seen.kind} {seen.name} is resumed.",
+        )
+        return Step(facts=(Change(resumed),), start_time=seen.now)
+    return Step(start_time=seen.job.status.start_time or seen.now)
+
+
+def _terminate(seen: Observed[Any], reason: str, message: str, podgroups: Resource | None) -> Step:
+    failed = ConditionChange(JobConditionType.FAILED, ConditionStatus.TRUE, reason, message)
+    return Step(
+        stages=sequential(delete_all(seen), name="terminate") + _podgroup_dropped(seen, podgroups),
+        facts=(Change(failed),),
+        judged=False,
+        halt=True,
+        acted=(failed,),
+    )
+
+
+def limits(
+    seen: Observed[Any],
+    *,
+    start_time: datetime | None,
+    podgroups: Resource | None,
+    judgement: Callable[[], Verdict | None] | None,
+) -> Step:
+    """Fail on the deadline or the backoff limit, or restart the whole job.
 
     Args:
-        plugin: the job kind (its verdict decides whole-job restarts).
-        capabilities: the plugin's capabilities.
-        control: writes children.
-        podgroups: the PodGroup sync, when gang scheduling is on.
+        seen: the observation.
+        start_time: the job's start time as this reconcile sets it.
+        podgroups: the gang scheduler's PodGroup resource, if any.
+        judgement: the plugin's judgement of the observed job, asked only when the kind restarts
+            the whole job after a failure (None: it never does).
     """
-
-    def __init__(
-        self,
-        plugin: JobPlugin[Any],
-        capabilities: Capabilities,
-        control: ChildControl,
-        podgroups: PodGroupSync | None,
-    ) -> None:
-        self._plugin = plugin
-        self._caps = capabilities
-        self._control = control
-        self._podgroups = podgroups
-
-    async def finish(self, rnd: Round[Any]) -> float | None:
-        """Clean a finished job up per cleanPodPolicy; seconds until its TTL deletes it."""
-        rnd.judge = False
-        policy = rnd.job.run_policy()
-        failed = get_condition(rnd.job.status.conditions, JobConditionType.FAILED)
-        if failed is not None and failed.reason in _LIMIT_REASONS:
-            await delete_all(self._control, rnd)
-        else:
-            services = {objects.name(s): s for s in rnd.services}
-            for pod in pods_to_clean(rnd.live_pods(), policy.clean_pod_policy):
-                await self._delete(rnd, pod, services.get(objects.name(pod)))
-        await self._drop_podgroup(rnd)
-        return ttl_remaining(
-            rnd.job.status.completion_time, policy.ttl_seconds_after_finished, rnd.now
-        )
-
-    async def suspend(self, rnd: Round[Any]) -> None:
-        """Stop a suspended job: no pods, no services, no PodGroup; Running False, Suspended.
-
-        The conditions are recorded once every delete went through: a job is not said to be
-        suspended while a delete of its pods failed (the retry deletes what is left, then says so).
-        """
-        rnd.judge = False
-        before = len(rnd.errors)
-        await delete_all(self._control, rnd)
-        await self._drop_podgroup(rnd)
-        if len(rnd.errors) > before:
-            return
-        conditions = rnd.job.status.conditions
-        message = f"{rnd.kind} {rnd.name} is suspended."
-        reason = f"{rnd.kind}Suspended"
-        if is_true(conditions, JobConditionType.RUNNING):
-            rnd.change(JobConditionType.RUNNING, ConditionStatus.FALSE, reason, message)
-        if not is_true(conditions, JobConditionType.SUSPENDED):
-            rnd.change(JobConditionType.SUSPENDED, ConditionStatus.TRUE, reason, message)
-
-    def start(self, rnd: Round[Any]) -> None:
-        """Stamp the start time; a resumed job starts again (its deadline counts from now)."""
-        if is_true(rnd.job.status.conditions, JobConditionType.SUSPENDED):
-            rnd.change(
-                JobConditionType.SUSPENDED,
-                ConditionStatus.FALSE,
-                f"{rnd.kind}Resumed",
-                f"{rnd.kind} {rnd.name} is resumed.",
-            )
-            rnd.start_time = rnd.now
-        elif rnd.start_time is None:
-            rnd.start_time = rnd.now
-
-    async def enforce_limits(self, rnd: Round[Any]) -> bool:
-        """Fail on the deadline or the backoff limit, or restart the whole job; True if so."""
-        policy = rnd.job.run_policy()
-        seconds = policy.active_deadline_seconds
-        remaining = deadline_remaining(rnd.start_time, seconds, rnd.now)
-        if remaining is not None and remaining <= 0:
-            message = (
-                f"{rnd.kind} {rnd.name} failed: it was active longer than its deadline of "
-                f"{seconds} s"
-            )
-            await self._terminate(rnd, "DeadlineExceeded", message)
-            return True
-        rnd.wake_in(remaining)
-        limit = policy.backoff_limit
-        budget = restart_budget(limit, rnd.restart_count, rnd.live_pods())
-        if budget is not None and budget < 0:
-            message = (
-                f"{rnd.kind} {rnd.name} failed: it restarted {limit - budget} times, more than "
-                f"its backoffLimit of {limit}"
-            )
-            await self._terminate(rnd, "BackoffLimitExceeded", message)
-            return True
-        return await self._restart_whole_job(rnd, budget)
-
-    async def _restart_whole_job(self, rnd: Round[Any], budget: int | None) -> bool:
-        restarter = self._caps.restart
-        if restarter is None or not restarter.restarts_on_failure(rnd.job):
-            return False
-        verdict = self._plugin.verdict(rnd.job, rnd.state())
-        if verdict is None or verdict.condition is not JobConditionType.FAILED:
-            return False
-        limit = rnd.job.run_policy().backoff_limit
-        if budget is not None and budget <= 0:
-            message = (
-                f"{rnd.kind} {rnd.name} has failed after {limit} whole-job restarts, its "
-                f"backoffLimit: {verdict.message}"
-            )
-            await self._terminate(rnd, "BackoffLimitExceeded", message)
-            return True
-        pods = rnd.live_pods()
-        extra = sum(podview.restarts(pod) for pod in pods)
-        before = len(rnd.errors)
-        await delete_all(self._control, rnd, services=False)
-        rnd.judge = False
-        if len(rnd.errors) > before:
-            return True
-        rnd.restart_count += 1 + extra
-        rnd.restarts += 1
-        rnd.restarted_whole = True
-        of = f" of {limit}" if limit is not None else ""
+    policy = seen.job.run_policy()
+    seconds = policy.active_deadline_seconds
+    remaining = deadline_remaining(start_time, seconds, seen.now)
+    if remaining is not None and remaining <= 0:
         message = (
-            f"{rnd.kind} {rnd.name} is restarting all its pods (restart {rnd.restart_count}{of}): "
-            f"{verdict.message}"
+            f"{seen.kind} {seen.name} failed: it was active longer than its deadline of {seconds} s"
         )
-        reason = f"{rnd.kind}Restarting"
-        rnd.restarting = ConditionChange(
-            JobConditionType.RESTARTING, ConditionStatus.TRUE, reason, message
+        return _terminate(seen, "DeadlineExceeded", message, podgroups)
+    timers = wake_in(remaining)
+    limit = policy.backoff_limit
+    budget = restart_budget(limit, seen.job.status.restart_count, seen.live_pods())
+    if budget is not None and budget < 0:
+        message = (
+            f"{seen.kind} {seen.name} failed: it restarted {limit - budget} times, more than "
+            f"its backoffLimit of {limit}"
         )
-        warn(self._control, rnd, "job restarting", reason, message)
-        return True
-
-    async def _terminate(self, rnd: Round[Any], reason: str, message: str) -> None:
-        rnd.fail(reason, message, acted=True)
-        await delete_all(self._control, rnd)
-        await self._drop_podgroup(rnd)
-
-    async def _drop_podgroup(self, rnd: Round[Any]) -> None:
-        if self._podgroups is not None:
-            await self._podgroups.delete(rnd)
-
-    async def _delete(self, rnd: Round[Any], pod: ObjectView, service: ObjectView | None) -> None:
-        # The service first: a pod whose delete failed is found again by the next round, which
-        # deletes what is left; a service whose pod is gone would never be found again.
-        if service is not None and not await delete_child(self._control, rnd, SERVICES, service):
-            return
-        await delete_child(self._control, rnd, PODS, pod)
+        return _terminate(seen, "BackoffLimitExceeded", message, podgroups)
+    if judgement is None:
+        return Step(timers=timers)
+    verdict = judgement()
+    if verdict is None or verdict.condition is not JobConditionType.FAILED:
+        return Step(timers=timers)
+    if budget is not None and budget <= 0:
+        message = (
+            f"{seen.kind} {seen.name} has failed after {limit} whole-job restarts, its "
+            f"backoffLimit: {verdict.message}"
+        )
+        return _terminate(seen, "BackoffLimitExceeded", message, podgroups)
+    pods = seen.live_pods()
+    extra = sum(podview.restarts(pod) for pod in pods)
+    count = seen.job.status.restart_count + 1 + extra
+    of = f" of {limit}" if limit is not None else ""
+    reason = f"{seen.kind}Restarting"
+    message = (
+        f"{seen.kind} {seen.name} is restarting all its pods (restart {count}{of}): "
+        f"{verdict.message}"
+    )
+    restarting = ConditionChange(JobConditionType.RESTARTING, ConditionStatus.TRUE, reason, message)
+    deletes = Stage("sequential", delete_all(seen, services=False), name="restart")
+    announced = Announcement("job restarting", reason, message)
+    return Step(
+        stages=(deletes,),
+        facts=(WholeRestart(extra, restarting, stage=0, announce=announced),),
+        timers=timers,
+        judged=False,
+        halt=True,
+    )

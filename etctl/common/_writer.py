@@ -1,18 +1,17 @@
 """Reading a job and writing its status: one guarded patch, transitions.
 
-**Reading.** The job is read from the informer cache, which shows this process's own writes as
-soon as their answers come (the runtime reads its own writes): right after a status write, the
-next reconcile reads the version that write returned, never the one before it, so it does not
-repeat decisions the write recorded (a restart counted twice, a condition set twice). A write
-whose answer was lost and that was read back (below) is the one the cache cannot know of: for it
-:class:`JobWriter` reads through :class:`~etctl.common._recent_writes.RecentWrites`, from the API
-server until the cache holds the version read back.
+**Reading.** The job is read through the :class:`~etctl.common._ledger.WriteLedger`: from the
+informer cache, which shows this process's own writes as soon as their answers come, so right
+after a status write the next reconcile reads the version that write returned, never the one
+before it, and does not repeat decisions the write recorded (a restart counted twice, a condition
+set twice); a write whose answer was lost and that was read back (below) is the one the cache
+cannot know of, and the ledger serves the job from the API server until the cache holds it.
 
 **Writing.** The status is written as one merge patch to the ``/status`` subresource carrying the
 ``resourceVersion`` the reconcile read, so it applies only to the version that was judged. A
 Conflict (the job changed meanwhile) is not an error: nothing is logged above debug, and the key
 is requeued shortly (the change's own watch event usually gets there first). A Conflict may also
-be the write itself, committed by an attempt whose answer was lost: it is read back first
+be the write itself, committed by an attempt whose answer was lost: the ledger reads it back first
 (:mod:`etctl.common._readback`), and a job that carries the patch counts as written.
 
 **Recording what was done.** A reconcile that acted before its status write (deleted a failed pod
@@ -43,13 +42,11 @@ from typing import Any
 
 from etctl.common import _jobmetrics as jobmetrics
 from etctl.common._api import ConditionStatus, JobCondition, JobConditionType
-from etctl.common._control import ChildReader, Recorder
-from etctl.common._readback import AMBIGUOUS, read_back
-from etctl.common._recent_writes import RecentWrites
+from etctl.common._ledger import WriteLedger
 from etctl.common._status import StatusDelta, parse_status, status_patch, stored_status
 from etctl.errors import Conflict, NotFound
 from etctl.log import get_logger
-from etctl.runtime import Client, EventType, KubeObject, ObjectView, Request, Resource, objects
+from etctl.runtime import EventType, KubeObject, ObjectView, Request, Resource, objects
 
 __all__ = ["JobWriter"]
 
@@ -97,64 +94,36 @@ class JobWriter:
         recorder: where transition events go.
     """
 
-    def __init__(
-        self, resource: Resource, client: Client, reader: ChildReader, recorder: Recorder
-    ) -> None:
+    def __init__(self, resource: Resource, ledger: WriteLedger) -> None:
         self._resource = resource
-        self._client = client
-        self._recorder = recorder
-        self._recent = RecentWrites(client, reader)
+        self._ledger = ledger
 
     async def read(self, request: Request) -> ObjectView | None:
-        """The job, from the cache unless the cache is behind this controller's last write."""
-        return await self._recent.read(self._resource, request.namespace, request.name)
-
-    def forget(self, request: Request) -> None:
-        """Drop what is remembered about a job that is gone."""
-        self._recent.forget(self._resource, request.namespace, request.name)
+        """The job, from the cache unless the cache is behind a write of it that was read back."""
+        return await self._ledger.read(self._resource, request.namespace, request.name)
 
     async def fresh(self, job: ObjectView) -> ObjectView | None:
         """The job as the API server has it now (None when gone or replaced by another uid)."""
-        try:
-            found = await self._client.get(
-                self._resource, objects.name(job), namespace=objects.namespace(job)
-            )
-        except NotFound:
-            return None
-        return found if objects.uid(found) == objects.uid(job) else None
+        return await self._ledger.fresh(self._resource, job)
 
     async def write_status(self, job: ObjectView, patch: Mapping[str, Any]) -> KubeObject | None:
         """Apply a status merge patch guarded by the job's resourceVersion; None on a conflict.
 
         A failure that does not say whether the patch was applied (a Conflict met by the retry of
-        a write whose answer was lost, no answer, a 5xx) is read back first: a job that carries
-        the patch was written (:mod:`etctl.common._readback`), so what the reconcile did is never
-        recorded twice (a restart counted again by :meth:`record`).
+        a write whose answer was lost, no answer, a 5xx) is read back first by the ledger: a job
+        that carries the patch was written, so what the reconcile did is never recorded twice (a
+        restart counted again by :meth:`record`).
 
         Raises:
             EtctlError: the write failed otherwise, or its outcome is unknown.
         """
-        body = {
-            "metadata": {"resourceVersion": objects.resource_version(job)},
-            "status": dict(patch),
-        }
-        name, namespace = objects.name(job), objects.namespace(job)
         try:
-            stored = await self._client.patch_status(
-                self._resource, name, body, namespace=namespace
-            )
+            return await self._ledger.patch_status(self._resource, job, patch)
         except NotFound:
             return None
-        except AMBIGUOUS as exc:
-            try:
-                stored = await read_back(self._client, self._resource, job, body, exc)
-            except Conflict:
-                log.debug("job changed while it was reconciled; trying again", name=name)
-                return None
-            # The cache shows a write when its answer comes; this one's was lost, so the job
-            # read back stands for it until the cache catches up.
-            self._recent.remember(self._resource, stored)
-        return stored
+        except Conflict:
+            log.debug("job changed while it was reconciled; trying again", name=objects.name(job))
+            return None
 
     async def record(
         self, job: ObjectView, delta: StatusDelta, *, now: datetime, restarts: int = 0
@@ -232,7 +201,10 @@ class JobWriter:
             )
             if announced:
                 event_type: EventType = "Warning" if failed else "Normal"
-                self._recorder.event(job, event_type, condition.reason, condition.message)
+                if self._ledger.recorder is not None:
+                    self._ledger.recorder.event(
+                        job, event_type, condition.reason, condition.message
+                    )
             counter = _COUNTERS.get(condition.type)
             if counter is not None and condition.status is ConditionStatus.TRUE:
                 counter.labels(namespace=namespace, kind=kind).inc()

@@ -43,7 +43,7 @@ from pydantic import ValidationError
 
 from etctl.common._api import ConditionStatus, JobConditionType
 from etctl.common._conditions import get_condition, set_condition
-from etctl.common._control import Recorder
+from etctl.common._ledger import Recorder, WriteLedger
 from etctl.common._meta import format_timestamp, to_timestamp
 from etctl.common._scaling.api import (
     ScaleIn,
@@ -53,7 +53,6 @@ from etctl.common._scaling.api import (
     scaler_targets,
     selector_of,
 )
-from etctl.common._scaling.writes import GuardedWriter
 from etctl.errors import Conflict, NotFound
 from etctl.log import get_logger
 from etctl.runtime import CacheReader, Client, Clock, ObjectView, Request, Resource, Result, objects
@@ -126,7 +125,7 @@ class ScalerAdoption:
         self.scalers = scalers
         self.jobs = jobs
         self._cache = cache
-        self._writer = GuardedWriter(client, cache)
+        self._writer = WriteLedger(client, cache, clock=clock)
         self._recorder = recorder
         self._clock = clock
 

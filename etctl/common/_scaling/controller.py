@@ -43,7 +43,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from etctl.common._conditions import is_finished
-from etctl.common._control import Recorder
+from etctl.common._ledger import Recorder, WriteLedger
 from etctl.common._plugin import Capabilities, JobPlugin, JobSettings, ScalesElastically
 from etctl.common._scaling import metrics
 from etctl.common._scaling.adoption import SELECTOR_INDEX, selector_index
@@ -60,7 +60,6 @@ from etctl.common._scaling.observe import (
 from etctl.common._scaling.roster import settle
 from etctl.common._scaling.scaler import Transition
 from etctl.common._scaling.steps import ScalerSteps
-from etctl.common._scaling.writes import GuardedWriter
 from etctl.errors import ConfigError, Conflict
 from etctl.log import get_logger
 from etctl.runtime import (
@@ -121,7 +120,7 @@ class ScalingController:
         self.kind = plugin.resource.kind
         self._client = client
         self._cache = cache
-        self._writer = GuardedWriter(client, cache)
+        self._writer = WriteLedger(client, cache, clock=clock)
         self._recorder = recorder
         self._clock = clock
         self._settings = settings or JobSettings()

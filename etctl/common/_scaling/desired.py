@@ -15,12 +15,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from etctl.common._control import Recorder
+from etctl.common._ledger import Recorder, WriteLedger
 from etctl.common._scaling import membership
 from etctl.common._scaling.api import SCALEINS, SCALEOUTS, ScalerSelector
 from etctl.common._scaling.observe import Observation
 from etctl.common._scaling.selection import clamp
-from etctl.common._scaling.writes import GuardedWriter
 from etctl.errors import AlreadyExists
 from etctl.runtime import CacheReader, Client, KubeObject, Resource, objects
 
@@ -46,7 +45,7 @@ class DesiredCount:
         jobs: Resource,
         client: Client,
         cache: CacheReader,
-        writer: GuardedWriter,
+        writer: WriteLedger,
         recorder: Recorder,
     ) -> None:
         self.kind = kind

@@ -31,7 +31,7 @@ from typing import Any
 
 from etctl.common._api import ConditionStatus, JobConditionType
 from etctl.common._conditions import get_condition, set_condition, set_job_condition
-from etctl.common._control import Recorder
+from etctl.common._ledger import Recorder, WriteLedger
 from etctl.common._scaling import metrics
 from etctl.common._scaling.api import SCALEINS, SCALEOUTS, ScaleStep, phase_of
 from etctl.common._scaling.desired import DesiredCount
@@ -40,7 +40,6 @@ from etctl.common._scaling.machine import awaits_outcome, script_finished
 from etctl.common._scaling.observe import Observation, ObservedScaler, parse_scaler
 from etctl.common._scaling.scaler import Direction, Note, Outcome, Scaler, ScriptRun, Transition
 from etctl.common._scaling.selection import fifo
-from etctl.common._scaling.writes import GuardedWriter
 from etctl.errors import (
     ApiError,
     Conflict,
@@ -91,7 +90,7 @@ class ScalerSteps:
         kind: str,
         jobs: Resource,
         client: Client,
-        writer: GuardedWriter,
+        writer: WriteLedger,
         recorder: Recorder,
         clock: Clock,
         desired: DesiredCount,

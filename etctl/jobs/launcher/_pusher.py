@@ -34,9 +34,9 @@ from typing import Any
 
 from etctl.common import (
     EXEC_DURATION,
-    GuardedWriter,
     JobSettings,
     Recorder,
+    WriteLedger,
     first_container_name,
     progress_first,
 )
@@ -120,7 +120,7 @@ class MembershipPusher:
         self._layout = layout
         self._client = client
         self._cache = cache
-        self._writer = GuardedWriter(client, cache)
+        self._writer = WriteLedger(client, cache, clock=clock)
         self._recorder = recorder
         self._clock = clock
         self.exec_timeout = exec_timeout

@@ -1,4 +1,4 @@
-"""Guarded writes, and reads that show the writer's own writes, on the cluster under test."""
+"""The write ledger: guarded writes, reads that show its own writes, and pending child writes."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from etctl.common import GuardedWriter
+from etctl.common._ledger import WriteLedger
 from etctl.errors import Conflict
-from etctl.runtime import CONFIGMAPS, Cache, CacheOptions, ObjectView, Resource, objects
+from etctl.runtime import CONFIGMAPS, Cache, CacheOptions, KubeObject, ObjectView, Resource, objects
 from etctl.testing import Fault, eventually
 from tests._cluster import NEVER, NOT_PRESET, cluster
 from tests.runtime._realtime import running
@@ -41,7 +41,7 @@ async def test_writes_apply_only_to_the_version_read(tmp_path: Path) -> None:
         options = CacheOptions(namespaces=[env.ns], idle_timeout=NEVER)
         cache = Cache(env.client, clock=env.clock, options=options)
         cache.informer(CONFIGMAPS, field_selector=NOT_PRESET)
-        writer = GuardedWriter(env.client, cache)
+        writer = WriteLedger(env.client, cache, clock=env.clock)
         async with running(cache):
             await cache.wait_for_sync(5)
             first = env.configmap("cm", a="1")
@@ -68,7 +68,7 @@ async def test_a_write_read_back_after_its_answer_was_lost_is_read_from_the_serv
 ) -> None:
     async with cluster(tmp_path, raw=True) as env:
         cache = FrozenCache()  # the cache cannot know of a write whose answer never came
-        writer = GuardedWriter(env.client, cache)
+        writer = WriteLedger(env.client, cache, clock=env.clock)
         first = env.configmap("cm", a="1")
         cache.held["cm"] = first
         assert await writer.read(CONFIGMAPS, env.ns, "cm") is first  # nothing written yet
@@ -84,3 +84,57 @@ async def test_a_write_read_back_after_its_answer_was_lost_is_read_from_the_serv
         writer.forget(CONFIGMAPS, env.ns, "cm")
         cache.held.clear()
         assert await writer.read(CONFIGMAPS, env.ns, "cm") is None
+
+
+JOB: KubeObject = {"kind": "Job", "metadata": {"name": "j", "namespace": "default", "uid": "ju"}}
+
+
+def cm(name: str, namespace: str) -> KubeObject:
+    return {"metadata": {"name": name, "namespace": namespace}, "data": {"a": "1"}}
+
+
+async def test_a_child_write_the_cache_does_not_show_holds_its_job_until_it_does(
+    tmp_path: Path,
+) -> None:
+    async with cluster(tmp_path, raw=True) as env:
+        cache = FrozenCache()  # its informer never brings the write
+        ledger = WriteLedger(env.client, cache, clock=env.clock, ttl=300)
+        job = {**JOB, "metadata": {**JOB["metadata"], "namespace": env.ns}}
+        created = await ledger.create(job, CONFIGMAPS, cm("c", env.ns))
+        assert created is not None
+        wait = ledger.pending("ju")
+        assert wait is not None
+        assert 0 < wait <= 300
+        cache.held["c"] = created  # the cache caught up: nothing is pending any more
+        assert ledger.pending("ju") is None
+        assert await ledger.delete(job, CONFIGMAPS, created)
+        assert ledger.pending("ju") is not None  # the cache still shows it, not terminating
+        cache.held.clear()
+        assert ledger.pending("ju") is None
+
+
+async def test_a_pending_write_holds_its_job_at_most_the_ttl(tmp_path: Path) -> None:
+    async with cluster(tmp_path, raw=True) as env:
+        ledger = WriteLedger(env.client, FrozenCache(), clock=env.clock, ttl=60)
+        job = {**JOB, "metadata": {**JOB["metadata"], "namespace": env.ns}}
+        await ledger.create(job, CONFIGMAPS, cm("c", env.ns))
+        await env.clock.advance(59)
+        assert ledger.pending("ju") is not None
+        await env.clock.advance(1)
+        assert ledger.pending("ju") is None
+
+
+async def test_a_write_the_cache_shows_at_once_holds_nothing(tmp_path: Path) -> None:
+    async with cluster(tmp_path, raw=True) as env:
+        options = CacheOptions(namespaces=[env.ns], idle_timeout=NEVER)
+        cache = Cache(env.client, clock=env.clock, options=options)
+        cache.informer(CONFIGMAPS, field_selector=NOT_PRESET)
+        ledger = WriteLedger(env.client, cache, clock=env.clock)
+        job = {**JOB, "metadata": {**JOB["metadata"], "namespace": env.ns}}
+        async with running(cache):
+            await cache.wait_for_sync(5)
+            created = await ledger.create(job, CONFIGMAPS, cm("c", env.ns))
+            assert created is not None
+            assert ledger.pending("ju") is None  # the cache read its own write
+            assert await ledger.delete(job, CONFIGMAPS, created)
+            assert ledger.pending("ju") is None
