@@ -36,6 +36,7 @@ from etctl.common import (
     JobPlugin,
     JobSettings,
     crd_manifest,
+    custom_resources,
     setup_job_controller,
 )
 from etctl.runtime import (
@@ -309,7 +310,7 @@ class Cluster:
         kind = document["kind"]
         version = str(document["apiVersion"]).rpartition("/")[2]
         for plugin in self.kinds:
-            for custom in plugin.custom_resources:
+            for custom in custom_resources(plugin):
                 if custom.kind == kind and version in {v.name for v in custom.versions}:
                     return self.store(custom.resource(version), document)
         scalers = {"ScaleIn": SCALEINS, "ScaleOut": SCALEOUTS}
@@ -528,7 +529,7 @@ async def cluster(
     clock = FakeClock()
     if raw:
         server.setdefault("bookmark_interval", NEVER)
-    manifests = [crd_manifest(custom) for plugin in kinds for custom in plugin.custom_resources]
+    manifests = [crd_manifest(custom) for plugin in kinds for custom in custom_resources(plugin)]
     unique = {m["metadata"]["name"]: m for m in manifests}
     if kubelet is not None:
         server["kubelet"] = kubelet

@@ -8,7 +8,7 @@ types its spec asks for and the files it publishes to its pods (a hostfile).
 
 Nothing here is particular to one kind. What differs between kinds comes from the plugin: the
 replica types from its model (``replica_specs()``), the status fields recording an elastic job's
-members from its ``elasticity`` hook, the files from its :class:`~etctl.common.PublishesFiles`
+members from its elastic declaration, the files from its :class:`~etctl.common.PublishesFiles`
 capability. So a new plugin registered under the ``etctl.jobs`` entry point is shown by
 ``etctl status`` and ``etctl watch`` without a change here. A kind registered without a
 controller (CRDs only) is shown from its status alone.
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import ValidationError
@@ -31,8 +30,6 @@ from etctl.common import (
     Capabilities,
     CustomResource,
     JobPlugin,
-    JobSettings,
-    JobState,
     MemberFields,
     PublishedFile,
     ReplicatedJob,
@@ -123,25 +120,11 @@ class JobKind:
         return {str(kind): int(spec.replicas or 0) for kind, spec in job.replica_specs().items()}
 
     def member_fields(self, job: ReplicatedJob | None) -> MemberFields | None:
-        """Where an elastic kind records its jobs' members in their status (None: not elastic).
-
-        Asked of the plugin's ``elasticity`` hook as the scaling machinery asks it, with the job
-        and no pods: hooks are pure, and where members are recorded does not depend on the pods.
-        """
+        """Where an elastic kind records its jobs' members in their status (None: not elastic)."""
         elastic = self.capabilities.elastic
         if job is None or elastic is None:
             return None
-        state = JobState(
-            job=job,
-            pods={},
-            services={},
-            children={},
-            replica_statuses={},
-            now=datetime.now(UTC),
-            settings=JobSettings(),
-        )
-        members = elastic.elasticity(job, state).members
-        return members.fields if members is not None else None
+        return elastic.elastic.fields
 
     def files(self, job: ReplicatedJob | None) -> tuple[PublishedFile, ...]:
         """The files its plugin publishes to its pods (none without the capability)."""

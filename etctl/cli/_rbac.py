@@ -36,6 +36,7 @@ from etctl.common import (
     CustomResource,
     JobPlugin,
     PolicyRule,
+    custom_resources,
     scheduler_for,
 )
 from etctl.runtime import PODS, PRIORITYCLASSES, SERVICES, Resource
@@ -118,7 +119,7 @@ def cluster_role_rules(
     """Every rule the operator's ClusterRole needs for ``plugins``, merged and sorted."""
     rules: list[PolicyRule] = list(GENERIC_RULES)
     for plugin in plugins:
-        for resource in plugin.custom_resources:
+        for resource in custom_resources(plugin):
             rules.extend(_kind_rules(resource))
         capabilities = Capabilities.of(plugin)
         rules.extend(_owned_rule(resource) for resource in capabilities.owned_resources)

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any
 
-from etctl.common import Capabilities, CustomResource, JobPlugin
+from etctl.common import Capabilities, CustomResource, JobPlugin, custom_resources
 from etctl.errors import ConfigError
 
 __all__ = ["ENTRY_POINT_GROUP", "Registered", "Registry", "discover"]
@@ -144,7 +144,7 @@ def _entry(name: str, loaded: object) -> Registered:
             "CustomResource objects"
         )
         raise ConfigError(msg)
-    resources = tuple(plugin.custom_resources)
+    resources = tuple(custom_resources(plugin))
     if not resources or resources[0] != plugin.resource:
         msg = f"job kind {name!r}: custom_resources must list the job kind's own CRD first"
         raise ConfigError(msg)

@@ -70,7 +70,7 @@ from etctl.cli._render_webhooks import (
     webhook_volume,
 )
 from etctl.cli._userroles import KUBEFLOW_LABELS, ROLES, role_name, user_roles
-from etctl.common import CustomResource, JobPlugin, crd_manifest
+from etctl.common import CustomResource, JobPlugin, crd_manifest, custom_resources
 from etctl.errors import ConfigError
 
 __all__ = [
@@ -333,7 +333,7 @@ def _metrics_service(namespace: str) -> dict[str, Any]:
 def _crds(plugins: Sequence[JobPlugin[Any]]) -> list[CustomResource]:
     seen: dict[str, CustomResource] = {}
     for plugin in plugins:
-        for resource in plugin.custom_resources:
+        for resource in custom_resources(plugin):
             seen.setdefault(resource.name, resource)
     return [seen[name] for name in sorted(seen)]
 

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from etctl.cli._rbac import merge_rules, rule_to_dict
-from etctl.common import CustomResource, JobPlugin, PolicyRule
+from etctl.common import CustomResource, JobPlugin, PolicyRule, custom_resources
 
 __all__ = ["KUBEFLOW_LABELS", "ROLES", "role_name", "user_roles"]
 
@@ -84,6 +84,6 @@ def user_roles(
             "apiVersion": f"{_API}/v1",
             "kind": "ClusterRole",
             "metadata": {"name": role_name(plugin, role), "labels": role_labels},
-            "rules": [rule_to_dict(rule) for rule in _rules(plugin.custom_resources, role)],
+            "rules": [rule_to_dict(rule) for rule in _rules(custom_resources(plugin), role)],
         }
     return out

@@ -1,10 +1,12 @@
 """The generic JobController: what a job plugin author needs, in one namespace.
 
 ``etctl.common`` is the front door of the common layer; every module behind it is private and may
-change. A plugin describes its kind with the shared job API (:class:`ReplicaSpec`,
-:class:`RunPolicy`, :class:`JobStatus` and friends), implements :class:`JobPlugin` plus any
-one-method capabilities it needs (:class:`BuildsServices`, :class:`GatesCreation`,
-:class:`ScalesElastically`, ...), and is registered through the ``etctl.jobs`` entry
+change. A plugin describes its kind with the shared job API (:class:`JobModel` for a simple kind,
+or :class:`ReplicaSpec`, :class:`RunPolicy`, :class:`JobStatus` and friends), gives its CRD and
+model (:class:`JobPlugin`) and implements the phases it needs, which the framework runs in one
+order: validate and default, plan replicas (:class:`Replicas`), build desired objects
+(:class:`DesiredObject`), judge the outcome (:class:`Verdict`), extend status. An elastic kind adds
+a small protocol (:class:`ScalesElastically`). It is registered through the ``etctl.jobs`` entry
 point; :func:`setup_job_controller` wires it into a runtime ``Manager``. The ScaleIn/ScaleOut API
 shared by elastic kinds is here too. See ``docs/plugins.md``.
 """
@@ -52,6 +54,9 @@ from etctl.common._conditions import (
     pods_created,
     set_condition,
 )
+from etctl.common._context import (
+    ControllerContext,
+)
 from etctl.common._crd import (
     CRDVersion,
     CustomResource,
@@ -67,6 +72,11 @@ from etctl.common._gang import (
 from etctl.common._jobcontroller import (
     JobController,
 )
+from etctl.common._jobmodel import (
+    JobModel,
+    JobSpec,
+    job_resource,
+)
 from etctl.common._labels import (
     JOB_NAME,
     JOB_ROLE,
@@ -76,9 +86,9 @@ from etctl.common._labels import (
     job_selector,
     replica_labels,
 )
-from etctl.common._ledger import (
-    Recorder,
-    WriteLedger,
+from etctl.common._members import (
+    WORKER_FIELDS,
+    MemberFields,
 )
 from etctl.common._objectsize import (
     MAX_DATA_BYTES,
@@ -91,34 +101,38 @@ from etctl.common._openapi import (
     openapi_schema,
 )
 from etctl.common._plugin import (
+    BringsResources,
     BuildsExtraObjects,
     BuildsServices,
     Capabilities,
+    Consumer,
+    ConsumesMembers,
     DeclaresRBAC,
+    DecoratesPods,
     DesiredObject,
-    Elasticity,
+    ElasticMembers,
     ExecTarget,
     ExtendsStatus,
     Gate,
-    GatesCreation,
     JobPlugin,
     JobSettings,
     JobState,
-    MemberFields,
-    Members,
+    Judges,
+    LimitsMembers,
+    MemberPolicy,
     PlansReplicas,
     PolicyRule,
     PublishedFile,
     PublishesFiles,
     ReplicaRef,
+    Replicas,
     RestartsWholeJob,
     RunsControllers,
     ScalesElastically,
     SyncPolicy,
+    Validates,
     Verdict,
-)
-from etctl.common._priority import (
-    progress_first,
+    custom_resources,
 )
 from etctl.common._restarts import (
     FailureAction,
@@ -129,7 +143,6 @@ from etctl.common._scaling.api import (
     SCALEINS,
     SCALEOUT,
     SCALEOUTS,
-    WORKER_FIELDS,
     ElasticWorkersStatus,
     ScaleIn,
     ScaleOut,
@@ -138,13 +151,6 @@ from etctl.common._scaling.api import (
     validate_scalein,
     validate_scaleout,
     validate_scaler_update,
-)
-from etctl.common._scaling.membership import (
-    member_index,
-    planned,
-)
-from etctl.common._scaling.metrics import (
-    EXEC_DURATION,
 )
 from etctl.common._slots import (
     slot_name,
@@ -188,24 +194,27 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "BringsResources",
     "BuildsExtraObjects",
     "BuildsServices",
     "CRDVersion",
     "Capabilities",
     "CleanPodPolicy",
     "ConditionStatus",
+    "Consumer",
+    "ConsumesMembers",
+    "ControllerContext",
     "CustomResource",
     "DEFAULT_JOB_WORKERS",
     "DeclaresRBAC",
+    "DecoratesPods",
     "DesiredObject",
-    "EXEC_DURATION",
+    "ElasticMembers",
     "ElasticWorkersStatus",
-    "Elasticity",
     "ExecTarget",
     "ExtendsStatus",
     "FailureAction",
     "Gate",
-    "GatesCreation",
     "Int32",
     "Int64",
     "JOB_NAME",
@@ -213,19 +222,23 @@ __all__ = [
     "JobCondition",
     "JobConditionType",
     "JobController",
+    "JobModel",
     "JobPlugin",
     "JobSettings",
+    "JobSpec",
     "JobState",
     "JobStatus",
+    "Judges",
     "KnownKeys",
     "KubeModel",
     "KubeObjectModel",
+    "LimitsMembers",
     "MANAGED_BY_IMMUTABLE",
     "MANAGED_BY_KEPT",
     "MAX_DATA_BYTES",
     "MAX_OBJECT_BYTES",
     "MemberFields",
-    "Members",
+    "MemberPolicy",
     "ModelAdmission",
     "OPERATOR_NAME",
     "ObjectMeta",
@@ -242,10 +255,10 @@ __all__ = [
     "REPLICA_BOUNDS",
     "REPLICA_INDEX",
     "REPLICA_TYPE",
-    "Recorder",
     "ReplicaRef",
     "ReplicaSpec",
     "ReplicaStatus",
+    "Replicas",
     "ReplicatedJob",
     "RestartPolicy",
     "RestartsWholeJob",
@@ -265,12 +278,13 @@ __all__ = [
     "SyncPolicy",
     "Timestamp",
     "VOLCANO",
+    "Validates",
     "ValueModel",
     "Verdict",
     "WORKER_FIELDS",
-    "WriteLedger",
     "canonical_keys",
     "crd_manifest",
+    "custom_resources",
     "failure_action",
     "first_container_name",
     "format_timestamp",
@@ -279,15 +293,13 @@ __all__ = [
     "is_dns1123_subdomain",
     "is_finished",
     "is_true",
+    "job_resource",
     "job_selector",
     "json_size",
-    "member_index",
     "openapi_schema",
     "phase_of",
-    "planned",
     "pod_containers",
     "pods_created",
-    "progress_first",
     "replica_labels",
     "scaler_targets",
     "scheduler_for",

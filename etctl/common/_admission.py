@@ -10,7 +10,8 @@ so nothing is written twice:
   lower-case replica type renamed to its canonical spelling, say) and the ones it can agree.
   Fields the model does not know are kept; nothing else is touched.
 * **validation** is the kind's own: a manifest that does not parse is refused with the parse
-  problems, then with ``validate`` (a plugin's, or the scalers' functions): the very checks the
+  problems, then with ``validate`` (a plugin's *validate and default* phase,
+  :meth:`~etctl.common._phases.Phases.validate`, or the scalers' functions): the very checks the
   controller runs, whose problems read ``<field path>: <what is wrong>; <what to do>``. They are
   answered as kube-apiserver answers: 422 ``Invalid``, one ``details.causes`` entry per field
   (the path as the CRD's schema names it, which is also how the API server's schema errors name

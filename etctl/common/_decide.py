@@ -35,15 +35,15 @@ from etctl.common._children import extras_step
 from etctl.common._conditions import get_condition, is_finished
 from etctl.common._ledger import WriteLedger
 from etctl.common._observe import Observed, Plans
+from etctl.common._phases import Phases
 from etctl.common._plan import Change, Decision, Step
-from etctl.common._plugin import Capabilities, JobPlugin, Verdict
+from etctl.common._plugin import Verdict
 from etctl.common._podgroups import podgroup_step
 from etctl.common._replicas import replicas_step
-from etctl.common._slots import default_plan
 from etctl.common._status import ConditionChange
 from etctl.runtime import CacheReader
 
-__all__ = ["Steps", "decide", "plan"]
+__all__ = ["Steps", "decide"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,15 +51,13 @@ class Steps:
     """What the steps of one kind's reconciles need besides the observation.
 
     Attributes:
-        plugin: the job kind.
-        capabilities: its optional capabilities.
+        phases: the job kind's phases.
         scheduler: the gang scheduler, if any.
         cache: the informer cache (PodGroups and PriorityClasses are read from it).
         ledger: the writes' ledger (names taken by strangers are read through it).
     """
 
-    plugin: JobPlugin[Any]
-    capabilities: Capabilities
+    phases: Phases[Any]
     scheduler: gang.Scheduler | None
     cache: CacheReader
     ledger: WriteLedger
@@ -79,7 +77,7 @@ def decide(seen: Observed[Any], plans: Plans, steps: Steps) -> Decision:
     podgroups = steps.scheduler.podgroups if steps.scheduler is not None else None
     if is_finished(seen.job.status.conditions):
         return decision.then(runpolicy.finish(seen, podgroups=podgroups))
-    extras = steps.capabilities.extra_objects
+    extras = steps.phases.extra_objects
     state = seen.state(plans)
     if seen.job.run_policy().suspend:
         decision = decision.then(runpolicy.suspend(seen, podgroups=podgroups))
@@ -92,7 +90,7 @@ def decide(seen: Observed[Any], plans: Plans, steps: Steps) -> Decision:
         seen,
         start_time=decision.start_time,
         podgroups=podgroups,
-        judgement=_whole_restarts(seen, steps, lambda: steps.plugin.verdict(seen.job, state)),
+        judgement=_whole_restarts(seen, steps, lambda: steps.phases.judge(seen.job, state)),
     )
     decision = decision.then(limits)
     if limits.halt:
@@ -108,31 +106,17 @@ def decide(seen: Observed[Any], plans: Plans, steps: Steps) -> Decision:
         replicas_step(
             seen,
             plans,
-            plugin=steps.plugin,
-            capabilities=steps.capabilities,
+            phases=steps.phases,
             scheduler=steps.scheduler,
             ledger=steps.ledger,
         )
     )
 
 
-def plan(seen: Observed[Any], capabilities: Capabilities) -> Plans:
-    """The slots of every replica type: the plugin's plan, else indices ``0..replicas-1``."""
-    planner = capabilities.planner
-    if planner is None:
-        return {
-            rtype: default_plan(seen.name, rtype, spec.replicas)
-            for rtype, spec in seen.specs.items()
-        }
-    state = seen.state()
-    return {rtype: tuple(planner.plan(seen.job, rtype, state)) for rtype in seen.specs}
-
-
 def _whole_restarts(
     seen: Observed[Any], steps: Steps, judgement: Callable[[], Verdict | None]
 ) -> Callable[[], Verdict | None] | None:
     """The judgement the limits step asks, for a kind that restarts the whole job after failing."""
-    restarter = steps.capabilities.restart
-    if restarter is None or not restarter.restarts_on_failure(seen.job):
+    if not steps.phases.restarts_on_failure(seen.job):
         return None
     return judgement

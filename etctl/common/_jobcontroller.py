@@ -6,27 +6,29 @@
    covers the ones it cannot). Gone: forget what is pending for it. Being deleted: nothing
    (garbage collection removes what it owns). Parse it into the plugin's model once. A job whose
    ``runPolicy.managedBy`` names another controller is left alone entirely (no condition, no child,
-   no event), as mpi-operator and training-operator do; a parse error or a problem from
-   ``plugin.validate`` fails the job (``<Kind>Invalid``, an Event) without retrying: the operator
-   keeps running, the user fixes the manifest.
+   no event), as mpi-operator and training-operator do; a parse error or a problem from the
+   *validate and default* phase (:meth:`~etctl.common._phases.Phases.validate`) fails the job
+   (``<Kind>Invalid``, an Event) without retrying: the operator keeps running, the user fixes
+   the manifest.
 2. **Observe** its children once (:mod:`etctl.common._observe`, claiming with
    :mod:`etctl.common._claim`): pods, services, extra objects and the PodGroup it controls; adopt
    matching orphans, release strays. While a write of the job's children is not in the cache yet
    (:meth:`~etctl.common._ledger.WriteLedger.pending`), stop: deciding from a cache without it
    would double-create. The children's events requeue the job; the ledger's TTL bounds the wait.
-3. **Plan** the replicas' slots (the plugin's plan, else indices).
+3. **Plan** the replicas (:meth:`~etctl.common._phases.Phases.plan`): every type's slots and
+   gate; a plan's warning (a limit it met) is sent as a Warning Event once per job generation.
 4. **Decide** (:mod:`etctl.common._decide`): the steps of the run policy, the gang, the extra
    objects and the replicas each return the writes they want and the facts they establish.
 5. **Apply** (:mod:`etctl.common._apply`): the one place the writes are made, in the order and
    batches the steps gave.
 6. **Judge** (:mod:`etctl.common._judge`): the status from the decision's facts and what the writes
-   did, the plugin's judgement of the outcome included, written once as a guarded merge patch when
-   it changed. A pod the server refused as invalid (a 422: the template is wrong, and no retry
-   heals it) sets the condition ``ReplicaFailure`` (reason ``PodInvalid``, the server's message)
-   and a Warning Event, while the create keeps being retried with backoff; the condition goes once
-   pods are created again. Transient errors (5xx, 429, timeouts) only back off. When the status
-   write conflicts with a change of the job, what the writes did (restarts, a failure enforced by
-   deleting every pod) is applied to the job as it is now
+   did, the kind's *judge the outcome* and *extend status* phases included, written once as a
+   guarded merge patch when it changed. A pod the server refused as invalid (a 422: the template
+   is wrong, and no retry heals it) sets the condition ``ReplicaFailure`` (reason ``PodInvalid``,
+   the server's message) and a Warning Event, while the create keeps being retried with backoff;
+   the condition goes once pods are created again. Transient errors (5xx, 429, timeouts) only
+   back off. When the status write conflicts with a change of the job, what the writes did
+   (restarts, a failure enforced by deleting every pod) is applied to the job as it is now
    (:meth:`~etctl.common._writer.JobWriter.record`); the rest is judged again by the next
    reconcile.
 
@@ -51,17 +53,20 @@ from pydantic import BaseModel, ValidationError
 
 from etctl.common import _gang as gang
 from etctl.common._api import ConditionStatus, JobConditionType, ReplicatedJob
-from etctl.common._apply import Applier
+from etctl.common._apply import Applier, announce
 from etctl.common._claim import claim
 from etctl.common._conditions import is_finished
-from etctl.common._decide import Steps, decide, plan
+from etctl.common._decide import Steps, decide
 from etctl.common._jobmetrics import JOB_RECONCILE_TIME
 from etctl.common._judge import judge
 from etctl.common._labels import BY_JOB, by_job, job_selector
 from etctl.common._ledger import Recorder, WriteLedger
-from etctl.common._observe import Observed
+from etctl.common._observe import Observed, Plans
+from etctl.common._phases import Phases
+from etctl.common._plan import Announcement
 from etctl.common._plugin import Capabilities, JobPlugin, JobSettings
 from etctl.common._podgroups import controlled_podgroup
+from etctl.common._scaling.elastic import replicas_path
 from etctl.common._status import (
     ConditionChange,
     compute_status,
@@ -140,6 +145,7 @@ class JobController(Generic[JobT]):
     ) -> None:
         self.plugin = plugin
         self.capabilities = Capabilities.of(plugin)
+        self.phases = Phases(plugin, self.capabilities)
         self.settings = settings or JobSettings()
         self.resource = plugin.resource.resource()
         self.kind = plugin.resource.kind
@@ -151,7 +157,9 @@ class JobController(Generic[JobT]):
             client, cache, clock=clock, recorder=recorder, ttl=expectations_ttl
         )
         self._scheduler = gang.scheduler_for(self.settings.gang_scheduler)
-        self._steps = Steps(plugin, self.capabilities, self._scheduler, cache, self.ledger)
+        self._steps = Steps(self.phases, self._scheduler, cache, self.ledger)
+        # Warnings of the plan phase already sent, by job: (generation, what was said).
+        self._warned: dict[tuple[str, str], tuple[int, set[tuple[str, str]]]] = {}
         self._applier = Applier(self.ledger, self.resource)
         self._writer = JobWriter(self.resource, self.ledger)
         for res in self.child_resources:
@@ -170,6 +178,8 @@ class JobController(Generic[JobT]):
                     f"when the plugin builds the slots' services: {res}"
                 )
                 raise ConfigError(msg)
+        if self.capabilities.elastic is not None:
+            replicas_path(self.plugin.resource)  # an elastic kind's CRD must have /scale
 
     # -- wiring
 
@@ -233,12 +243,13 @@ class JobController(Generic[JobT]):
             # Another controller's job (runPolicy.managedBy): no status, no children, no event.
             log.debug("job managed by another controller; left alone", managed_by=manager)
             return Result()
-        if not is_finished(job.status.conditions) and (problems := self.plugin.validate(job)):
+        if not is_finished(job.status.conditions) and (problems := self.phases.validate(job)):
             return await self._reject(raw, job, problems)
         seen = await self._observe(raw, job)
         if (wait := self.ledger.pending(seen.uid)) is not None:
             return Result(requeue_after=wait)
-        plans = plan(seen, self.capabilities)
+        plans = self.phases.plan(job, seen.state)
+        self._warn(seen, plans)
         decision = decide(seen, plans, self._steps)
         outcome = await self._applier.apply(seen, decision)
         if outcome.job_deleted:
@@ -249,8 +260,7 @@ class JobController(Generic[JobT]):
             plans,
             decision,
             outcome,
-            judgement=lambda state: self.plugin.verdict(seen.job, state),
-            extender=self.capabilities.status,
+            phases=self.phases,
             ledger=self.ledger,
         )
         patch = status_patch(stored_status(raw), judged.status, judged.extra)
@@ -270,7 +280,23 @@ class JobController(Generic[JobT]):
 
     # -- read
 
+    def _warn(self, seen: Observed[JobT], plans: Plans) -> None:
+        """Send the plan's warnings, once per job generation."""
+        key = (seen.namespace, seen.name)
+        generation = seen.job.metadata.generation
+        said = self._warned.get(key)
+        if said is None or said[0] != generation:
+            said = (generation, set())
+            self._warned[key] = said
+        for planned in plans.values():
+            if planned.warning is None or planned.warning in said[1]:
+                continue
+            said[1].add(planned.warning)
+            reason, message = planned.warning
+            announce(self.ledger, seen, Announcement("replicas limited", reason, message))
+
     def _forget(self, request: Request) -> None:
+        self._warned.pop((request.namespace, request.name), None)
         self.ledger.forget_owner_named(request.namespace, request.name)
         self.ledger.forget(self.resource, request.namespace, request.name)
 

@@ -37,7 +37,7 @@ the same facts, so nothing has a second origin.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +48,7 @@ from etctl.common._apply import Outcome, announce
 from etctl.common._conditions import PODS_CREATED, get_condition
 from etctl.common._ledger import WriteLedger
 from etctl.common._observe import Observed, Plans
+from etctl.common._phases import Phases
 from etctl.common._plan import (
     Announcement,
     Change,
@@ -57,7 +58,7 @@ from etctl.common._plan import (
     Suspension,
     WholeRestart,
 )
-from etctl.common._plugin import ExtendsStatus, Gate, JobState, Verdict
+from etctl.common._plugin import Gate, JobState
 from etctl.common._replicas import restarting
 from etctl.common._status import ConditionChange, StatusDelta, compute_status
 from etctl.errors import Invalid
@@ -96,15 +97,15 @@ def created(
     """
     if not gate.open:
         return None
-    pods = sorted(state.pods_of(rtype), key=objects.name)
-    if not pods:
-        return None  # nothing exists: nothing was created, whatever was decided
     condition = f"{rtype}Created"
     current = get_condition(seen.job.status.conditions, condition)
     if current is None and not gate.record:
         return None
     if current is not None and current.status is ConditionStatus.TRUE:
         return None
+    pods = sorted(state.pods_of(rtype), key=objects.name)
+    if not pods:
+        return None  # nothing exists: nothing was created, whatever was decided
     first = pods[0]
     more = f" and {len(pods) - 1} more" if len(pods) > 1 else ""
     message = (
@@ -164,8 +165,7 @@ def judge(
     decision: Decision,
     outcome: Outcome,
     *,
-    judgement: Callable[[JobState[Any]], Verdict | None],
-    extender: ExtendsStatus[Any] | None,
+    phases: Phases[Any],
     ledger: WriteLedger,
 ) -> Judgement:
     """The status after ``decision`` was applied with ``outcome`` (see the module docstring)."""
@@ -183,7 +183,7 @@ def judge(
             found := created(seen, state, fact.replica_type, fact.gate)
         ):
             changes.append(found)
-    if decision.judged and (verdict := judgement(state)) is not None:
+    if decision.judged and (verdict := phases.judge(seen.job, state)) is not None:
         changes.append(
             ConditionChange(
                 verdict.condition, ConditionStatus.TRUE, verdict.reason, verdict.message
@@ -212,7 +212,7 @@ def judge(
     )
     return Judgement(
         status=status,
-        extra=_extended(seen, status, state, extender),
+        extra=_extended(seen, status, state, phases),
         restarts=counted.restarts,
         delta=delta,
         state=state,
@@ -231,12 +231,12 @@ def _extended(
     seen: Observed[Any],
     status: JobStatus,
     state: JobState[Any],
-    extender: ExtendsStatus[Any] | None,
+    phases: Phases[Any],
 ) -> dict[str, Any]:
-    if extender is None:
+    if not phases.extends_status:
         return {}
     job: Any = seen.job
     if isinstance(job, BaseModel):
         owned = {name: getattr(status, name) for name in JobStatus.model_fields}
         job = job.model_copy(update={"status": seen.job.status.model_copy(update=owned)})
-    return dict(extender.extend_status(job, state))
+    return dict(phases.extend_status(job, state))

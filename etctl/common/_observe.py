@@ -19,14 +19,14 @@ consistent view, and the observation is never mutated (objects from the cache ar
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from etctl.common._api import ReplicaSpec, ReplicatedJob, format_timestamp
 from etctl.common._labels import replica_selector, replica_type_of, selector_string
-from etctl.common._plugin import JobSettings, JobState, ReplicaRef
+from etctl.common._plugin import JobSettings, JobState, Replicas
 from etctl.common._status import replica_statuses
 from etctl.runtime import ObjectView, Resource, objects
 
@@ -34,8 +34,8 @@ __all__ = ["Effects", "Observed", "Plans"]
 
 JobT = TypeVar("JobT", bound=ReplicatedJob)
 
-Plans = Mapping[str, Sequence[ReplicaRef]]
-"""The slots of every replica type (what the plan phase returned)."""
+Plans = Mapping[str, Replicas]
+"""The plan of every replica type (what the plan phase returned)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,7 +164,7 @@ class Observed(Generic[JobT]):
         """What the plugin's phases see: the job as observed, or as ``effects`` leave it.
 
         Args:
-            plans: the slots of every replica type, once planned (replica statuses then count
+            plans: the plan of every replica type, once planned (replica statuses then count
                 completions of planned slots only).
             effects: what the reconcile's writes did.
         """
@@ -187,9 +187,10 @@ class Observed(Generic[JobT]):
             }
             for res, found in self.extras.items()
         }
+        slots = {rtype: planned.slots for rtype, planned in (plans or {}).items()}
         statuses = replica_statuses(
             {rtype: [p for p in counted if self.replica_type(p) == rtype] for rtype in self.specs},
-            plans=dict(plans) if plans is not None else dict.fromkeys(self.specs),
+            plans={rtype: slots.get(rtype) for rtype in self.specs},
             recorded=self.job.status.replica_statuses,
             selectors={rtype: self.selector(rtype) for rtype in self.specs},
             restarted=effects.restarted,
@@ -203,6 +204,7 @@ class Observed(Generic[JobT]):
             replica_statuses=statuses,
             now=self.now,
             settings=self.settings,
+            plans=plans or {},
         )
 
 

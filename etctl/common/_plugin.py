@@ -1,90 +1,114 @@
-"""The job plugin protocol: a small required core plus optional one-method capabilities.
+"""The job plugin contract: a kind's identity, then one method per phase, run by the framework.
 
 A job kind (TFJob, TrainingJob, elastic MPIJob, a third party's) is a *plugin* of the generic
-:class:`~etctl.common.JobController`. The controller owns everything generic: reading
-the job and its children from the cache, claiming them, run policy (cleanup, TTL, suspend, deadline,
-backoff), gang scheduling, creating and deleting pods and services, restarts, expectations, events,
-metrics and the single status write. A plugin says only what is particular to its kind.
+:class:`~etctl.common.JobController`. The controller owns everything generic: reading the job and
+its children, claiming them, run policy (cleanup, TTL, suspend, deadline, backoff), gang
+scheduling, creating and deleting pods and services, restarts, events, metrics and the single
+status write. A plugin says only what is particular to its kind.
 
-Required core (:class:`JobPlugin`):
+**Required core** (:class:`JobPlugin`): ``resource``, the kind's CRD description, and ``model``,
+the pydantic model its objects are parsed into, once, at the boundary.
 
-* ``resource``: the job kind's CRD description; ``custom_resources``: every CRD the plugin brings;
-* ``model``: the pydantic model objects are parsed into, once, at the boundary;
-* ``validate``: problems the CRD schema cannot express, worded so a user can fix them;
-* ``decorate_pod``: what the kind adds to the pod of replica type R and index i (TF_CONFIG, volumes,
-  commands);
-* ``verdict``: what the replica statuses mean for the job (Running, Succeeded, Failed...).
+**Phases.** Every reconcile runs them in this order (:mod:`etctl.common._phases`); a plugin
+implements the methods it needs, each detected once when it is registered, and never stubs one:
 
-Optional capabilities, each one method, detected once when the plugin is registered
-(:class:`Capabilities`). A plugin implements only what it needs and never stubs a method:
+=====================  ======================  ===============================================
+phase                  method                  what it may return
+=====================  ======================  ===============================================
+1 validate & default   ``validate(job)``       problems (``<path>: <what>; <fix>``), or none
+2 plan replicas        ``plan(job, planned,    the :class:`Replicas` of one type: ``planned``
+                       state)``                itself, renamed, limited (a Warning), or
+                                               waiting (a closed :class:`Gate`)
+3 build desired        ``decorate_pod(job,     nothing: it adds to the pod built from the
+  objects              pod, ref, state)``      template
+                       ``build_service(job,    a Service for the slot, or None
+                       ref, state)``
+                       ``extra_objects(job,    :class:`DesiredObject` s (with
+                       state)``                ``owned_resources``)
+4 judge the outcome    ``verdict(job,          a :class:`Verdict` (Running, Succeeded, Failed,
+                       state)``                Restarting), or None: nothing new
+                       ``restarts_on_failure   True: a failed job restarts as a whole
+                       (job)``
+5 extend status        ``extend_status(job,    the kind's own status fields (JSON names)
+                       state)``
+=====================  ======================  ===============================================
 
-* :class:`BuildsServices`: the headless service of a replica, if the kind wants one;
-* :class:`BuildsExtraObjects`: more children (ConfigMap, Secret, ServiceAccount, Role...);
-* :class:`GatesCreation`: ordering between replica types (launcher after workers run);
-* :class:`PlansReplicas`: which pods a replica type should have (elastic kinds keep a membership
-  instead of indices ``0..replicas-1``);
-* :class:`ExtendsStatus`: status fields of its own (TrainingJob's phase and worker lists);
-* :class:`RestartsWholeJob`: restart every pod of the job after a failure, up to backoffLimit;
-* :class:`DeclaresRBAC`: rules the operator needs beyond the generic ones;
-* :class:`ScalesElastically`: one replica type is an elastic job's *members*, which ScaleIn/ScaleOut
-  objects and the ``/scale`` subresource resize (the machinery is :mod:`etctl.common._scaling`);
-  the plugin says where its job records them (:class:`Members`, :class:`MemberFields`);
-* :class:`RunsControllers`: controllers of the kind's own besides the job controller (TrainingJob's
-  hostfile pusher), registered once when the operator is wired;
-* :class:`PublishesFiles`: files the kind renders into ConfigMaps for its pods (a hostfile), so
-  tools that show a job (``etctl status``) can show them as the pods read them.
+Without a method, the framework's default runs: a :class:`~etctl.common.JobModel` kind's generic
+checks; indices ``0..replicas-1`` (an elastic kind's members for its elastic type); the pod as
+the template has it, no service, nothing extra; the generic judgement (:func:`judge_replicas`);
+no status fields of its own.
 
-Invariants the controller guarantees to plugins: hooks are called with a :class:`JobState` built
-from one consistent read of the cache; they are pure (no I/O, no clock other than ``state.now``),
-may be called several times per reconcile, and their results are applied idempotently.
+**Kind-level capabilities**, used when the operator is wired or a tool shows a job, not per
+reconcile: ``custom_resources`` (every CRD the plugin brings, the kind's first),
+``rbac_rules()`` (:class:`DeclaresRBAC`), ``setup_controllers(manager, context)``
+(:class:`RunsControllers`), ``published_files(job)`` (:class:`PublishesFiles`) and
+:class:`ScalesElastically`: one replica type is an elastic job's members, which ScaleIn/ScaleOut
+objects and the ``/scale`` subresource resize; the plugin says which type and where the job
+records them (:class:`ElasticMembers`) and a job's bounds (:class:`MemberPolicy`), and may say
+who consumes the members (:class:`ConsumesMembers`: a launcher) and how many its objects can
+hold (:class:`LimitsMembers`).
+
+Invariants the framework guarantees to plugins: each phase is called at most once per replica
+type and reconcile, with a :class:`JobState` built from one consistent read of the cache (as
+observed for phases 1-3, as the reconcile's writes leave it for 4-5); phases are pure (no I/O, no
+clock other than ``state.now``), and their results are applied idempotently.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 
-from etctl.common._api import JobConditionType, ReplicaStatus, ReplicatedJob
+from etctl.common._api import JobConditionType, ReplicaStatus, ReplicatedJob, RestartPolicy
 from etctl.common._crd import CustomResource
 from etctl.common._labels import OPERATOR_NAME
+from etctl.common._members import WORKER_FIELDS, MemberFields
 from etctl.runtime import KubeObject, ObjectView, Resource
 
 if TYPE_CHECKING:
+    from etctl.common._context import ControllerContext
     from etctl.runtime import Manager
 
 __all__ = [
+    "BringsResources",
     "BuildsExtraObjects",
     "BuildsServices",
     "Capabilities",
+    "Consumer",
+    "ConsumesMembers",
     "DeclaresRBAC",
+    "DecoratesPods",
     "DesiredObject",
-    "Elasticity",
+    "ElasticMembers",
     "ExecTarget",
     "ExtendsStatus",
     "Gate",
-    "GatesCreation",
     "JobPlugin",
     "JobSettings",
     "JobState",
-    "MemberFields",
-    "Members",
+    "Judges",
+    "LimitsMembers",
+    "MemberPolicy",
     "PlansReplicas",
     "PolicyRule",
     "PublishedFile",
     "PublishesFiles",
     "ReplicaRef",
+    "Replicas",
     "RestartsWholeJob",
     "RunsControllers",
     "ScalesElastically",
     "SyncPolicy",
+    "Validates",
     "Verdict",
 ]
 
 
 JobT = TypeVar("JobT", bound=ReplicatedJob)
+JobT_co = TypeVar("JobT_co", bound=ReplicatedJob, covariant=True)
 JobT_contra = TypeVar("JobT_contra", bound=ReplicatedJob, contravariant=True)
 
 
@@ -140,6 +164,7 @@ class JobState(Generic[JobT]):
         replica_statuses: pod counts by replica type, as the status will report them.
         now: the reconcile's time (from the controller's clock).
         settings: operator-wide settings.
+        plans: the plan of every replica type, once the plan phase ran (empty before).
     """
 
     job: JobT
@@ -149,10 +174,19 @@ class JobState(Generic[JobT]):
     replica_statuses: Mapping[str, ReplicaStatus]
     now: datetime
     settings: JobSettings
+    plans: Mapping[str, Replicas] = field(default_factory=dict)
 
     def pods_of(self, replica_type: str) -> Sequence[ObjectView]:
         """The live pods of one replica type (empty when there are none)."""
         return self.pods.get(replica_type, ())
+
+    def replicas(self, replica_type: str) -> int:
+        """The pods a replica type has once planned: its slots, else the spec's ``replicas``."""
+        planned = self.plans.get(replica_type)
+        if planned is not None:
+            return len(planned.slots)
+        spec = self.job.replica_specs().get(replica_type)
+        return spec.replicas if spec is not None else 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +200,26 @@ class Verdict:
     condition: JobConditionType
     reason: str
     message: str
+
+    @classmethod
+    def running(cls, reason: str, message: str) -> Verdict:
+        """The job runs."""
+        return cls(JobConditionType.RUNNING, reason, message)
+
+    @classmethod
+    def succeeded(cls, reason: str, message: str) -> Verdict:
+        """The job succeeded (final)."""
+        return cls(JobConditionType.SUCCEEDED, reason, message)
+
+    @classmethod
+    def failed(cls, reason: str, message: str) -> Verdict:
+        """The job failed (final)."""
+        return cls(JobConditionType.FAILED, reason, message)
+
+    @classmethod
+    def restarting(cls, reason: str, message: str) -> Verdict:
+        """Failed pods are being created again."""
+        return cls(JobConditionType.RESTARTING, reason, message)
 
 
 class SyncPolicy(StrEnum):
@@ -218,6 +272,48 @@ class Gate:
         return cls(open=True, record=record, vanished=vanished)
 
 
+OPEN = Gate(open=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Replicas:
+    """The plan of one replica type: its pod slots, whether they may be created now, a warning.
+
+    The framework plans every type (indices ``0..replicas-1``, or an elastic kind's members) and
+    hands the plan to the kind's ``plan``, which returns it as it is or changed with the methods
+    below. Pods outside the slots are deleted; missing ones are created while the gate is open.
+
+    Attributes:
+        replica_type: the replica type.
+        slots: the pods it should have.
+        gate: whether missing pods may be created now.
+        warning: ``(reason, message)`` of a Warning Event about the plan (a limit it met), sent
+            once per job generation.
+    """
+
+    replica_type: str
+    slots: tuple[ReplicaRef, ...]
+    gate: Gate = OPEN
+    warning: tuple[str, str] | None = None
+
+    def named(self, *names: str) -> Replicas:
+        """The first slots renamed to ``names`` (a launcher ``<job>-launcher``), the rest cut."""
+        slots = tuple(replace(ref, name=name) for ref, name in zip(self.slots, names, strict=False))
+        return replace(self, slots=slots)
+
+    def limited(self, count: int, reason: str, message: str) -> Replicas:
+        """The first ``count`` slots only, with a Warning Event ``reason`` saying why."""
+        return replace(self, slots=self.slots[: max(count, 0)], warning=(reason, message))
+
+    def waiting(self, reason: str, message: str, *, fail_at: datetime | None = None) -> Replicas:
+        """Missing pods wait: ``<Type>Created`` False says why; past ``fail_at`` the job fails."""
+        return replace(self, gate=Gate(open=False, reason=reason, message=message, fail_at=fail_at))
+
+    def gated(self, gate: Gate) -> Replicas:
+        """The plan under ``gate``."""
+        return replace(self, gate=gate)
+
+
 @dataclass(frozen=True, slots=True)
 class PolicyRule:
     """An RBAC rule the operator's ClusterRole must contain."""
@@ -234,48 +330,6 @@ class ExecTarget:
 
     pod: str
     container: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class MemberFields:
-    """Where an elastic kind records its members in a job's status, as JSON field names.
-
-    The scaling machinery writes only these fields (merge patches of ``/status``, guarded by the
-    version read), besides the ``Scaling`` condition; each is a top-level field of ``status``.
-
-    Attributes:
-        targets: the list of members the job should have (the plan pods are created from).
-        current: the list of members in use (the hostfile), in index order.
-        last_index: the highest member index ever used (an integer).
-        scaler: the scaler being executed (``<Kind>:<namespace>/<name>``).
-        phase: a phase field the machinery keeps equal to the latest condition that holds when it
-            writes conditions (et-operator's ``phase``), or None when the kind has none.
-    """
-
-    targets: str
-    current: str
-    last_index: str
-    scaler: str
-    phase: str | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Members:
-    """An elastic job's members as its status records them, and where (see :class:`MemberFields`).
-
-    Attributes:
-        fields: the status fields that hold them.
-        targets: the members the job should have, by pod name.
-        current: the members in use, by pod name.
-        last_index: the highest member index ever used (None: none yet).
-        scaler: the scaler being executed, or None.
-    """
-
-    fields: MemberFields
-    targets: tuple[str, ...] = ()
-    current: tuple[str, ...] = ()
-    last_index: int | None = None
-    scaler: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -296,64 +350,68 @@ class PublishedFile:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Elasticity:
-    """How an elastic job's members may be resized now, as its plugin reads the job.
+class ElasticMembers:
+    """Which replica type an elastic kind resizes, and where its jobs record the members.
 
-    The scaling machinery (:mod:`etctl.common._scaling`) keeps the members in the job's status,
-    in fields the plugin names (``members``); this is what it needs to know about the kind to do
-    so. Members are pods of one replica type, named ``<member_prefix><index>``.
+    Members are the pods of ``replica_type``, named ``<job>-<type lower>-<index>``; their desired
+    count is where the kind's CRD ``/scale`` subresource says (``specReplicasPath``).
 
     Attributes:
-        members: the members as the job records them, and the fields that hold them (the scaling
-            controller refuses an elasticity without them).
-        replica_type: the elastic replica type; its pods are the members.
-        replicas: the member count the spec asks for (what ``/scale`` writes).
-        replicas_path: where that count lives in the object, as JSON keys from the root.
-        min_replicas: the fewest members a scaler may leave.
-        max_replicas: the most members a scaler may make (None: no limit).
-        member_prefix: members are named ``<member_prefix><index>``.
-        slots: slots per member in the host list a scaler's script receives.
-        replace: members to replace under new names now (failed under the kind's restart
-            policy, or vanished); the machinery never reuses a name.
-        ready: scalers may start (the job runs).
-        executor: where scalers' scripts run, or None when nothing runs there now.
-        membership_delivered: whatever consumes the membership (a launcher's hostfile) holds
-            the one recorded in the status, or nothing consumes it now.
-        membership_in_use: something consumes the membership now (a launcher runs). Only then
-            does a member whose pod stopped running leave it; while nothing uses it, a member
-            leaves only when it stops being a target, so workers lost meanwhile (a whole-job
-            restart) come back under their names and nothing is rewritten meanwhile.
-        membership_problem: why the job's objects could not hold a membership of these names
-            (a ConfigMap or status past the cluster's size limits), or None when they can; a
-            scale-out that would cross it fails at its start. None: no such limit.
-        name_rule: why a member's name is at most 63 characters, as messages say it (the kind's
-            own reason: a Service named after each worker, a worker's hostname). The job grows
-            only as far as names fit: ``/scale`` is clamped there, a scale-out past it fails.
+        replica_type: the elastic replica type.
+        fields: the status fields that record the members (et-operator's by default:
+            ``targetWorkers``, ``currentWorkers``, ``lastWorkerIndex``, ``currentScaler``,
+            ``phase``).
+        name_rule: why a member's name is at most 63 characters, as messages say it (a Service
+            named after each worker, a worker's hostname). The job grows only as far as names
+            fit: ``/scale`` is clamped there, a scale-out past it fails.
     """
 
     replica_type: str
-    replicas: int
-    replicas_path: tuple[str, ...]
-    members: Members | None = None
+    fields: MemberFields = WORKER_FIELDS
+    name_rule: str = "a member's name is a DNS label"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemberPolicy:
+    """An elastic job's bounds, and how its members are replaced, as its spec says.
+
+    Attributes:
+        min_replicas: the fewest members a scaler may leave.
+        max_replicas: the most members a scaler may make (None: no limit).
+        restart_policy: the members' restartPolicy, which says who is replaced under a new name
+            (None: the elastic replica type's, as ``replica_specs()`` gives it).
+    """
+
     min_replicas: int = 1
     max_replicas: int | None = None
-    member_prefix: str
-    slots: int = 1
-    replace: frozenset[str] = frozenset()
-    ready: bool = False
+    restart_policy: RestartPolicy | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Consumer:
+    """Whatever consumes an elastic job's members now (a launcher's hostfile), as the kind reads it.
+
+    Attributes:
+        running: it runs. Only then does a member whose pod stopped running leave the membership,
+            and a vanished member get replaced under a new name (while nothing runs, a worker lost
+            comes back under its name); scalers start only then (and not while suspended).
+        delivered: it holds the membership the status records, or there is nothing to deliver to.
+        executor: where scalers' scripts run, or None when nothing runs there now.
+        slots: slots per member in the host list a scaler's script receives.
+    """
+
+    running: bool
+    delivered: bool = True
     executor: ExecTarget | None = None
-    membership_delivered: bool = True
-    membership_in_use: bool = True
-    membership_problem: Callable[[Sequence[str]], str | None] | None = None
-    name_rule: str = "a worker's name is a DNS label"
+    slots: int = 1
 
 
 # --- the required core --------------------------------------------------------------------------
 
 
 @runtime_checkable
-class JobPlugin(Protocol[JobT]):
-    """The required core of a job kind."""
+class JobPlugin(Protocol[JobT_co]):
+    """The required core of a job kind: its CRD and its model."""
 
     @property
     def resource(self) -> CustomResource:
@@ -361,36 +419,46 @@ class JobPlugin(Protocol[JobT]):
         ...
 
     @property
-    def custom_resources(self) -> Sequence[CustomResource]:
-        """Every CRD this plugin brings (the job kind first)."""
-        ...
-
-    @property
-    def model(self) -> type[JobT]:
+    def model(self) -> type[JobT_co]:
         """The pydantic model job objects are parsed into."""
         ...
 
-    def validate(self, job: JobT) -> list[str]:
-        """Problems the CRD schema cannot express; each names the field and how to fix it."""
+
+# --- the phases, in their order -----------------------------------------------------------------
+
+
+@runtime_checkable
+class Validates(Protocol[JobT_contra]):
+    """Phase 1, validate and default: what the CRD schema and the model cannot express."""
+
+    def validate(self, job: JobT_contra) -> Sequence[str]:
+        """Problems, each naming the field and how to fix it (``<path>: <what>; <fix>``)."""
         ...
+
+
+@runtime_checkable
+class PlansReplicas(Protocol[JobT_contra]):
+    """Phase 2, plan replicas: names, limits and gates of a replica type's slots."""
+
+    def plan(self, job: JobT_contra, planned: Replicas, state: JobState[Any]) -> Replicas:
+        """The plan of ``planned.replica_type``: ``planned`` itself, or changed by its methods."""
+        ...
+
+
+@runtime_checkable
+class DecoratesPods(Protocol[JobT_contra]):
+    """Phase 3, build desired objects: what the kind adds to a pod built from its template."""
 
     def decorate_pod(
-        self, job: JobT, pod: KubeObject, ref: ReplicaRef, state: JobState[JobT]
+        self, job: JobT_contra, pod: KubeObject, ref: ReplicaRef, state: JobState[Any]
     ) -> None:
-        """Add the kind's particulars to a new pod (mutates ``pod``, built from the template)."""
+        """Add the kind's particulars to a new pod (mutates ``pod``)."""
         ...
-
-    def verdict(self, job: JobT, state: JobState[JobT]) -> Verdict | None:
-        """The condition the replica statuses call for, or None while nothing has changed."""
-        ...
-
-
-# --- optional capabilities ----------------------------------------------------------------------
 
 
 @runtime_checkable
 class BuildsServices(Protocol[JobT_contra]):
-    """The kind wants services for (some of) its pods."""
+    """Phase 3, build desired objects: the kind wants services for (some of) its pods."""
 
     def build_service(
         self, job: JobT_contra, ref: ReplicaRef, state: JobState[Any]
@@ -401,7 +469,7 @@ class BuildsServices(Protocol[JobT_contra]):
 
 @runtime_checkable
 class BuildsExtraObjects(Protocol[JobT_contra]):
-    """The kind needs children besides pods and services."""
+    """Phase 3, build desired objects: children besides pods and services."""
 
     owned_resources: Sequence[Resource]
     """The resources of those children, so the controller can watch and claim them."""
@@ -412,40 +480,42 @@ class BuildsExtraObjects(Protocol[JobT_contra]):
 
 
 @runtime_checkable
-class GatesCreation(Protocol[JobT_contra]):
-    """Some replica types must wait for others (a launcher for its workers)."""
+class Judges(Protocol[JobT_contra]):
+    """Phase 4, judge the outcome: what the replica statuses mean for the job."""
 
-    def gate(self, job: JobT_contra, replica_type: str, state: JobState[Any]) -> Gate:
-        """Whether pods of ``replica_type`` may be created now."""
+    def verdict(self, job: JobT_contra, state: JobState[Any]) -> Verdict | None:
+        """The condition the replica statuses call for, or None while nothing has changed."""
         ...
 
 
 @runtime_checkable
-class PlansReplicas(Protocol[JobT_contra]):
-    """The kind decides which pod slots a replica type has (elastic membership)."""
+class RestartsWholeJob(Protocol[JobT_contra]):
+    """Phase 4, judge the outcome: a failure restarts every pod, up to backoffLimit."""
 
-    def plan(
-        self, job: JobT_contra, replica_type: str, state: JobState[Any]
-    ) -> Sequence[ReplicaRef]:
-        """The pod slots wanted for ``replica_type``; pods outside the plan are deleted."""
+    def restarts_on_failure(self, job: JobT_contra) -> bool:
+        """True when a failed job should be restarted rather than left Failed."""
         ...
 
 
 @runtime_checkable
 class ExtendsStatus(Protocol[JobT_contra]):
-    """The kind's status has fields of its own."""
+    """Phase 5, extend status: the kind's status has fields of its own."""
 
     def extend_status(self, job: JobT_contra, state: JobState[Any]) -> Mapping[str, Any]:
         """Extra status fields (JSON names), merged into the status the controller writes."""
         ...
 
 
-@runtime_checkable
-class RestartsWholeJob(Protocol[JobT_contra]):
-    """After a failure the kind restarts every pod, up to the run policy's backoffLimit."""
+# --- kind-level capabilities --------------------------------------------------------------------
 
-    def restarts_on_failure(self, job: JobT_contra) -> bool:
-        """True when a failed job should be restarted rather than left Failed."""
+
+@runtime_checkable
+class BringsResources(Protocol):
+    """The plugin brings CRDs besides its kind's (ScaleIn and ScaleOut)."""
+
+    @property
+    def custom_resources(self) -> Sequence[CustomResource]:
+        """Every CRD this plugin brings, the job kind's first."""
         ...
 
 
@@ -462,13 +532,43 @@ class DeclaresRBAC(Protocol):
 class ScalesElastically(Protocol[JobT_contra]):
     """One replica type is an elastic job's members, which scalers and ``/scale`` resize.
 
-    The plugin maps the machinery's notions to its own API: which replica type holds the members,
-    where the desired count lives in the spec, which status fields record the members
-    (:class:`Members`), who consumes them (a launcher's hostfile) and which to replace.
+    The machinery (:mod:`etctl.common._scaling`) keeps the members in the job's status and
+    derives the rest: the desired count from the CRD's ``/scale`` path, members to replace from
+    the type's restartPolicy, the plan the job controller creates pods from.
     """
 
-    def elasticity(self, job: JobT_contra, state: JobState[Any]) -> Elasticity:
-        """How the job's members may be resized now, and where they are recorded."""
+    elastic: ElasticMembers
+    """Which replica type, and where its jobs record the members."""
+
+    def member_policy(self, job: JobT_contra) -> MemberPolicy:
+        """The job's bounds and the members' restartPolicy."""
+        ...
+
+
+@runtime_checkable
+class ConsumesMembers(Protocol[JobT_contra]):
+    """Something of the job consumes its members (a launcher reads a hostfile).
+
+    Without it, the members are in use while the job runs, nothing is delivered and no script
+    runs.
+    """
+
+    def consumer(self, job: JobT_contra, state: JobState[Any]) -> Consumer:
+        """The consumer as the job's pods show it now."""
+        ...
+
+
+@runtime_checkable
+class LimitsMembers(Protocol[JobT_contra]):
+    """The job's objects can hold only so many members (a ConfigMap, the status)."""
+
+    def membership_problem(
+        self, job: JobT_contra, names: Sequence[str], state: JobState[Any]
+    ) -> str | None:
+        """Why the job cannot hold ``names`` as its members, or None when it can.
+
+        A scale-out that would cross it fails at its start.
+        """
         ...
 
 
@@ -476,7 +576,7 @@ class ScalesElastically(Protocol[JobT_contra]):
 class RunsControllers(Protocol):
     """The kind needs controllers of its own besides the job controller."""
 
-    def setup_controllers(self, manager: Manager, settings: JobSettings) -> None:
+    def setup_controllers(self, manager: Manager, context: ControllerContext) -> None:
         """Register them with ``manager`` (called once, before it runs)."""
         ...
 
@@ -492,34 +592,51 @@ class PublishesFiles(Protocol[JobT_contra]):
 
 @dataclass(frozen=True, slots=True)
 class Capabilities:
-    """A plugin's optional capabilities, resolved once at registration (None when absent)."""
+    """A plugin's phases and capabilities, resolved once at registration (None when absent)."""
 
+    validator: Validates[Any] | None = None
+    planner: PlansReplicas[Any] | None = None
+    pods: DecoratesPods[Any] | None = None
     services: BuildsServices[Any] | None = None
     extra_objects: BuildsExtraObjects[Any] | None = None
-    gate: GatesCreation[Any] | None = None
-    planner: PlansReplicas[Any] | None = None
-    status: ExtendsStatus[Any] | None = None
+    judge: Judges[Any] | None = None
     restart: RestartsWholeJob[Any] | None = None
+    status: ExtendsStatus[Any] | None = None
+    resources: BringsResources | None = None
     rbac: DeclaresRBAC | None = None
     elastic: ScalesElastically[Any] | None = None
+    consumer: ConsumesMembers[Any] | None = None
+    limits: LimitsMembers[Any] | None = None
     controllers: RunsControllers | None = None
     files: PublishesFiles[Any] | None = None
     owned_resources: tuple[Resource, ...] = field(default=())
 
     @classmethod
     def of(cls, plugin: object) -> Capabilities:
-        """Detect which capabilities ``plugin`` implements."""
+        """Detect which phases and capabilities ``plugin`` implements."""
         extra = plugin if isinstance(plugin, BuildsExtraObjects) else None
         return cls(
+            validator=plugin if isinstance(plugin, Validates) else None,
+            planner=plugin if isinstance(plugin, PlansReplicas) else None,
+            pods=plugin if isinstance(plugin, DecoratesPods) else None,
             services=plugin if isinstance(plugin, BuildsServices) else None,
             extra_objects=extra,
-            gate=plugin if isinstance(plugin, GatesCreation) else None,
-            planner=plugin if isinstance(plugin, PlansReplicas) else None,
-            status=plugin if isinstance(plugin, ExtendsStatus) else None,
+            judge=plugin if isinstance(plugin, Judges) else None,
             restart=plugin if isinstance(plugin, RestartsWholeJob) else None,
+            status=plugin if isinstance(plugin, ExtendsStatus) else None,
+            resources=plugin if isinstance(plugin, BringsResources) else None,
             rbac=plugin if isinstance(plugin, DeclaresRBAC) else None,
             elastic=plugin if isinstance(plugin, ScalesElastically) else None,
+            consumer=plugin if isinstance(plugin, ConsumesMembers) else None,
+            limits=plugin if isinstance(plugin, LimitsMembers) else None,
             controllers=plugin if isinstance(plugin, RunsControllers) else None,
             files=plugin if isinstance(plugin, PublishesFiles) else None,
             owned_resources=tuple(extra.owned_resources) if extra else (),
         )
+
+
+def custom_resources(plugin: JobPlugin[Any]) -> tuple[CustomResource, ...]:
+    """Every CRD ``plugin`` brings: its ``custom_resources``, else its kind's alone."""
+    if isinstance(plugin, BringsResources):
+        return tuple(plugin.custom_resources)
+    return (plugin.resource,)

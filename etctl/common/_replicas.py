@@ -2,8 +2,8 @@
 
 For every replica type, in the order the job's model lists them:
 
-1. **Slots**: the plugin's plan (:class:`~etctl.common.PlansReplicas`), else indices
-   ``0..replicas-1`` (:mod:`etctl.common._slots`).
+1. **Slots**: the plan phase's (:meth:`~etctl.common._phases.Phases.plan`: indices
+   ``0..replicas-1``, an elastic kind's members, or what the kind's ``plan`` made of them).
 2. **Scale down**: live pods outside the plan are deleted (their services go with the service
    sync below).
 3. **Failures** (:mod:`etctl.common._restarts`): a failed pod whose policy restarts it is deleted,
@@ -14,7 +14,7 @@ For every replica type, in the order the job's model lists them:
    replica type's ``completedIndexes``: a succeeded pod that was removed is never run again,
    trainer#1186), and unless:
 
-   * the plugin's gate (:class:`~etctl.common.GatesCreation`) is closed: a
+   * the plan's gate (:attr:`~etctl.common.Replicas.gate`) is closed: a
      ``<Type>Created`` condition (False) carries the gate's reason and message, a gate past its
      ``fail_at`` fails the job with them, and a reconcile is scheduled for ``fail_at``;
    * a pod of that name exists that the job does not control (a Warning ``ErrResourceExists``;
@@ -33,8 +33,8 @@ For every replica type, in the order the job's model lists them:
    ``<Kind><Type>Vanished`` carries its message.
 
    Pods are built by :func:`~etctl.common._pods.build_pod`, bound to the gang
-   (:func:`~etctl.common._gang.decorate_pod`), then decorated by the plugin, and created in
-   slow-start batches.
+   (:func:`~etctl.common._gang.decorate_pod`), then decorated by the kind's ``decorate_pod``,
+   and created in slow-start batches.
 5. **Services** (:class:`~etctl.common.BuildsServices`): every planned slot's service is
    created when missing, in slow-start batches too, *at the same time* as the pods of step 4
    (neither needs the other, so a reconcile that creates both waits for the round trips of one;
@@ -59,6 +59,7 @@ from etctl.common import _gang as gang
 from etctl.common._api import ConditionStatus
 from etctl.common._ledger import WriteLedger
 from etctl.common._observe import Effects, Observed, Plans
+from etctl.common._phases import Phases
 from etctl.common._plan import (
     Announcement,
     Change,
@@ -72,7 +73,7 @@ from etctl.common._plan import (
     Step,
     wake_in,
 )
-from etctl.common._plugin import Capabilities, Gate, JobPlugin, JobState, ReplicaRef
+from etctl.common._plugin import Gate, JobState, ReplicaRef
 from etctl.common._pods import build_pod
 from etctl.common._restarts import FailureAction, failure_action, restart_budget
 from etctl.common._services import finish_service
@@ -101,8 +102,7 @@ def replicas_step(
     seen: Observed[Any],
     plans: Plans,
     *,
-    plugin: JobPlugin[Any],
-    capabilities: Capabilities,
+    phases: Phases[Any],
     scheduler: gang.Scheduler | None,
     ledger: WriteLedger,
 ) -> Step:
@@ -114,7 +114,7 @@ def replicas_step(
     restarts = seen.job.status.restart_count
     deleted: set[str] = {objects.name(d.obj) for d in deletes}
     for rtype, spec in seen.specs.items():
-        slots = fill(plans[rtype], seen.pods_of(rtype, live=False))
+        slots = fill(plans[rtype].slots, seen.pods_of(rtype, live=False))
         for pod in slots.outside:
             deletes.append(Delete(PODS, pod))
             deleted.add(objects.name(pod))
@@ -161,12 +161,11 @@ def replicas_step(
         plans,
         state,
         deleted=deleted,
-        plugin=plugin,
-        capabilities=capabilities,
+        phases=phases,
         scheduler=scheduler,
         ledger=ledger,
     )
-    services, service_deletes, service_events = _services(seen, plans, state, capabilities, ledger)
+    services, service_deletes, service_events = _services(seen, plans, state, phases, ledger)
     stages: list[Stage] = []
     if deletes or service_deletes:
         stages.append(Stage("sequential", (*deletes, *service_deletes), name="replicas"))
@@ -209,8 +208,7 @@ def _pods(
     state: JobState[Any],
     *,
     deleted: set[str],
-    plugin: JobPlugin[Any],
-    capabilities: Capabilities,
+    phases: Phases[Any],
     scheduler: gang.Scheduler | None,
     ledger: WriteLedger,
 ) -> _Creating:
@@ -220,19 +218,17 @@ def _pods(
     for rtype, spec in seen.specs.items():
         if not out.judged:
             break
-        slots = fill(plans[rtype], [pod for pod in after if seen.replica_type(pod) == rtype])
+        slots = fill(plans[rtype].slots, [pod for pod in after if seen.replica_type(pod) == rtype])
         status = state.replica_statuses.get(rtype)
         completed = parse_indexes(status.completed_indexes) if status else set()
         pending = [ref for ref in slots.missing if ref.index not in completed]
-        gater = capabilities.gate
-        gate = gater.gate(seen.job, rtype, state) if gater is not None else None
+        gate = plans[rtype].gate
         if not pending:
             # The pods exist: what the job remembers of their creation follows them, whichever
             # status write recorded it (or was lost, the process dying after the create).
-            if gate is not None:
-                out.facts.append(Created(rtype, gate))
+            out.facts.append(Created(rtype, gate))
             continue
-        if gate is not None and not gate.open:
+        if not gate.open:
             _closed(seen, rtype, gate, out)
             continue
         owner = f"{seen.kind} {seen.name}"
@@ -246,19 +242,18 @@ def _pods(
         drafts = tuple(
             Create(
                 PODS,
-                _build(seen, ref, spec, state, plugin=plugin, scheduler=scheduler, out=out),
+                _build(seen, ref, spec, state, phases=phases, scheduler=scheduler, out=out),
                 rtype,
             )
             for ref in missing
         )
         budget -= len(drafts)
         vanished = None
-        if gate is not None and gate.vanished:
+        if gate.vanished:
             reason = f"{seen.kind}{rtype}Vanished"
             vanished = Announcement("pod vanished and was created again", reason, gate.vanished)
         out.streams.append((rtype, drafts, vanished))
-        if gate is not None:
-            out.facts.append(Created(rtype, gate))
+        out.facts.append(Created(rtype, gate))
     return out
 
 
@@ -281,7 +276,7 @@ def _build(
     spec: Any,
     state: JobState[Any],
     *,
-    plugin: JobPlugin[Any],
+    phases: Phases[Any],
     scheduler: gang.Scheduler | None,
     out: _Creating,
 ) -> KubeObject:
@@ -313,7 +308,7 @@ def _build(
                 "be overwritten",
             )
         )
-    plugin.decorate_pod(seen.job, draft.pod, ref, state)
+    phases.decorate_pod(seen.job, draft.pod, ref, state)
     return draft.pod
 
 
@@ -321,15 +316,15 @@ def _services(
     seen: Observed[Any],
     plans: Plans,
     state: JobState[Any],
-    capabilities: Capabilities,
+    phases: Phases[Any],
     ledger: WriteLedger,
 ) -> tuple[tuple[Create, ...], tuple[Delete, ...], tuple[JobEvent, ...]]:
     """The services to create (at most ``burst``), to delete (no slot wants them), and events."""
-    builder = capabilities.services
+    builder = phases.services
     wanted: dict[str, tuple[ReplicaRef, KubeObject]] = {}
     if builder is not None:
         for rtype in seen.specs:
-            for ref in plans[rtype]:
+            for ref in plans[rtype].slots:
                 built = builder.build_service(seen.job, ref, state)
                 if built is None:
                     continue

@@ -3,7 +3,9 @@
 :func:`setup_job_webhooks` registers, on a webhook server (``manager.webhook_server``, or one that
 is never run, for rendering the webhook configurations), a defaulting and a validating webhook for
 the plugin's job kind (its :class:`~etctl.common._admission.ModelAdmission` over the plugin's
-model and ``validate``, with :func:`~etctl.common.validate_job_update` on updates) and, when the
+model and its *validate and default* phase, :meth:`~etctl.common._phases.Phases.validate`: the one
+implementation the job controller runs too, with :func:`~etctl.common.validate_job_update` on
+updates) and, when the
 plugin brings the scaler kinds, for ScaleIn and ScaleOut (their ``validate_*`` functions, with
 :func:`~etctl.common.validate_scaler_update`), once whatever number of plugins bring them.
 
@@ -18,7 +20,8 @@ from typing import Any
 
 from etctl.common._admission import ModelAdmission
 from etctl.common._crd import CustomResource
-from etctl.common._plugin import JobPlugin
+from etctl.common._phases import Phases
+from etctl.common._plugin import JobPlugin, custom_resources
 from etctl.common._scaling.api import (
     SCALEIN,
     SCALEOUT,
@@ -54,9 +57,9 @@ def setup_job_webhooks(server: WebhookServer, plugin: JobPlugin[Any]) -> list[We
     registered = {f"{spec.resource}.{spec.group}" for spec in server.specs}
     job = plugin.resource
     specs = _register(
-        server, job, ModelAdmission(job, plugin.validate, update_rules=validate_job_update)
+        server, job, ModelAdmission(job, Phases(plugin).validate, update_rules=validate_job_update)
     )
-    for resource in plugin.custom_resources:
+    for resource in custom_resources(plugin):
         admission = _SCALERS.get(resource.name)
         if admission is not None and resource.name not in registered:
             specs += _register(server, resource, admission)

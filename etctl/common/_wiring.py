@@ -7,8 +7,8 @@ named ``<kind>-controller``) and registers a controller with these watches:
 * the job kind itself (``for_``): every change of a job enqueues it;
 * pods, and services when the plugin builds them, and every resource of the plugin's
   ``owned_resources``, and the PodGroups of the configured gang scheduler: each through the
-  controller's :class:`~etctl.common._tracking.ChildEventHandler`, which observes the job's writes
-  (expectations) before it enqueues the controlling job. Their informers select what the operator
+  controller's :class:`~etctl.common._tracking.ChildEventHandler`, which enqueues the controlling
+  job. Their informers select what the operator
   could own (:attr:`~etctl.common.JobSettings.child_selector`, its ``operator-name`` label; not
   PodGroups, which never carried it), so other teams' pods, Secrets and ConfigMaps never reach the
   operator's memory;
@@ -22,13 +22,15 @@ reason, never idle silently.
 
 An elastic plugin (:class:`~etctl.common.ScalesElastically`) also gets its scaling machinery
 (:func:`~etctl.common._scaling.wiring.setup_scaling`), and a plugin with controllers of its own
-(:class:`~etctl.common.RunsControllers`) registers them here.
+(:class:`~etctl.common.RunsControllers`) registers them here, with the kind's
+:class:`~etctl.common.ControllerContext`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from etctl.common._context import ControllerContext
 from etctl.common._jobcontroller import JobController
 from etctl.common._plugin import JobPlugin, JobSettings
 from etctl.common._priority import progress_first
@@ -73,7 +75,7 @@ def setup_job_controller(
         reconcile_timeout: cancel a reconcile after this many seconds (none by default).
 
     Returns:
-        The JobController (its expectations and settings, for inspection).
+        The JobController (its ledger and settings, for inspection).
 
     Raises:
         ConfigError: the plugin or the settings are unusable (an unknown gang scheduler...).
@@ -106,5 +108,6 @@ def setup_job_controller(
     if capabilities.elastic is not None:
         setup_scaling(manager, plugin, settings=controller.settings)
     if capabilities.controllers is not None:
-        capabilities.controllers.setup_controllers(manager, controller.settings)
+        context = ControllerContext.of(manager, controller.resource, controller.settings)
+        capabilities.controllers.setup_controllers(manager, context)
     return controller

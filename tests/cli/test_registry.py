@@ -18,8 +18,8 @@ def test_a_plugin_class_is_built_and_its_capabilities_resolved() -> None:
     caps = entry.capabilities
     assert caps.services is entry.plugin
     assert caps.extra_objects is entry.plugin
-    assert caps.gate is entry.plugin
-    assert caps.planner is None
+    assert caps.planner is entry.plugin
+    assert caps.judge is None
     assert caps.restart is None
     assert registry.plugins() == [entry]
     assert registry.get("simplejob") is entry

@@ -9,7 +9,7 @@ import yaml
 from etctl.cli._crdfiles import render_manifests
 from etctl.cli._registry import discover
 from etctl.cli._render import DEFAULT_IMAGE, ManifestOptions, render, render_stream
-from etctl.common import CustomResource
+from etctl.common import CustomResource, custom_resources
 from etctl.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,7 +42,7 @@ def test_committed_manifests_are_what_etctl_manifests_renders(files: dict[str, s
 
 def test_crds_are_the_crd_generators(files: dict[str, str]) -> None:
     # Kinds several plugins bring (ScaleIn, ScaleOut) are rendered once, as the registry lists them.
-    unique = {r.name: r for p in PLUGINS for r in p.custom_resources}
+    unique = {r.name: r for p in PLUGINS for r in custom_resources(p)}
     resources: list[CustomResource] = list(unique.values())
     for name, text in render_manifests(resources).items():
         assert files[f"base/crds/{name}"] == text

@@ -1,21 +1,22 @@
-"""Variations of the SimpleJob plugin that exercise one optional capability each."""
+"""Variations of the SimpleJob plugin that exercise one phase or capability each."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import dataclasses
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any, Literal
 
 from pydantic import Field
 
 from etctl.common import (
-    CRDVersion,
-    CustomResource,
     Gate,
     JobState,
     JobStatus,
     ReplicaRef,
+    Replicas,
     get_condition,
+    job_resource,
     slot_name,
 )
 from tests.common.simplejob import LEADER, WORKER, SimpleJob, SimpleJobPlugin
@@ -32,15 +33,14 @@ class RestartingPlugin(SimpleJobPlugin):
 class DeadlineGatePlugin(SimpleJobPlugin):
     """The leader's gate never opens and gives up 30 s after the job was created."""
 
-    def gate(self, job: SimpleJob, replica_type: str, state: JobState[Any]) -> Gate:
-        """Closed for the leader, failing 30 s after the creation time."""
+    def plan(self, job: SimpleJob, planned: Replicas, state: JobState[Any]) -> Replicas:
+        """The leader waits, failing 30 s after the creation time."""
         created = job.metadata.creation_timestamp
-        if replica_type != LEADER or created is None:
-            return Gate.opened()
-        return Gate(
-            open=False,
-            reason="LeaderNeverReady",
-            message="the leader could not start",
+        if planned.replica_type != LEADER or created is None:
+            return planned
+        return planned.waiting(
+            "LeaderNeverReady",
+            "the leader could not start",
             fail_at=created + timedelta(seconds=30),
         )
 
@@ -48,9 +48,9 @@ class DeadlineGatePlugin(SimpleJobPlugin):
 class RecordedGatePlugin(SimpleJobPlugin):
     """The leader's gate is open from the start and asks for its condition to be recorded."""
 
-    def gate(self, job: SimpleJob, replica_type: str, state: JobState[Any]) -> Gate:
+    def plan(self, job: SimpleJob, planned: Replicas, state: JobState[Any]) -> Replicas:
         """Open for every type; recorded for the leader."""
-        return Gate.opened(record=replica_type == LEADER)
+        return planned.gated(Gate.opened(record=planned.replica_type == LEADER))
 
 
 class PhasedStatus(JobStatus):
@@ -70,45 +70,32 @@ class PhasedJob(SimpleJob):
     status: PhasedStatus = Field(default_factory=PhasedStatus)
 
 
-PHASEDJOB = CustomResource(
-    group="example.etctl.io",
-    kind="PhasedJob",
-    plural="phasedjobs",
-    versions=(CRDVersion(name="v1", model=PhasedJob),),
-)
+PHASEDJOB = job_resource(PhasedJob, plural="phasedjobs")
 PHASEDJOBS = PHASEDJOB.resource()
 
 
 class PhasedPlugin(SimpleJobPlugin):
-    """Plans workers from an annotation (PlansReplicas) and keeps a phase (ExtendsStatus)."""
+    """Plans workers from an annotation (plan) and keeps a phase (extend status)."""
 
-    @property
-    def resource(self) -> CustomResource:
-        """The PhasedJob CRD."""
-        return PHASEDJOB
+    resource = PHASEDJOB
+    model = PhasedJob
 
-    @property
-    def custom_resources(self) -> Sequence[CustomResource]:
-        """Only PhasedJob."""
-        return (PHASEDJOB,)
-
-    @property
-    def model(self) -> type[PhasedJob]:
-        """Jobs parse into PhasedJob."""
-        return PhasedJob
-
-    def plan(self, job: SimpleJob, replica_type: str, state: JobState[Any]) -> Sequence[ReplicaRef]:
-        """Workers at the indexes the ``members`` annotation lists."""
-        if replica_type != WORKER:
-            return []
+    def plan(self, job: SimpleJob, planned: Replicas, state: JobState[Any]) -> Replicas:
+        """Workers at the indexes the ``members`` annotation lists; no leader."""
+        if planned.replica_type != WORKER:
+            return dataclasses.replace(planned, slots=())
         wanted = job.metadata.annotations.get("members", "0")
         indexes = [int(part) for part in wanted.split(",") if part]
-        return [ReplicaRef(WORKER, i, slot_name(job.metadata.name, WORKER, i)) for i in indexes]
+        slots = tuple(
+            ReplicaRef(WORKER, i, slot_name(job.metadata.name, WORKER, i)) for i in indexes
+        )
+        return dataclasses.replace(planned, slots=slots)
 
     def extend_status(self, job: SimpleJob, state: JobState[Any]) -> Mapping[str, Any]:
         """The latest condition as the phase, and the planned members."""
         conditions = job.status.conditions
         latest = conditions[-1].type if conditions else None
         created = get_condition(conditions, "Created")
-        members = [ref.name for ref in self.plan(job, WORKER, state)]
+        planned = state.plans.get(WORKER)
+        members = [ref.name for ref in planned.slots] if planned is not None else []
         return {"phase": latest if created else None, "members": members}

@@ -103,11 +103,8 @@ class JobServicePlugin:
     def __init__(self) -> None:
         self._core = SimpleJobPlugin()
         self.resource = self._core.resource
-        self.custom_resources = self._core.custom_resources
         self.model = self._core.model
-        self.validate = self._core.validate
         self.decorate_pod = self._core.decorate_pod
-        self.verdict = self._core.verdict
 
     def extra_objects(self, job: SimpleJob, state: JobState[Any]) -> Sequence[DesiredObject]:
         name = job.metadata.name

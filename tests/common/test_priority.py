@@ -5,8 +5,7 @@ from __future__ import annotations
 import builtins
 from typing import Any
 
-from etctl.common import progress_first
-from etctl.common._priority import RUNNING_PRIORITY, is_running, running_pods
+from etctl.common._priority import RUNNING_PRIORITY, is_running, progress_first, running_pods
 from etctl.runtime import ObjectView, Request, Resource, objects
 from tests.common.simplejob import SIMPLEJOBS
 

@@ -1,4 +1,4 @@
-"""The example plugin of docs/plugins.md: its hooks, and the guide's listing of it."""
+"""The example plugin of docs/plugins.md: its phases, and the guide's listing of it."""
 
 from __future__ import annotations
 
@@ -13,14 +13,17 @@ from etctl.common import (
     JobSettings,
     JobState,
     ReplicaRef,
+    Replicas,
     ReplicaStatus,
 )
+from etctl.common._phases import Phases
 from etctl.runtime import CONFIGMAPS
 from tests.common import simplejob
 from tests.common.simplejob import SimpleJob, SimpleJobPlugin
 
 ROOT = Path(__file__).resolve().parents[2]
 PLUGIN = SimpleJobPlugin()
+PHASES = Phases(PLUGIN)
 
 
 def job(**specs: int) -> SimpleJob:
@@ -63,34 +66,47 @@ def test_the_guide_lists_the_plugin_exactly() -> None:
 
 def test_capabilities() -> None:
     caps = Capabilities.of(PLUGIN)
+    assert caps.validator is None  # the model's generic checks are enough
+    assert caps.planner is PLUGIN
+    assert caps.pods is PLUGIN
     assert caps.services is PLUGIN
     assert caps.extra_objects is PLUGIN
-    assert caps.gate is PLUGIN
+    assert caps.judge is None  # the framework's default judgement
     assert caps.owned_resources == (CONFIGMAPS,)
 
 
-def test_validation() -> None:
-    assert PLUGIN.validate(job(Worker=2, Leader=1)) == []
-    problems = PLUGIN.validate(job(Leader=2))
+def test_validation_is_the_models_generic_checks() -> None:
+    assert PHASES.validate(job(Worker=2, Leader=1)) == []
+    problems = PHASES.validate(job(Leader=2))
     assert "spec.replicaSpecs.Worker: missing; a SimpleJob needs workers" in problems
     assert any(p.startswith("spec.replicaSpecs.Leader.replicas: 2 is above 1") for p in problems)
+    assert PHASES.validate(job(Worker=1, Boss=1)) == [
+        "spec.replicaSpecs.Boss: unknown replica type; use Worker, Leader"
+    ]
 
 
-def test_verdict() -> None:
+def test_replica_types_are_spelled_as_declared_in_creation_order() -> None:
+    subject = job(leader=1, worker=2)
+    assert list(subject.replica_specs()) == ["Worker", "Leader"]
+
+
+def test_the_default_judgement() -> None:
     subject = job(Worker=2)
-    assert PLUGIN.verdict(subject, state(subject)) is None
-    running = PLUGIN.verdict(subject, state(subject, {"Worker": ReplicaStatus(active=1)}))
+    assert PHASES.judge(subject, state(subject)) is None
+    running = PHASES.judge(subject, state(subject, {"Worker": ReplicaStatus(active=1)}))
     assert running is not None
     assert running.condition is JobConditionType.RUNNING
-    done = PLUGIN.verdict(subject, state(subject, {"Worker": ReplicaStatus(succeeded=2)}))
+    assert running.reason == "SimpleJobRunning"
+    done = PHASES.judge(subject, state(subject, {"Worker": ReplicaStatus(succeeded=2)}))
     assert done is not None
     assert done.condition is JobConditionType.SUCCEEDED
-    failed = PLUGIN.verdict(subject, state(subject, {"Worker": ReplicaStatus(failed=1)}))
+    failed = PHASES.judge(subject, state(subject, {"Worker": ReplicaStatus(failed=1)}))
     assert failed is not None
     assert failed.condition is JobConditionType.FAILED
+    assert failed.message == "SimpleJob j failed: 1 Worker pod(s) failed"
 
 
-def test_pods_services_configmap_and_gate() -> None:
+def test_pods_services_configmap_and_plan() -> None:
     subject = job(Worker=2, Leader=1)
     pod: dict[str, Any] = {"metadata": {}, "spec": {"containers": [{"name": "main"}]}}
     PLUGIN.decorate_pod(subject, pod, ReplicaRef("Worker", 1, "j-worker-1"), state(subject))
@@ -109,6 +125,13 @@ def test_pods_services_configmap_and_gate() -> None:
     assert wanted.name == "j-peers"
     assert wanted.build() == {"data": {"peers": "j-worker-0\nj-worker-1\nj-leader-0\n"}}
     running = ({"status": {"phase": "Running"}},) * 2
-    assert not PLUGIN.gate(subject, "Leader", state(subject)).open
-    assert PLUGIN.gate(subject, "Leader", state(subject, pods={"Worker": running})).open
-    assert PLUGIN.gate(subject, "Worker", state(subject)).open
+    leader = Replicas("Leader", (ReplicaRef("Leader", 0, "j-leader-0"),))
+    waiting = PLUGIN.plan(subject, leader, state(subject))
+    assert not waiting.gate.open
+    assert waiting.gate.message == "0 of 2 workers are running"
+    assert PLUGIN.plan(subject, leader, state(subject, pods={"Worker": running})) is leader
+    workers = Replicas("Worker", ())
+    assert PLUGIN.plan(subject, workers, state(subject)) is workers
+    plans = PHASES.plan(subject, lambda: state(subject))
+    assert [ref.name for ref in plans["Worker"].slots] == ["j-worker-0", "j-worker-1"]
+    assert not plans["Leader"].gate.open

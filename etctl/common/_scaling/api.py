@@ -52,7 +52,7 @@ from etctl.common._api import (
 )
 from etctl.common._conditions import get_condition, is_true
 from etctl.common._crd import CRDVersion, CustomResource, PrinterColumn
-from etctl.common._plugin import MemberFields, Members
+from etctl.common._members import WORKER_FIELDS, Members
 from etctl.runtime import ObjectView, Resource
 
 __all__ = [
@@ -64,7 +64,6 @@ __all__ = [
     "SCALEOUT",
     "SCALEOUTS",
     "VERSION",
-    "WORKER_FIELDS",
     "ElasticJobStatus",
     "ElasticWorkersStatus",
     "EnvVar",
@@ -226,16 +225,6 @@ def phase_of(conditions: Sequence[JobCondition]) -> str | None:
     """The phase an elastic job's status shows: the type of the latest condition that holds."""
     holding = [c for c in conditions if c.status is ConditionStatus.TRUE]
     return holding[-1].type if holding else None
-
-
-WORKER_FIELDS = MemberFields(
-    targets="targetWorkers",
-    current="currentWorkers",
-    last_index="lastWorkerIndex",
-    scaler="currentScaler",
-    phase="phase",
-)
-"""et-operator's status fields of an elastic job's members (:class:`ElasticWorkersStatus`)."""
 
 
 class ElasticWorkersStatus(ElasticJobStatus):

@@ -44,11 +44,12 @@ from typing import Any
 
 from etctl.common._conditions import is_finished
 from etctl.common._ledger import Recorder, WriteLedger
-from etctl.common._plugin import Capabilities, JobPlugin, JobSettings, ScalesElastically
+from etctl.common._plugin import Capabilities, JobPlugin, JobSettings
 from etctl.common._scaling import metrics
 from etctl.common._scaling.adoption import SELECTOR_INDEX, selector_index
 from etctl.common._scaling.api import SCALEINS, SCALEOUTS, scaler_targets
 from etctl.common._scaling.desired import DesiredCount
+from etctl.common._scaling.elastic import replicas_path
 from etctl.common._scaling.machine import advance
 from etctl.common._scaling.membership import NAME_MAX_LENGTH
 from etctl.common._scaling.observe import (
@@ -110,11 +111,13 @@ class ScalingController:
         clock: Clock,
         settings: JobSettings | None = None,
     ) -> None:
-        elastic = Capabilities.of(plugin).elastic
-        if elastic is None:
-            msg = f"{plugin.resource.kind} is not elastic: it does not implement elasticity()"
+        capabilities = Capabilities.of(plugin)
+        if capabilities.elastic is None:
+            msg = f"{plugin.resource.kind} is not elastic: it does not implement bounds()"
             raise ConfigError(msg)
-        self._elastic: ScalesElastically[Any] = elastic
+        replicas_path(plugin.resource)  # an elastic kind's CRD must have /scale
+        self._capabilities = capabilities
+        self._crd = plugin.resource
         self._model: type[Any] = plugin.model
         self.jobs = plugin.resource.resource()
         self.kind = plugin.resource.kind
@@ -189,7 +192,8 @@ class ScalingController:
                 if parsed is not None:
                     scalers.append(parsed)
         return Observation(
-            self._elastic,
+            self._capabilities,
+            crd=self._crd,
             model=self._model,
             kind=self.kind,
             raw=raw,

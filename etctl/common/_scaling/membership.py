@@ -15,15 +15,15 @@ only the scaling controller writes them:
   pod under that name would never be used.
 
 Members are named ``<prefix><index>`` (``<job>-worker-<i>``), and a name has a length limit of 63
-characters, for a reason each kind gives (``Elasticity.name_rule``: a TrainingJob worker's Service
-is named like it, an MPIJob worker's hostname is its name; both are DNS labels). A replacement
-takes the next index while its name fits; when it would not, it takes the lowest index that left
-the job (not a target, no pod of it left, not chosen by a scaler), so that a running job is never
-failed by a name it chose: a reused name may be one Horovod blacklisted (the new worker may then
-get no work), which costs less than the job. When every name that fits is taken, the member is not
-replaced until one frees up. A scale-out, which can be refused, never reuses a name: it fails with
-``NameTooLong``, and ``/scale`` asks only for the names that fit (:func:`highest_fitting`).
-Everything here is pure.
+characters, for a reason each kind gives (``ElasticMembers.name_rule``: a TrainingJob worker's
+Service is named like it, an MPIJob worker's hostname is its name; both are DNS labels). A
+replacement takes the next index while its name fits; when it would not, it takes the lowest index
+that left the job (not a target, no pod of it left, not chosen by a scaler), so that a running job
+is never failed by a name it chose: a reused name may be one Horovod blacklisted (the new worker
+may then get no work), which costs less than the job. When every name that fits is taken, the
+member is not replaced until one frees up. A scale-out, which can be refused, never reuses a name:
+it fails with ``NameTooLong``, and ``/scale`` asks only for the names that fit
+(:func:`highest_fitting`). Everything here is pure.
 
 Replacement rule: a member whose pod failed (under the kind's restart policy), or vanished or is
 being deleted by someone else, is replaced by a worker under a new name. A target that never

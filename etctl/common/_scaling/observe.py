@@ -1,8 +1,9 @@
 """What the scaling controller observes of one elastic job, from one read of the cache.
 
 An :class:`Observation` holds the job (raw and parsed), its pods grouped by replica type, the
-scalers it controls, and the two views derived from them: the plugin's
-:class:`~etctl.common.Elasticity` (which says where the job records its members) and the machine's
+scalers it controls, and the two views derived from them: the
+:class:`~etctl.common._scaling.elastic.Elasticity` its kind's elastic protocol gives (where the job
+records its members, who consumes them) and the machine's
 :class:`~etctl.common._scaling.machine.JobView`. After the controller writes the job, it refreshes
 the observation (:meth:`Observation.refresh`) with the object the API server returned, so the next
 decision reads what was just written (never the cache's older copy).
@@ -23,12 +24,14 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from etctl.common._api import JobCondition
+from etctl.common._crd import CustomResource
 from etctl.common._labels import replica_type_of
-from etctl.common._plugin import Elasticity, JobSettings, JobState, Members, ScalesElastically
+from etctl.common._members import WORKER_FIELDS, Members
+from etctl.common._plugin import Capabilities, JobSettings, JobState
 from etctl.common._scaling.api import ScaleIn, ScaleOut
+from etctl.common._scaling.elastic import Elasticity, read_elasticity
 from etctl.common._scaling.scaler import JobView, Scaler, scaler_of
 from etctl.common._scaling.selection import QueuedScaler
-from etctl.errors import ConfigError
 from etctl.runtime import ObjectView, objects, podview
 
 __all__ = ["Observation", "ObservedScaler", "parse_job", "parse_scaler"]
@@ -83,7 +86,8 @@ class Observation:
     """One elastic job as the scaling controller sees it (see the module docstring).
 
     Args:
-        plugin: the job kind's elastic capability.
+        capabilities: the job kind's phases and capabilities (it scales elastically).
+        crd: the job kind's CRD (its ``/scale`` path is the desired member count's).
         model: the job kind's model.
         kind: the job kind.
         raw: the job object.
@@ -96,8 +100,9 @@ class Observation:
 
     def __init__(
         self,
-        plugin: ScalesElastically[Any],
+        capabilities: Capabilities,
         *,
+        crd: CustomResource,
         model: type[Any],
         kind: str,
         raw: ObjectView,
@@ -107,7 +112,8 @@ class Observation:
         now: datetime,
         settings: JobSettings,
     ) -> None:
-        self._plugin = plugin
+        self._capabilities = capabilities
+        self._crd = crd
         self._model = model
         self.kind = kind
         self.now = now
@@ -171,16 +177,14 @@ class Observation:
             now=self.now,
             settings=self.settings,
         )
-        elastic = self._plugin.elasticity(self.job, state)
-        if elastic.members is None:
-            msg = f"{self.kind}: its elasticity does not say where the job records its members"
-            raise ConfigError(msg)
+        elastic = read_elasticity(self._capabilities, self._crd, self.job, state)
         rtype = elastic.replica_type.lower()
         present = frozenset(
             objects.name(pod) for pod in self._pods if (replica_type_of(pod) or "").lower() == rtype
         )
         self.elasticity = elastic
-        self._members = members = elastic.members
+        members = elastic.members or Members(fields=WORKER_FIELDS)
+        self._members = members
         self.view = JobView(
             kind=self.kind,
             name=self.name,

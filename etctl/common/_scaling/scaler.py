@@ -2,7 +2,7 @@
 
 * :class:`Scaler`: a ScaleOut or ScaleIn, parsed: its direction, name, spec and progress;
 * :class:`JobView`: what the machine reads of the job (its membership, the plugin's
-  :class:`~etctl.common.Elasticity`, the phases of its worker pods);
+  :class:`~etctl.common._scaling.elastic.Elasticity`, the phases of its worker pods);
 * :class:`Transition`: what a step decided, applied by the controller in field order, the scaler's
   status first (decisions before actions), with the Events (:class:`Note`) to record and, at the
   end, the :class:`Outcome`.
@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Literal
 
-from etctl.common._plugin import Elasticity
 from etctl.common._scaling.api import (
     ScaleIn,
     ScaleInSpec,
@@ -27,6 +26,7 @@ from etctl.common._scaling.api import (
     ScaleOutStatus,
     ScalerStatus,
 )
+from etctl.common._scaling.elastic import Elasticity
 
 __all__ = [
     "Direction",

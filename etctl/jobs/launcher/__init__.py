@@ -15,7 +15,7 @@ job (:class:`LauncherJob`), and gets:
 * the launcher's ServiceAccount, Role (``pods/exec`` only on the current workers) and RoleBinding,
   and the operator's rules for them;
 * the launcher's gate (it waits for its workers) and the job's verdict (the launcher decides);
-* the worker plan and replacement rules of an elastic membership;
+* the launcher as the consumer of the elastic members (:func:`read_launcher`);
 * the membership pusher, which keeps a running launcher's copies equal to the ConfigMap;
 * the size checks of a membership against the cluster's object size limits.
 
@@ -95,7 +95,6 @@ from etctl.jobs.launcher._ssh import (
     mount_ssh,
     ssh_secret,
 )
-from etctl.jobs.launcher._workers import plan_workers, worker_plan, workers_to_replace
 
 __all__ = [
     "CONFIG_MOUNT",
@@ -147,7 +146,6 @@ __all__ = [
     "mount_config",
     "mount_ssh",
     "operator_rules",
-    "plan_workers",
     "read_launcher",
     "register_membership_pusher",
     "set_env",
@@ -156,8 +154,6 @@ __all__ = [
     "slots_per_worker",
     "ssh_secret",
     "vanished_message",
-    "worker_plan",
     "workers_ready",
-    "workers_to_replace",
     "write_command",
 ]

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from etctl.common import ExecTarget, first_container_name
+from etctl.common import Consumer, ExecTarget, first_container_name
 from etctl.jobs.launcher._hostfile import PUSHED_ANNOTATION
 from etctl.runtime import ObjectView, objects, podview
 
@@ -31,6 +31,15 @@ class LauncherReading:
     running: ObjectView | None
     executor: ExecTarget | None
     delivered: bool
+
+    def consumer(self, slots: int) -> Consumer:
+        """The launcher as the consumer of the members, each with ``slots`` slots."""
+        return Consumer(
+            running=self.running is not None,
+            delivered=self.delivered,
+            executor=self.executor,
+            slots=slots,
+        )
 
 
 def read_launcher(launchers: Sequence[ObjectView], wanted: str) -> LauncherReading:

@@ -32,14 +32,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from etctl.common import (
-    EXEC_DURATION,
-    JobSettings,
-    Recorder,
-    WriteLedger,
-    first_container_name,
-    progress_first,
-)
+from etctl.common import ControllerContext, first_container_name
 from etctl.errors import Conflict, EtctlError, NotFound, TransportError
 from etctl.jobs.launcher._hostfile import PUSHED_ANNOTATION
 from etctl.jobs.launcher._launcher import LauncherLayout, LiveFile
@@ -55,7 +48,6 @@ from etctl.runtime import (
     EnqueueRequestForOwner,
     Manager,
     Request,
-    Resource,
     Result,
     objects,
     podview,
@@ -90,38 +82,38 @@ class MembershipPusher:
     """Pushes each job's ConfigMap files into its running launcher (see the module docstring).
 
     Args:
-        jobs: the job resource of the kind.
+        context: the kind's controller context (its job resource, Events source, the writes that
+            read back, the queue order).
         names: how the kind names its ConfigMap and launcher.
         layout: the kind's launcher layout (the files to push, the digest's key).
-        client: the API client (execs and the digest patch).
+        client: the API client (execs).
         cache: the informer cache of the jobs, pods and ConfigMaps.
-        recorder: where Events go.
         clock: measures exec durations.
         exec_timeout: seconds one exec may take.
     """
 
     def __init__(
         self,
+        context: ControllerContext,
         *,
-        jobs: Resource,
         names: LauncherNames,
         layout: LauncherLayout,
         client: Client,
         cache: CacheReader,
-        recorder: Recorder,
         clock: Clock,
         exec_timeout: float = DEFAULT_EXEC_TIMEOUT,
     ) -> None:
         if exec_timeout <= 0:
             msg = f"exec_timeout must be positive, got {exec_timeout}"
             raise ValueError(msg)
-        self.jobs = jobs
+        self.context = context
+        self.jobs = context.jobs
         self._names = names
         self._layout = layout
         self._client = client
         self._cache = cache
-        self._writer = WriteLedger(client, cache, clock=clock)
-        self._recorder = recorder
+        self._writer = context.writes
+        self._recorder = context.recorder
         self._clock = clock
         self.exec_timeout = exec_timeout
 
@@ -185,8 +177,7 @@ class MembershipPusher:
         except TransportError as exc:
             raise _PushFailed(str(exc)) from exc
         finally:
-            elapsed = self._clock.monotonic() - started
-            EXEC_DURATION.labels(kind=self.jobs.kind, purpose="hostfile").observe(elapsed)
+            self.context.exec_took("hostfile", self._clock.monotonic() - started)
         if result.exit_code != 0:
             stderr = result.stderr.decode(errors="replace").strip()[-256:]
             msg = f"writing {path} exited with {result.exit_code}: {stderr}"
@@ -204,35 +195,33 @@ class _PushFailed(EtctlError):
 
 def setup_membership_pusher(
     manager: Manager,
+    context: ControllerContext,
     *,
-    jobs: Resource,
     names: LauncherNames,
     layout: LauncherLayout,
-    settings: JobSettings,
     exec_timeout: float = DEFAULT_EXEC_TIMEOUT,
     max_concurrent_reconciles: int = 8,
 ) -> MembershipPusher:
-    """Build the membership pusher of ``jobs`` and register it with ``manager``.
+    """Build the membership pusher of the kind of ``context`` and register it with ``manager``.
 
-    Its Events come from the kind's job controller's source (``<kind>-controller``); ``settings``
-    are the operator's (its pods and ConfigMaps are those the operator could own).
+    Its Events come from the kind's job controller's source (``<kind>-controller``); its pods and
+    ConfigMaps are those the operator of ``context.settings`` could own.
 
     Raises:
         ValueError: the manager has a controller of that name already, or an option is out of
             range.
     """
     pusher = MembershipPusher(
-        jobs=jobs,
+        context,
         names=names,
         layout=layout,
         client=manager.client,
         cache=manager.cache,
-        recorder=manager.recorder(f"{jobs.kind.lower()}-controller"),
         clock=manager.clock,
         exec_timeout=exec_timeout,
     )
     return register_membership_pusher(
-        manager, pusher, max_concurrent_reconciles=max_concurrent_reconciles, settings=settings
+        manager, pusher, max_concurrent_reconciles=max_concurrent_reconciles
     )
 
 
@@ -240,7 +229,6 @@ def register_membership_pusher(
     manager: Manager,
     pusher: MembershipPusher,
     *,
-    settings: JobSettings,
     max_concurrent_reconciles: int = 8,
 ) -> MembershipPusher:
     """Register ``pusher`` with ``manager`` as the controller ``<kind>-hostfile``.
@@ -248,7 +236,8 @@ def register_membership_pusher(
     It is keyed by job, woken by the job's ConfigMaps and pods (their controller owner) and by the
     job itself, with its own workers and a hard timeout per reconcile, so that a launcher whose
     exec hangs never delays another job. Its pod and ConfigMap informers are the job controller's:
-    they select what the operator of ``settings`` could own. Running jobs go first.
+    they select what the operator of its context's settings could own. Running jobs go first (the
+    job controller's queue order).
 
     Raises:
         ValueError: the manager has a controller of that name already, or an option is out of
@@ -256,7 +245,7 @@ def register_membership_pusher(
     """
     jobs = pusher.jobs
     owner = EnqueueRequestForOwner(jobs.group, jobs.kind, only_controller=True)
-    selector = settings.child_selector
+    selector = pusher.context.settings.child_selector
     (
         manager.controller(f"{jobs.kind.lower()}-hostfile", pusher)
         .watches(jobs, EnqueueRequestForObject())
@@ -265,7 +254,7 @@ def register_membership_pusher(
         .with_options(
             max_concurrent_reconciles=max_concurrent_reconciles,
             reconcile_timeout=pusher.reconcile_timeout,
-            priority=progress_first(manager.cache, jobs),
+            priority=pusher.context.priority,
         )
         .build()
     )

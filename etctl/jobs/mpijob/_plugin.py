@@ -5,22 +5,24 @@ keeps the elastic workers; this plugin says what is particular to an MPIJob, eac
 to a module of its own:
 
 =====================  ==========================================================================
-required core          the CRDs (MPIJob, ScaleIn, ScaleOut), the model, validation
-                       (:mod:`._validation`, :mod:`._scaling`'s size check), pods (:mod:`._pods`),
-                       the verdict (:mod:`._lifecycle`)
-BuildsExtraObjects     the headless Service ``<job>`` and ssh Secret ``<job>-ssh`` (ssh mode), the
-                       ConfigMap ``<job>-config`` (:mod:`._config`) and, in kubexec mode, the
-                       launcher's ServiceAccount, Role and RoleBinding, kept in line with the
-                       membership
-GatesCreation          the launcher may wait for ready workers (:mod:`._lifecycle`)
-PlansReplicas          workers from ``status.targetWorkers``; the launcher is ``<job>-launcher``
-ExtendsStatus          the phase (:func:`._lifecycle.extra_status`)
-DeclaresRBAC           what the operator needs for the above (:func:`operator_rules`)
-ScalesElastically      the workers are an elastic membership (:mod:`._scaling`)
-RunsControllers        the membership pusher (the launcher's ``/etc/mpi`` files follow the
-                       ConfigMap)
-PublishesFiles         discover_hosts.sh and the hostfile, for ``etctl status``, ``etctl watch``
-                       and the sandbox's demo
+core                   the CRD (``resource``, with ScaleIn and ScaleOut: ``custom_resources``)
+                       and the model
+validate               mpi-operator's rules (:mod:`._validation`), and a first membership too
+                       large to hold (:mod:`._scaling`'s size check)
+plan                   the launcher is ``<job>-launcher`` and may wait for ready workers
+                       (:mod:`._lifecycle`); the workers are the framework's elastic plan, from
+                       ``status.targetWorkers``
+build                  pods (:mod:`._pods`); the headless Service ``<job>`` and ssh Secret
+                       ``<job>-ssh`` (ssh mode), the ConfigMap ``<job>-config`` (:mod:`._config`)
+                       and, in kubexec mode, the launcher's ServiceAccount, Role and RoleBinding,
+                       kept in line with the membership
+judge                  the launcher decides (:mod:`._lifecycle`)
+extend status          the phase (:func:`._lifecycle.extra_status`)
+elastic                the workers are an elastic membership; the launcher consumes it
+                       (:mod:`._scaling`)
+kind-level             the operator's RBAC (:func:`operator_rules`); the membership pusher (the
+                       launcher's ``/etc/mpi`` files follow the ConfigMap); discover_hosts.sh and
+                       the hostfile, for ``etctl status``, ``etctl watch`` and the sandbox's demo
 =====================  ==========================================================================
 
 What every launcher/worker kind does (rendering hostfiles and scripts, the launcher's files and
@@ -42,16 +44,17 @@ from typing import Any
 from etctl.common import (
     SCALEIN,
     SCALEOUT,
+    Consumer,
+    ControllerContext,
     CustomResource,
     DesiredObject,
-    Elasticity,
-    Gate,
     JobConditionType,
-    JobSettings,
     JobState,
+    MemberPolicy,
     PolicyRule,
     PublishedFile,
     ReplicaRef,
+    Replicas,
     SizeLimits,
     SyncPolicy,
     Verdict,
@@ -66,7 +69,6 @@ from etctl.jobs.launcher import (
     LAUNCHER_RESOURCES,
     KeyAlgorithm,
     launcher_objects,
-    plan_workers,
     setup_membership_pusher,
     ssh_secret,
 )
@@ -74,7 +76,6 @@ from etctl.jobs.mpijob import _lifecycle as lifecycle
 from etctl.jobs.mpijob._api import (
     GROUP,
     MPIJOB,
-    MPIJOBS,
     LauncherAttachMode,
     MPIJob,
     MPIReplicaType,
@@ -86,10 +87,9 @@ from etctl.jobs.mpijob._names import (
     launcher_name,
     service_name,
     ssh_secret_name,
-    worker_prefix,
 )
 from etctl.jobs.mpijob._pods import decorate_launcher, decorate_worker
-from etctl.jobs.mpijob._scaling import read_elasticity, size_problem
+from etctl.jobs.mpijob._scaling import ELASTIC, consumer, member_policy, size_problem
 from etctl.jobs.mpijob._validation import validate_mpijob
 from etctl.runtime import SECRETS, SERVICES, KubeObject, Manager, Resource
 
@@ -129,6 +129,7 @@ class MPIJobPlugin:
     """
 
     owned_resources: Sequence[Resource] = (SERVICES, SECRETS, *LAUNCHER_RESOURCES)
+    elastic = ELASTIC
 
     def __init__(
         self,
@@ -144,7 +145,7 @@ class MPIJobPlugin:
         self.exec_timeout = exec_timeout
         self.size_limits = size_limits or SizeLimits()
 
-    # -- the required core
+    # -- the core
 
     @property
     def resource(self) -> CustomResource:
@@ -179,6 +180,17 @@ class MPIJobPlugin:
             problems.append(f"spec.mpiReplicaSpecs.Worker.replicas: {too_large}")
         return problems
 
+    # -- plan
+
+    def plan(self, job: MPIJob, planned: Replicas, state: JobState[Any]) -> Replicas:
+        """The launcher under mpi-operator's name, maybe waiting for ready workers."""
+        if planned.replica_type != LAUNCHER:
+            return planned
+        gate = lifecycle.launcher_gate(job, state)
+        return planned.named(launcher_name(job.metadata.name)).gated(gate)
+
+    # -- build
+
     def decorate_pod(
         self, job: MPIJob, pod: KubeObject, ref: ReplicaRef, state: JobState[MPIJob]
     ) -> None:
@@ -194,12 +206,6 @@ class MPIJobPlugin:
             init_image=state.settings.init_container_image,
             kubectl_image=self.kubectl_image,
         )
-
-    def verdict(self, job: MPIJob, state: JobState[MPIJob]) -> Verdict | None:
-        """The launcher decides."""
-        return lifecycle.verdict(job, state)
-
-    # -- capabilities
 
     def extra_objects(self, job: MPIJob, state: JobState[Any]) -> Sequence[DesiredObject]:
         """Service and ssh Secret (ssh mode), ConfigMap, launcher RBAC (kubexec mode)."""
@@ -232,38 +238,40 @@ class MPIJobPlugin:
         )
         return wanted
 
-    def gate(self, job: MPIJob, replica_type: str, state: JobState[Any]) -> Gate:
-        """The launcher may wait for ready workers; workers never wait."""
-        if replica_type != LAUNCHER:
-            return Gate.opened()
-        return lifecycle.launcher_gate(job, state)
+    # -- judge
 
-    def plan(self, job: MPIJob, replica_type: str, state: JobState[Any]) -> Sequence[ReplicaRef]:
-        """Workers from the persisted membership; the launcher under mpi-operator's name."""
-        name = job.metadata.name
-        if replica_type == LAUNCHER:
-            return [ReplicaRef(LAUNCHER, 0, launcher_name(name))]
-        status = job.status
-        return plan_workers(
-            worker_prefix(name),
-            status.target_workers,
-            status.current_workers,
-            state,
-            worker_type=WORKER,
-            launcher_type=LAUNCHER,
-        )
+    def verdict(self, job: MPIJob, state: JobState[MPIJob]) -> Verdict | None:
+        """The launcher decides."""
+        return lifecycle.verdict(job, state)
+
+    # -- extend status
 
     def extend_status(self, job: MPIJob, state: JobState[Any]) -> dict[str, Any]:
         """The phase."""
         return lifecycle.extra_status(job, state)
 
+    # -- elastic
+
+    def member_policy(self, job: MPIJob) -> MemberPolicy:
+        """``spec.elasticPolicy``'s bounds and the Worker replica's restartPolicy."""
+        return member_policy(job)
+
+    def consumer(self, job: MPIJob, state: JobState[Any]) -> Consumer:
+        """The launcher consumes the membership."""
+        return consumer(job, state)
+
+    def membership_problem(
+        self, job: MPIJob, names: Sequence[str], state: JobState[Any]
+    ) -> str | None:
+        """Why the ConfigMap or the status could not hold ``names`` (a scale-out's), or None."""
+        domain = state.settings.cluster_domain
+        return size_problem(job, names, cluster_domain=domain, limits=self.size_limits)
+
+    # -- kind-level
+
     def rbac_rules(self) -> Sequence[PolicyRule]:
         """What the operator needs for MPIJobs."""
         return operator_rules()
-
-    def elasticity(self, job: MPIJob, state: JobState[Any]) -> Elasticity:
-        """The scaling machinery's view of the job (:mod:`._scaling`)."""
-        return read_elasticity(job, state, limits=self.size_limits)
 
     def published_files(self, job: MPIJob) -> Sequence[PublishedFile]:
         """discover_hosts.sh and the hostfile, as the launcher reads them at ``/etc/mpi``."""
@@ -276,15 +284,10 @@ class MPIJobPlugin:
             PublishedFile(config_map=config, key=HOSTFILE_KEY, path=HOSTFILE, reader=launcher),
         ]
 
-    def setup_controllers(self, manager: Manager, settings: JobSettings) -> None:
+    def setup_controllers(self, manager: Manager, context: ControllerContext) -> None:
         """Register the membership pusher (both attach modes push the same two files)."""
         setup_membership_pusher(
-            manager,
-            jobs=MPIJOBS,
-            names=NAMES,
-            layout=SSH_LAYOUT,
-            exec_timeout=self.exec_timeout,
-            settings=settings,
+            manager, context, names=NAMES, layout=SSH_LAYOUT, exec_timeout=self.exec_timeout
         )
 
 

@@ -172,10 +172,20 @@ class TFJob(KubeObjectModel):
         return self.spec.run_policy.owned_by(TRAINING_OPERATOR)
 
 
-def _longest_suffix(spec: TFJobSpec) -> str:
-    """The longest ``-<type>-<index>`` suffix of this job's pods (for name length checks)."""
+_WORKER = TFReplicaType.WORKER.value
+
+
+def _longest_suffix(job: TFJob) -> str:
+    """The longest ``-<type>-<index>`` suffix of this job's pods (for name length checks).
+
+    Dynamic workers of a job that started are not counted past worker 0: they grow only as far as
+    their names fit (the plugin's plan leaves the rest out, with a Warning), so raising their
+    replicas never fails a job that runs.
+    """
+    spec = job.spec
+    grows = spec.enable_dynamic_worker and job.status.start_time is not None
     suffixes = [
-        f"-{rtype.lower()}-{max(replica.replicas - 1, 0)}"
+        f"-{rtype.lower()}-{0 if grows and rtype == _WORKER else max(replica.replicas - 1, 0)}"
         for rtype, replica in spec.tf_replica_specs.items()
     ]
     return max(suffixes, key=len, default="")
@@ -183,7 +193,7 @@ def _longest_suffix(spec: TFJobSpec) -> str:
 
 def validate_tfjob(job: TFJob) -> list[str]:
     """Problems that make ``job`` impossible to run, as ``<path>: <what>; <why>`` lines."""
-    problems = validate_name(job.metadata.name, longest_suffix=_longest_suffix(job.spec))
+    problems = validate_name(job.metadata.name, longest_suffix=_longest_suffix(job))
     specs = job.spec.tf_replica_specs
     path = "spec.tfReplicaSpecs"
     valid = ", ".join(t.value for t in TFReplicaType)

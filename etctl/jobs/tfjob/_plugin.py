@@ -10,6 +10,9 @@ and cleans it up; this plugin adds what kubeflow's training-operator v1 adds for
 * **services** (:meth:`TFJobPlugin.build_service`): one headless service per pod, named after it,
   selecting it by the controller's job, replica type and index labels, exposing the ``tensorflow``
   container's ports: the names TF_CONFIG advertises resolve to exactly one pod each;
+* **plan** (:meth:`TFJobPlugin.plan`): with ``enableDynamicWorker``, workers grow only as far as
+  their names fit 63 characters (each has a Service of its name): the rest are not created, and a
+  Warning Event ``ReplicasClamped`` says so, once per change of the job, as the elastic kinds do;
 * **verdict** (:meth:`TFJobPlugin.verdict`): kubeflow's status rules, below.
 
 Verdict rules, applied to the replica types in kubeflow's order (Chief, Evaluator, Master, PS,
@@ -17,7 +20,8 @@ Worker); a later type's condition overrides an earlier one's, except that only F
 Succeeded, and Failed is final. "Active" is kubeflow's count: Running pods, not Pending ones.
 
 1. With a Chief or Master, it decides: Running while it is active, Succeeded once every chief pod
-   succeeded. Without one, the workers decide: Succeeded once every worker succeeded, or, with the
+   succeeded. Without one, the workers decide: Succeeded once every planned worker succeeded, or,
+   with the
    default success policy, once worker 0 exited 0; else Running while any worker is active.
 2. A replica type with failed pods fails the job (``TFJobFailed``), unless those pods are being
    restarted (restart policy OnFailure or Always, or ExitCode with a retryable exit code, which
@@ -40,6 +44,7 @@ from etctl.common import (
     JobConditionType,
     JobState,
     ReplicaRef,
+    Replicas,
     ReplicaSpec,
     RestartPolicy,
     Verdict,
@@ -48,7 +53,6 @@ from etctl.common import (
 )
 from etctl.jobs.tfjob import _tfconfig as tfconfig
 from etctl.jobs.tfjob._api import (
-    CUSTOM_RESOURCES,
     DEFAULT_CONTAINER_NAME,
     DEFAULT_PORT,
     DEFAULT_PORT_NAME,
@@ -61,6 +65,7 @@ from etctl.jobs.tfjob._api import (
 from etctl.runtime import KubeObject, ObjectView, podview
 
 __all__ = [
+    "REASON_CLAMPED",
     "REASON_FAILED",
     "REASON_RESTARTING",
     "REASON_RUNNING",
@@ -74,6 +79,10 @@ REASON_RUNNING: Final = "TFJobRunning"
 REASON_SUCCEEDED: Final = "TFJobSucceeded"
 REASON_FAILED: Final = "TFJobFailed"
 REASON_RESTARTING: Final = "TFJobRestarting"
+REASON_CLAMPED: Final = "ReplicasClamped"
+
+# A worker's Service is named after it, and a Service name is a DNS label.
+_NAME_MAX_LENGTH = 63
 
 _CHIEFS = (TFReplicaType.CHIEF.value, TFReplicaType.MASTER.value)
 # kubeflow's UpdateJobStatus walks the types in this order; a later type's condition wins.
@@ -144,17 +153,12 @@ def service_ports(spec: ReplicaSpec) -> list[dict[str, Any]]:
 
 
 class TFJobPlugin:
-    """The TFJob kind: required core plus the ``BuildsServices`` capability."""
+    """The TFJob kind: its CRD and model, and the phases validate, plan, build and judge."""
 
     @property
     def resource(self) -> CustomResource:
         """The TFJob CRD."""
         return TFJOB
-
-    @property
-    def custom_resources(self) -> Sequence[CustomResource]:
-        """The CRDs this plugin brings: TFJob only."""
-        return CUSTOM_RESOURCES
 
     @property
     def model(self) -> type[TFJob]:
@@ -164,6 +168,25 @@ class TFJobPlugin:
     def validate(self, job: TFJob) -> list[str]:
         """What the CRD schema cannot reject (see :func:`~etctl.jobs.tfjob._api.validate_tfjob`)."""
         return validate_tfjob(job)
+
+    # -- plan
+
+    def plan(self, job: TFJob, planned: Replicas, state: JobState[TFJob]) -> Replicas:
+        """Dynamic workers, as far as their names fit 63 characters (see the module docstring)."""
+        if not job.spec.enable_dynamic_worker or planned.replica_type != TFReplicaType.WORKER:
+            return planned
+        fitting = [ref for ref in planned.slots if len(ref.name) <= _NAME_MAX_LENGTH]
+        if len(fitting) == len(planned.slots):
+            return planned
+        last = fitting[-1].name if fitting else "the first"
+        message = (
+            f"replicas {len(planned.slots)} of TFJob {job.metadata.name}'s Worker is more than "
+            f"its worker names allow: workers past {last} would have names over "
+            f"{_NAME_MAX_LENGTH} characters (each worker has a Service of its name, and a "
+            f"Service name is a DNS label; a shorter job name leaves room for more); "
+            f"running {len(fitting)}"
+        )
+        return planned.limited(len(fitting), REASON_CLAMPED, message)
 
     # -- pods and services
 
@@ -258,7 +281,7 @@ def _progress(
     if not _deciding(job, rtype):
         return None
     active, succeeded, _ = _status_counts(state, rtype)
-    done = spec.replicas - succeeded <= 0 or (
+    done = state.replicas(rtype) - succeeded <= 0 or (
         rtype == TFReplicaType.WORKER.value
         and job.spec.success_policy is not SuccessPolicy.ALL_WORKERS
         and _worker0_completed(job, state)

@@ -4,20 +4,24 @@ The generic :class:`~etctl.common.JobController` runs the reconcile; this plugin
 says what is particular to a TrainingJob, each hook delegating to a module of its own:
 
 =====================  ==========================================================================
-required core          the CRDs (TrainingJob, ScaleIn, ScaleOut), the model, validation, pods
-                       (:mod:`._layout`, :mod:`._workers`), the verdict (:mod:`._lifecycle`)
-BuildsServices         a headless service per worker (:func:`._workers.worker_service`)
-BuildsExtraObjects     the ssh Secret, then, once the workers run, the launcher's ServiceAccount,
-                       Role and RoleBinding and the ConfigMap (:mod:`._layout`), kept in line
-                       with the membership
-GatesCreation          the launcher waits for its workers (:func:`._lifecycle.launcher_gate`)
-PlansReplicas          workers from ``status.targetWorkers``; the launcher is ``<job>-launcher``
-ExtendsStatus          phase, replicas, workerSelector (:func:`._lifecycle.extra_status`)
-RestartsWholeJob       ``spec.restartPolicy: OnFailure`` restarts every pod, up to backoffLimit
-DeclaresRBAC           what the operator needs for the above (:func:`operator_rules`)
-ScalesElastically      the workers are an elastic membership (:mod:`._scaling`)
-RunsControllers        the hostfile pusher (:mod:`._setup`)
-PublishesFiles         the hostfile in ``<job>-config``, where the launcher reads it
+core                   the CRD (``resource``, with ScaleIn and ScaleOut: ``custom_resources``)
+                       and the model
+validate               et-operator's rules, and a first membership too large to hold
+plan                   the launcher is ``<job>-launcher`` and waits for its workers
+                       (:func:`._lifecycle.launcher_gate`); the workers are the framework's
+                       elastic plan, from ``status.targetWorkers``
+build                  pods (:mod:`._layout`, :mod:`._workers`); a headless service per worker
+                       (:func:`._workers.worker_service`); the ssh Secret, then, once the workers
+                       run, the launcher's ServiceAccount, Role and RoleBinding and the ConfigMap
+                       (:mod:`._layout`), kept in line with the membership
+judge                  the launcher decides (:mod:`._lifecycle`); ``spec.restartPolicy:
+                       OnFailure`` restarts every pod, up to backoffLimit
+extend status          phase, replicas, workerSelector (:func:`._lifecycle.extra_status`)
+elastic                the workers are an elastic membership; the launcher consumes it
+                       (:mod:`._scaling`); a membership too large for the ConfigMap or the status
+                       is refused (:mod:`._sizes`)
+kind-level             the operator's RBAC (:func:`operator_rules`), the hostfile pusher, the
+                       hostfile in ``<job>-config`` where the launcher reads it
 =====================  ==========================================================================
 
 What every launcher/worker kind does (the files, the launcher's decoration and gate, the ssh key,
@@ -36,23 +40,23 @@ not fit fails as invalid, a scale-out that would cross them fails at its start; 
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from etctl.common import (
     SCALEIN,
     SCALEOUT,
+    Consumer,
+    ControllerContext,
     CustomResource,
     DesiredObject,
-    Elasticity,
-    Gate,
     JobConditionType,
-    JobSettings,
     JobState,
+    MemberPolicy,
     PolicyRule,
     PublishedFile,
     ReplicaRef,
+    Replicas,
     ReplicaSpec,
     SizeLimits,
     SyncPolicy,
@@ -66,7 +70,7 @@ from etctl.jobs.launcher import (
     HOSTFILE_KEY,
     LAUNCHER_RESOURCES,
     launcher_objects,
-    plan_workers,
+    setup_membership_pusher,
     ssh_secret,
 )
 from etctl.jobs.trainingjob import _lifecycle as lifecycle
@@ -81,14 +85,14 @@ from etctl.jobs.trainingjob._api import (
 )
 from etctl.jobs.trainingjob._layout import LAYOUT, config_data, decorate_launcher
 from etctl.jobs.trainingjob._names import (
+    NAMES,
     SSH_SECRET_ANNOTATION,
     config_name,
     launcher_name,
     ssh_secret_name,
     worker_prefix,
 )
-from etctl.jobs.trainingjob._scaling import job_slots, read_elasticity
-from etctl.jobs.trainingjob._setup import setup_hostfile_pusher
+from etctl.jobs.trainingjob._scaling import ELASTIC, consumer, job_slots, member_policy
 from etctl.jobs.trainingjob._sizes import Names, membership_problem
 from etctl.jobs.trainingjob._workers import decorate_worker, worker_service
 from etctl.runtime import SECRETS, KubeObject, Manager, Resource
@@ -126,6 +130,7 @@ class TrainingJobPlugin:
     """
 
     owned_resources: Sequence[Resource] = (SECRETS, *LAUNCHER_RESOURCES)
+    elastic = ELASTIC
 
     def __init__(
         self,
@@ -147,7 +152,7 @@ class TrainingJobPlugin:
         self.exec_timeout = exec_timeout
         self.size_limits = size_limits or SizeLimits()
 
-    # -- the required core
+    # -- the core
 
     @property
     def resource(self) -> CustomResource:
@@ -194,6 +199,17 @@ class TrainingJobPlugin:
             problems.append(f"spec.etReplicaSpecs.worker.replicas: {too_large}")
         return problems
 
+    # -- plan
+
+    def plan(self, job: TrainingJob, planned: Replicas, state: JobState[Any]) -> Replicas:
+        """The launcher under et-operator's name, once its workers run; the workers as planned."""
+        if planned.replica_type != LAUNCHER:
+            return planned
+        gate = lifecycle.launcher_gate(job, state, timeout=self.workers_ready_timeout)
+        return planned.named(launcher_name(job.metadata.name)).gated(gate)
+
+    # -- build
+
     def decorate_pod(
         self, job: TrainingJob, pod: KubeObject, ref: ReplicaRef, state: JobState[TrainingJob]
     ) -> None:
@@ -213,12 +229,6 @@ class TrainingJobPlugin:
             kubectl_image=self.kubectl_image,
             ssh_secret=secret,
         )
-
-    def verdict(self, job: TrainingJob, state: JobState[TrainingJob]) -> Verdict | None:
-        """The launcher decides."""
-        return lifecycle.verdict(job, state)
-
-    # -- capabilities
 
     def build_service(
         self, job: TrainingJob, ref: ReplicaRef, state: JobState[Any]
@@ -241,7 +251,8 @@ class TrainingJobPlugin:
                 )
             )
         started = any(state.children.get(res) for res in LAUNCHER_RESOURCES)
-        if not (started or self.gate(job, LAUNCHER, state).open):
+        launcher = state.plans.get(LAUNCHER)
+        if not (started or (launcher is not None and launcher.gate.open)):
             return wanted
         wanted += launcher_objects(
             account=launcher_name(name),
@@ -252,49 +263,61 @@ class TrainingJobPlugin:
         )
         return wanted
 
-    def gate(self, job: TrainingJob, replica_type: str, state: JobState[Any]) -> Gate:
-        """The launcher waits for its workers; workers never wait."""
-        if replica_type != LAUNCHER:
-            return Gate.opened()
-        return lifecycle.launcher_gate(job, state, timeout=self.workers_ready_timeout)
+    # -- judge
 
-    def plan(
-        self, job: TrainingJob, replica_type: str, state: JobState[Any]
-    ) -> Sequence[ReplicaRef]:
-        """Workers from the persisted membership; the launcher under et-operator's name."""
-        name = job.metadata.name
-        if replica_type == LAUNCHER:
-            return [ReplicaRef(LAUNCHER, 0, launcher_name(name))]
-        return plan_workers(
-            worker_prefix(name),
-            job.status.target_workers,
-            job.status.current_workers,
-            state,
-            worker_type=WORKER,
-            launcher_type=LAUNCHER,
-        )
-
-    def extend_status(self, job: TrainingJob, state: JobState[Any]) -> dict[str, Any]:
-        """Phase, replicas and workerSelector."""
-        return lifecycle.extra_status(job, state)
+    def verdict(self, job: TrainingJob, state: JobState[TrainingJob]) -> Verdict | None:
+        """The launcher decides."""
+        return lifecycle.verdict(job, state)
 
     def restarts_on_failure(self, job: TrainingJob) -> bool:
         """``spec.restartPolicy: OnFailure`` restarts the whole job."""
         return job.spec.restart_policy is JobRestartPolicy.ON_FAILURE
 
+    # -- extend status
+
+    def extend_status(self, job: TrainingJob, state: JobState[Any]) -> dict[str, Any]:
+        """Phase, replicas and workerSelector."""
+        return lifecycle.extra_status(job, state)
+
+    # -- elastic
+
+    def member_policy(self, job: TrainingJob) -> MemberPolicy:
+        """The worker's ``minReplicas``, ``maxReplicas`` and restartPolicy."""
+        return member_policy(job)
+
+    def consumer(self, job: TrainingJob, state: JobState[Any]) -> Consumer:
+        """The launcher consumes the membership."""
+        return consumer(job, state)
+
+    def membership_problem(
+        self, job: TrainingJob, names: Sequence[str], state: JobState[Any]
+    ) -> str | None:
+        """Why the ConfigMap or the status could not hold ``names`` (a scale-out's), or None."""
+        grow = Names.firsts(names)
+        return membership_problem(
+            job,
+            grow(len(names)),
+            slots=job_slots(job),
+            container=_first_container(job.spec.et_replica_specs.worker),
+            limits=self.size_limits,
+            grow=grow,
+        )
+
+    # -- kind-level
+
     def rbac_rules(self) -> Sequence[PolicyRule]:
         """What the operator needs for TrainingJobs."""
         return operator_rules()
 
-    def elasticity(self, job: TrainingJob, state: JobState[Any]) -> Elasticity:
-        """The scaling machinery's view of the job, with its size check."""
-        return dataclasses.replace(
-            read_elasticity(job, state), membership_problem=self._membership_check(job)
-        )
+    def setup_controllers(self, manager: Manager, context: ControllerContext) -> None:
+        """Register the hostfile pusher, ``trainingjob-hostfile``.
 
-    def setup_controllers(self, manager: Manager, settings: JobSettings) -> None:
-        """Register the hostfile pusher."""
-        setup_hostfile_pusher(manager, settings=settings, exec_timeout=self.exec_timeout)
+        It keeps each running launcher's ``/etc/edl/hostfile`` and ``/job/hostfile`` equal to its
+        ConfigMap.
+        """
+        setup_membership_pusher(
+            manager, context, names=NAMES, layout=LAYOUT, exec_timeout=self.exec_timeout
+        )
 
     def published_files(self, job: TrainingJob) -> Sequence[PublishedFile]:
         """The hostfile: ``<job>-config``'s ``hostfile``, where the launcher reads it."""
@@ -318,23 +341,6 @@ class TrainingJobPlugin:
         if job.spec.launcher_attach_mode is not LauncherAttachMode.SSH:
             return None
         return ssh_secret_name(job.metadata.name, job.metadata.annotations)
-
-    def _membership_check(self, job: TrainingJob) -> Callable[[Sequence[str]], str | None]:
-        slots = job_slots(job)
-        container = _first_container(job.spec.et_replica_specs.worker)
-
-        def check(names: Sequence[str]) -> str | None:
-            grow = Names.firsts(names)
-            return membership_problem(
-                job,
-                grow(len(names)),
-                slots=slots,
-                container=container,
-                limits=self.size_limits,
-                grow=grow,
-            )
-
-        return check
 
     def _config_map(self, job: TrainingJob) -> KubeObject:
         worker = job.spec.et_replica_specs.worker

@@ -9,8 +9,8 @@ run with restartPolicy Never, as et-operator's.
 22 and ``kubeai-service-port`` 9009.
 
 Which workers the job keeps and which are replaced under new names (the worker replica's
-``restartPolicy``, et-operator's rule) is :mod:`etctl.jobs.launcher`'s
-(:func:`~etctl.jobs.launcher.worker_plan`, :func:`~etctl.jobs.launcher.workers_to_replace`).
+``restartPolicy``, et-operator's rule) is the framework's, for every elastic kind
+(:mod:`etctl.common._scaling.elastic`).
 """
 
 from __future__ import annotations

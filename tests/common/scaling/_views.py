@@ -6,7 +6,8 @@ import dataclasses
 from datetime import UTC, datetime
 from typing import Any
 
-from etctl.common import ConditionStatus, Elasticity, ExecTarget, ScaleIn, ScaleOut, get_condition
+from etctl.common import ConditionStatus, ExecTarget, ScaleIn, ScaleOut, get_condition
+from etctl.common._scaling.elastic import Elasticity
 from etctl.common._scaling.scaler import JobView, Scaler, Transition, scaler_of
 
 P = "j-worker-"

@@ -27,28 +27,29 @@ from pydantic import Field
 from etctl.common import (
     SCALEIN,
     SCALEOUT,
+    Consumer,
+    ControllerContext,
     CRDVersion,
     CustomResource,
     DesiredObject,
-    Elasticity,
-    Gate,
+    ElasticMembers,
     Int32,
-    JobSettings,
     JobState,
     JobStatus,
     KubeObjectModel,
     MemberFields,
-    Members,
+    MemberPolicy,
     PolicyRule,
     ReplicaRef,
+    Replicas,
     ReplicaSpec,
     RestartPolicy,
     RunPolicy,
+    ScaleSubresource,
     ValueModel,
     Verdict,
     canonical_keys,
     first_container_name,
-    is_finished,
 )
 from etctl.jobs.launcher import (
     DISCOVER_KEY,
@@ -70,13 +71,11 @@ from etctl.jobs.launcher import (
     live_hosts,
     mount_config,
     operator_rules,
-    plan_workers,
     read_launcher,
     setup_membership_pusher,
     slots_hostfile,
-    workers_to_replace,
 )
-from etctl.runtime import KubeObject, Manager, Resource, objects
+from etctl.runtime import KubeObject, Manager, Resource
 
 LAUNCHER = "Launcher"
 WORKER = "Worker"
@@ -154,23 +153,21 @@ class ElasticJob(KubeObjectModel):
         """Kubeflow's defaults."""
         return RunPolicy()
 
-    def members(self) -> Members:
-        """The members as this kind records them."""
-        status = self.status
-        return Members(
-            fields=FIELDS,
-            targets=tuple(status.member_pods),
-            current=tuple(status.active_members),
-            last_index=status.last_member_index,
-            scaler=status.active_scaler,
-        )
-
 
 ELASTICJOB = CustomResource(
     group="example.etctl.io",
     kind="ElasticJob",
     plural="elasticjobs",
-    versions=(CRDVersion(name="v1", model=ElasticJob),),
+    versions=(
+        CRDVersion(
+            name="v1",
+            model=ElasticJob,
+            scale=ScaleSubresource(
+                spec_replicas_path=".spec.replicaSpecs.Worker.replicas",
+                status_replicas_path=".status.replicaStatuses.Worker.active",
+            ),
+        ),
+    ),
 )
 ELASTICJOBS = ELASTICJOB.resource()
 
@@ -187,6 +184,7 @@ class ElasticJobPlugin:
     """The ElasticJob kind (see the module docstring)."""
 
     owned_resources: Sequence[Resource] = LAUNCHER_RESOURCES
+    elastic = ElasticMembers(replica_type=WORKER, fields=FIELDS)
 
     @property
     def resource(self) -> CustomResource:
@@ -250,65 +248,32 @@ class ElasticJobPlugin:
             exec_into_workers=True,
         )
 
-    def gate(self, job: ElasticJob, replica_type: str, state: JobState[Any]) -> Gate:
-        """The launcher waits for Ready workers."""
-        if replica_type != LAUNCHER:
-            return Gate.opened()
-        return launcher_gate(self._launcher_job(job), state, timeout=600)
-
-    def plan(
-        self, job: ElasticJob, replica_type: str, state: JobState[Any]
-    ) -> Sequence[ReplicaRef]:
-        """Workers from the recorded members; the launcher under its name."""
-        name = job.metadata.name
-        if replica_type == LAUNCHER:
-            return [ReplicaRef(LAUNCHER, 0, NAMES.launcher_of(name))]
-        return plan_workers(
-            NAMES.worker_prefix(name),
-            job.status.member_pods,
-            job.status.active_members,
-            state,
-            worker_type=WORKER,
-            launcher_type=LAUNCHER,
-        )
+    def plan(self, job: ElasticJob, planned: Replicas, state: JobState[Any]) -> Replicas:
+        """The launcher under its name, once its workers are Ready; the workers as planned."""
+        if planned.replica_type != LAUNCHER:
+            return planned
+        gate = launcher_gate(self._launcher_job(job), state, timeout=600)
+        return planned.named(NAMES.launcher_of(job.metadata.name)).gated(gate)
 
     def rbac_rules(self) -> Sequence[PolicyRule]:
         """The layer's rules and the kind's."""
         return operator_rules(PolicyRule(("example.etctl.io",), ("elasticjobs",), ("get",)))
 
-    def elasticity(self, job: ElasticJob, state: JobState[Any]) -> Elasticity:
-        """Members in this kind's own fields, delivered when the launcher holds the script."""
+    def member_policy(self, job: ElasticJob) -> MemberPolicy:
+        """One to eight workers, replaced following the worker's restartPolicy."""
         worker = _worker(job)
+        restart = worker.restart_policy if worker is not None else RestartPolicy.NEVER
+        return MemberPolicy(max_replicas=8, restart_policy=restart)
+
+    def consumer(self, job: ElasticJob, state: JobState[Any]) -> Consumer:
+        """The launcher, delivered to when it holds the script."""
         wanted = digest(self._config_data(job, state)[DISCOVER_KEY])
         launcher = read_launcher(state.pods_of(LAUNCHER), wanted)
-        running = launcher.running is not None
-        pods = {objects.name(p): p for p in state.pods_of(WORKER)}
-        return Elasticity(
-            replica_type=WORKER,
-            replicas=worker.replicas if worker is not None else 1,
-            replicas_path=("spec", "replicaSpecs", WORKER, "replicas"),
-            members=job.members(),
-            member_prefix=NAMES.worker_prefix(job.metadata.name),
-            slots=job.spec.slots_per_worker,
-            replace=workers_to_replace(
-                worker.restart_policy if worker is not None else RestartPolicy.NEVER,
-                job.status.member_pods,
-                job.status.active_members,
-                pods,
-                launcher_running=running,
-            ),
-            ready=running and not is_finished(job.status.conditions),
-            executor=launcher.executor,
-            membership_delivered=launcher.delivered,
-            membership_in_use=running,
-            max_replicas=8,
-        )
+        return launcher.consumer(job.spec.slots_per_worker)
 
-    def setup_controllers(self, manager: Manager, settings: JobSettings) -> None:
+    def setup_controllers(self, manager: Manager, context: ControllerContext) -> None:
         """The membership pusher."""
-        setup_membership_pusher(
-            manager, jobs=ELASTICJOBS, names=NAMES, layout=LAYOUT, settings=settings
-        )
+        setup_membership_pusher(manager, context, names=NAMES, layout=LAYOUT)
 
     def _launcher_job(self, job: ElasticJob) -> LauncherJob:
         return LauncherJob(

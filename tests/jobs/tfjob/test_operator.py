@@ -313,6 +313,40 @@ async def test_dynamic_workers_get_a_sparse_cluster_and_may_fail(tmp_path: Path)
         assert op.error is None
 
 
+async def test_dynamic_workers_grow_only_as_far_as_their_names_fit(tmp_path: Path) -> None:
+    # 54 characters: "-worker-9" still fits 63, "-worker-10" does not.
+    name = "d" * 54
+    workers = [f"{name}-worker-{index}" for index in range(10)]
+    async with cluster(tmp_path, TFJobPlugin(), kubelet=KubeletConfig()) as c:
+        op = c.operator()
+        async with running(op):
+            await c.submit(tfjob(name, dynamic=True, PS=replica(1), Worker=replica(2)))
+            await eventually(lambda: c.state(name) == "Running")
+            await c.client.patch(
+                TFJOBS,
+                name,
+                {"spec": {"tfReplicaSpecs": {"Worker": {"replicas": 12}}}},
+                namespace=NAMESPACE,
+            )
+            await eventually(lambda: running_pods(c, *workers))
+            await eventually(lambda: bool(c.events("ReplicasClamped")))
+            await wait_idle(c.server, op.manager)
+            assert c.state(name) == "Running"
+            assert sorted(p for p in c.pods() if "-worker-" in p) == sorted(workers)
+            (warning,) = c.events("ReplicasClamped")
+            assert warning["type"] == "Warning"
+            assert warning["message"] == (
+                f"replicas 12 of TFJob {name}'s Worker is more than its worker names allow: "
+                f"workers past {name}-worker-9 would have names over 63 characters (each worker "
+                "has a Service of its name, and a Service name is a DNS label; a shorter job "
+                "name leaves room for more); running 10"
+            )
+            assert warning.get("count", 1) == 1
+            c.exit(f"{name}-worker-0", 0)
+            await eventually(lambda: c.state(name) == "Succeeded")
+        assert op.error is None
+
+
 async def test_a_pod_the_server_refuses_as_invalid_is_reported_on_the_job(
     tmp_path: Path,
 ) -> None:

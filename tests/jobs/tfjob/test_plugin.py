@@ -15,7 +15,9 @@ from etctl.common import (
     JobState,
     ReplicaRef,
     ReplicaStatus,
+    custom_resources,
 )
+from etctl.common._phases import Phases
 from etctl.jobs.tfjob._api import TFJOB, TFJob
 from etctl.jobs.tfjob._plugin import (
     REASON_FAILED,
@@ -121,16 +123,14 @@ def env_of(obj: KubeObject, container: str = "tensorflow") -> dict[str, str]:
 # --- the protocol --------------------------------------------------------------------------------
 
 
-def test_plugin_implements_the_core_and_only_the_service_capability() -> None:
+def test_plugin_implements_the_core_and_four_phases() -> None:
     assert isinstance(PLUGIN, JobPlugin)
     assert isinstance(PLUGIN, BuildsServices)
     caps = Capabilities.of(PLUGIN)
-    assert caps.services is PLUGIN
-    assert (caps.extra_objects, caps.gate, caps.planner, caps.status, caps.restart, caps.rbac) == (
-        None,
-    ) * 6
+    assert (caps.validator, caps.planner, caps.pods, caps.services, caps.judge) == (PLUGIN,) * 5
+    assert (caps.extra_objects, caps.status, caps.restart, caps.rbac, caps.elastic) == (None,) * 5
     assert PLUGIN.resource is TFJOB
-    assert list(PLUGIN.custom_resources) == [TFJOB]
+    assert custom_resources(PLUGIN) == (TFJOB,)
     assert PLUGIN.model is TFJob
 
 
@@ -410,3 +410,35 @@ def test_verdict_is_pure() -> None:
     job = tfjob(PS=replica(1), Worker=replica(2))
     st = state(job, statuses={"Worker": (2, 0, 0)})
     assert PLUGIN.verdict(job, st) == PLUGIN.verdict(job, st)
+
+
+# --- plan --------------------------------------------------------------------------------------
+
+
+def named(job: TFJob, name: str, *, started: bool = False) -> TFJob:
+    update: dict[str, Any] = {"metadata": job.metadata.model_copy(update={"name": name})}
+    if started:
+        update["status"] = job.status.model_copy(update={"start_time": NOW})
+    return job.model_copy(update=update)
+
+
+def test_dynamic_workers_are_planned_as_far_as_their_names_fit() -> None:
+    job = named(tfjob(dynamic=True, PS=replica(1), Worker=replica(12)), "d" * 54, started=True)
+    plans = Phases(PLUGIN).plan(job, lambda: state(job))
+    assert [r.index for r in plans["Worker"].slots] == list(range(10))
+    assert plans["Worker"].warning is not None
+    assert plans["Worker"].warning[0] == "ReplicasClamped"
+    assert len(plans["PS"].slots) == 1
+    assert plans["PS"].warning is None
+    # A started dynamic job is valid whatever its Worker replicas: the plan limits them.
+    assert PLUGIN.validate(job) == []
+    # Before it started, the names must fit, as for any TFJob.
+    new = named(tfjob(dynamic=True, PS=replica(1), Worker=replica(12)), "d" * 54)
+    assert PLUGIN.validate(new)
+
+
+def test_static_workers_are_planned_as_the_spec_says() -> None:
+    job = tfjob(PS=replica(1), Worker=replica(3))
+    plans = Phases(PLUGIN).plan(job, lambda: state(job))
+    assert [r.name for r in plans["Worker"].slots] == [f"mnist-worker-{i}" for i in range(3)]
+    assert plans["Worker"].warning is None

@@ -11,7 +11,6 @@ import pytest
 
 from etctl.jobs.launcher import PUSHED_ANNOTATION, MembershipPusher, digest, write_command
 from etctl.jobs.trainingjob import TrainingJobPlugin
-from etctl.jobs.trainingjob._api import TRAININGJOBS
 from etctl.jobs.trainingjob._layout import LAYOUT
 from etctl.jobs.trainingjob._names import NAMES
 from etctl.runtime import CONFIGMAPS, PODS, REGISTRY, objects
@@ -35,12 +34,11 @@ def test_write_command_replaces_the_file_atomically(tmp_path: Path) -> None:
 def test_timeouts_are_checked() -> None:
     with pytest.raises(ValueError, match="exec_timeout"):
         MembershipPusher(
-            jobs=TRAININGJOBS,
+            None,  # type: ignore[arg-type]
             names=NAMES,
             layout=LAYOUT,
             client=None,  # type: ignore[arg-type]
             cache=None,  # type: ignore[arg-type]
-            recorder=None,  # type: ignore[arg-type]
             clock=None,  # type: ignore[arg-type]
             exec_timeout=0,
         )

@@ -1,10 +1,12 @@
 import base64
+import dataclasses
 from typing import Any
 
 import pytest
 
 from etctl.cli._registry import discover
-from etctl.common import Capabilities, JobPlugin, ReplicaRef, SyncPolicy
+from etctl.common import Capabilities, JobPlugin, JobState, ReplicaRef, SyncPolicy
+from etctl.common._phases import Phases
 from etctl.jobs.trainingjob._api import TrainingJob
 from etctl.jobs.trainingjob._plugin import TrainingJobPlugin
 from etctl.runtime import CONFIGMAPS, ROLEBINDINGS, ROLES, SECRETS, SERVICEACCOUNTS
@@ -24,13 +26,19 @@ def test_every_capability_is_detected() -> None:
     caps = Capabilities.of(plugin)
     for found in (
         caps.services,
+        caps.validator,
+        caps.pods,
         caps.extra_objects,
-        caps.gate,
+        caps.judge,
         caps.planner,
         caps.status,
         caps.restart,
         caps.rbac,
         caps.elastic,
+        caps.consumer,
+        caps.limits,
+        caps.resources,
+        caps.files,
         caps.controllers,
     ):
         assert found is plugin
@@ -45,17 +53,22 @@ def test_options_are_checked() -> None:
         TrainingJobPlugin(exec_timeout=-1)
 
 
+def planned(plugin: TrainingJobPlugin, seen: JobState[TrainingJob]) -> JobState[TrainingJob]:
+    """``seen`` once the plan phase ran: extra objects read the launcher's plan."""
+    return dataclasses.replace(seen, plans=Phases(plugin).plan(seen.job, lambda: seen))
+
+
 def test_extra_objects_in_et_operators_order() -> None:
     plugin = TrainingJobPlugin()
     early = parse(job_document(status={"targetWorkers": ["tj-worker-0", "tj-worker-1"]}))
-    wanted = plugin.extra_objects(early, state(early, workers=WORKERS))
+    wanted = plugin.extra_objects(early, planned(plugin, state(early, workers=WORKERS)))
     assert [(d.resource, d.name, d.policy) for d in wanted] == [(SECRETS, "tj", SyncPolicy.CREATE)]
     secret = wanted[0].build()
     assert secret["type"] == "kubernetes.io/ssh-auth"
     comment = base64.b64decode(secret["data"]["ssh-publickey"]).decode().split()[-1]
     assert comment == "etctl:ns/tj"
     ready = parse(job_document(status=READY, attach="kubexec"))
-    wanted = plugin.extra_objects(ready, state(ready, workers=WORKERS))
+    wanted = plugin.extra_objects(ready, planned(plugin, state(ready, workers=WORKERS)))
     assert [(d.resource, d.name) for d in wanted] == [
         (SERVICEACCOUNTS, "tj-launcher"),
         (ROLES, "tj-launcher"),
@@ -94,11 +107,12 @@ def test_an_existing_secret_is_used_not_generated() -> None:
 def test_plan_and_pods() -> None:
     plugin = TrainingJobPlugin()
     job = parse(job_document(status=READY))
-    assert plugin.plan(job, "Launcher", state(job)) == [ReplicaRef("Launcher", 0, "tj-launcher")]
-    assert plugin.plan(job, "Worker", state(job, workers=WORKERS)) == [
+    plans = Phases(plugin).plan(job, lambda: state(job, workers=WORKERS))
+    assert plans["Launcher"].slots == (ReplicaRef("Launcher", 0, "tj-launcher"),)
+    assert plans["Worker"].slots == (
         ReplicaRef("Worker", 0, "tj-worker-0"),
         ReplicaRef("Worker", 1, "tj-worker-1"),
-    ]
+    )
     launcher: dict[str, Any] = {
         "metadata": {"name": "tj-launcher"},
         "spec": {"containers": [{"name": "main"}]},
@@ -116,11 +130,12 @@ def test_whole_job_restarts_follow_the_job_restart_policy() -> None:
     assert plugin.restarts_on_failure(parse(job_document(restartPolicy="OnFailure")))
 
 
-def test_gate_only_holds_the_launcher() -> None:
+def test_the_plan_only_holds_the_launcher() -> None:
     plugin = TrainingJobPlugin(workers_ready_timeout=30)
     job = parse(job_document())
-    assert plugin.gate(job, "Worker", state(job)).open
-    assert not plugin.gate(job, "Launcher", state(job)).open
+    plans = Phases(plugin).plan(job, lambda: state(job))
+    assert plans["Worker"].gate.open
+    assert not plans["Launcher"].gate.open
 
 
 def test_the_plugin_is_registered_by_entry_point() -> None:

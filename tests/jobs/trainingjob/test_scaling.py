@@ -1,7 +1,20 @@
-from etctl.common import ExecTarget
+"""TrainingJob as the scaling machinery reads it, through its elastic protocol."""
+
+from typing import Any
+
+from etctl.common import Capabilities, ExecTarget, JobState
+from etctl.common._scaling import elastic
 from etctl.jobs.launcher import PUSHED_ANNOTATION, digest, hostfile
-from etctl.jobs.trainingjob._scaling import job_slots, read_elasticity
+from etctl.jobs.trainingjob import TRAININGJOB, TrainingJob, TrainingJobPlugin
+from etctl.jobs.trainingjob._scaling import job_slots
 from tests.jobs.trainingjob.support import job_document, parse, pod, state
+
+CAPABILITIES = Capabilities.of(TrainingJobPlugin())
+
+
+def read_elasticity(job: TrainingJob, seen: JobState[Any]) -> elastic.Elasticity:
+    return elastic.read_elasticity(CAPABILITIES, TRAININGJOB, job, seen)
+
 
 MEMBERS = {"targetWorkers": ["tj-worker-0", "tj-worker-1"], "currentWorkers": ["tj-worker-0"]}
 

@@ -6,9 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from etctl.common import JobSettings, setup_job_controller
+from etctl.common import ControllerContext, JobSettings, setup_job_controller
+from etctl.jobs.launcher import setup_membership_pusher
+from etctl.jobs.trainingjob import TRAININGJOBS
+from etctl.jobs.trainingjob._layout import LAYOUT
+from etctl.jobs.trainingjob._names import NAMES as TRAININGJOB_NAMES
 from etctl.jobs.trainingjob._plugin import TrainingJobPlugin
-from etctl.jobs.trainingjob._setup import setup_hostfile_pusher
 from etctl.runtime import Manager, ManagerOptions
 from tests._cluster import cluster
 
@@ -28,8 +31,10 @@ async def test_the_generic_wiring_sets_up_every_trainingjob_controller(tmp_path:
         for name in NAMES:  # a name is taken once: each of these is registered
             with pytest.raises(ValueError, match=name):
                 manager.add_runnable(name, _never, needs_leader_election=True)
-        pusher = setup_hostfile_pusher(
-            Manager(env.client, clock=env.clock), settings=JobSettings(), exec_timeout=5
+        other = Manager(env.client, clock=env.clock)
+        context = ControllerContext.of(other, TRAININGJOBS, JobSettings())
+        pusher = setup_membership_pusher(
+            other, context, names=TRAININGJOB_NAMES, layout=LAYOUT, exec_timeout=5
         )
         assert pusher.reconcile_timeout == 15
 

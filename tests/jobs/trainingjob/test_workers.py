@@ -3,7 +3,7 @@ from typing import Any
 import pytest
 
 from etctl.common import ReplicaRef, RestartPolicy
-from etctl.jobs.launcher import worker_plan, workers_to_replace
+from etctl.common._scaling.elastic import member_plan, workers_to_replace
 from etctl.jobs.trainingjob._layout import SSH_VOLUME
 from etctl.jobs.trainingjob._workers import decorate_worker, worker_service
 from tests.jobs.trainingjob.support import pod
@@ -21,10 +21,10 @@ def worker_pod(command: list[str] | None = None) -> dict[str, Any]:
 def test_plan_follows_targets_and_skips_vanished_members() -> None:
     targets = ["tj-worker-0", "tj-worker-4", "tj-worker-5"]
     members = {"tj-worker-0", "tj-worker-4"}
-    plan = worker_plan(P, targets, members, {"tj-worker-0"}, launcher_running=True)
-    assert plan == [ReplicaRef("Worker", 0, "tj-worker-0"), ReplicaRef("Worker", 5, "tj-worker-5")]
+    plan = member_plan(P, targets, members, {"tj-worker-0"}, running=True)
+    assert plan == (ReplicaRef("Worker", 0, "tj-worker-0"), ReplicaRef("Worker", 5, "tj-worker-5"))
     # No launcher runs: nobody knows the names, a lost member comes back under its own.
-    plan = worker_plan(P, targets, members, {"tj-worker-0"}, launcher_running=False)
+    plan = member_plan(P, targets, members, {"tj-worker-0"}, running=False)
     assert [ref.name for ref in plan] == targets
 
 

@@ -1,0 +1,64 @@
+"""Where an elastic job records its members: the status fields, and the members they hold.
+
+The scaling machinery (:mod:`etctl.common._scaling`) keeps an elastic job's members in its status;
+a kind names the fields (:class:`MemberFields`, et-operator's :data:`WORKER_FIELDS` by default)
+in its :class:`~etctl.common.ElasticMembers`, and :class:`Members` is what they hold at one read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["WORKER_FIELDS", "MemberFields", "Members"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemberFields:
+    """Where an elastic kind records its members in a job's status, as JSON field names.
+
+    The scaling machinery writes only these fields (merge patches of ``/status``, guarded by the
+    version read), besides the ``Scaling`` condition; each is a top-level field of ``status``.
+
+    Attributes:
+        targets: the list of members the job should have (the plan pods are created from).
+        current: the list of members in use (the hostfile), in index order.
+        last_index: the highest member index ever used (an integer).
+        scaler: the scaler being executed (``<Kind>:<namespace>/<name>``).
+        phase: a phase field the machinery keeps equal to the latest condition that holds when it
+            writes conditions (et-operator's ``phase``), or None when the kind has none.
+    """
+
+    targets: str
+    current: str
+    last_index: str
+    scaler: str
+    phase: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Members:
+    """An elastic job's members as its status records them, and where (see :class:`MemberFields`).
+
+    Attributes:
+        fields: the status fields that hold them.
+        targets: the members the job should have, by pod name.
+        current: the members in use, by pod name.
+        last_index: the highest member index ever used (None: none yet).
+        scaler: the scaler being executed, or None.
+    """
+
+    fields: MemberFields
+    targets: tuple[str, ...] = ()
+    current: tuple[str, ...] = ()
+    last_index: int | None = None
+    scaler: str | None = None
+
+
+WORKER_FIELDS = MemberFields(
+    targets="targetWorkers",
+    current="currentWorkers",
+    last_index="lastWorkerIndex",
+    scaler="currentScaler",
+    phase="phase",
+)
+"""et-operator's status fields of an elastic job's members (``ElasticWorkersStatus``)."""
