@@ -41,7 +41,7 @@ from etctl.common import SCALEIN, SCALEOUT, SCALEOUTS, CustomResource
 from etctl.jobs.mpijob import MPIJOB, MPIJOBS
 from etctl.jobs.trainingjob import TRAININGJOB, TRAININGJOBS
 from etctl.runtime import PODS
-from etctl.testing import ApiServer, Fault
+from etctl.testing import ApiServer, Fault, eventually
 from etctl.testing._apiserver.store import Event
 from tests.cli._failover import NAMESPACE, Drill, Replica, is_write
 from tests.schema_support import EXAMPLES, load_yaml
@@ -209,12 +209,7 @@ async def terminate(replica: Replica, *, grace: float = 30.0) -> Stop:
 
 async def until(condition: Callable[[], object], *, what: str, timeout: float = _WAIT) -> None:
     """Wait until ``condition()`` holds, at most ``timeout`` seconds."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        if loop.time() > deadline:
-            raise AssertionError(f"the drill never saw {what}")
-        await asyncio.sleep(0.01)
+    await eventually(condition, timeout=timeout, what=f"the drill's {what}")
 
 
 async def settled(drill: Drill, kinds: tuple[str, ...], count: int) -> Jobs:

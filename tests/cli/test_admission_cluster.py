@@ -32,10 +32,10 @@ from etctl.runtime import (
     VALIDATING_WEBHOOK_CONFIGURATIONS,
     Client,
 )
-from etctl.testing import ClusterTarget, cluster_target
+from etctl.testing import ClusterTarget, cluster_target, eventually
 from tests._kubectl import kubectl_apply
 from tests.cli.test_sandbox_admission import INVALID
-from tests.runtime._realtime import client_of, eventually, run_manager
+from tests.runtime._realtime import client_of, run_manager
 from tests.runtime._webhooks import free_port
 from tests.schema_support import EXAMPLES
 

@@ -11,24 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import aiohttp
 
 from etctl.cli._render import METRICS_READER
 from etctl.runtime import NAMESPACES, SERVICEACCOUNTS
-from etctl.testing import ApiServer, AuthConfig
+from etctl.testing import ApiServer, AuthConfig, eventually
 from tests.cli.test_manifests_rbac import ACCOUNT, KINDS, NAMESPACE, OPERATOR, install
 from tests.cli.test_run import free_port, get, operator_process
 from tests.runtime._realtime import client_of
-
-
-async def until(probe: Callable[[], Awaitable[bool]], timeout: float = 30) -> None:
-    """Poll ``probe`` (a network check) until it holds, within ``timeout`` seconds."""
-    async with asyncio.timeout(timeout):
-        while not await probe():
-            await asyncio.sleep(0.05)
 
 
 async def scrape(url: str, token: str | None = None) -> tuple[int, str]:
@@ -82,7 +74,7 @@ async def test_metrics_are_served_over_https_to_allowed_service_accounts_only(
             async def serving() -> bool:
                 return (await scrape(url))[0] != 0
 
-            await until(serving)
+            await eventually(serving, timeout=30)
             assert await scrape(url) == (401, "Unauthorized\n")
             assert await scrape(url, "not-a-token") == (401, "Unauthorized\n")
             assert await scrape(url, nosy) == (
@@ -97,7 +89,7 @@ async def test_metrics_are_served_over_https_to_allowed_service_accounts_only(
             async def ready() -> bool:
                 return (await get(f"http://127.0.0.1:{probes}/readyz"))[0] == 200
 
-            await until(ready)  # the probes: plain HTTP for the kubelet
+            await eventually(ready, timeout=30)  # the probes: plain HTTP for the kubelet
             process.send_signal(signal.SIGTERM)
             out, err = await asyncio.wait_for(process.communicate(), timeout=30)
         assert process.returncode == 0, err.decode()

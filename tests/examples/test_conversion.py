@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ import yaml
 
 from etctl.errors import ServerError
 from etctl.runtime import Client, Manager, Resource
-from etctl.testing import ApiServer
+from etctl.testing import ApiServer, eventually
 from tests.examples._load import load_example
 from tests.runtime._webhooks import free_port
 
@@ -61,12 +61,6 @@ async def client(tmp_path: Path) -> AsyncIterator[Client]:
                 await eventually(lambda: not manager.readyz.failing())  # the webhook serves
                 yield connected
                 manager.stop()
-
-
-async def eventually(condition: Callable[[], object], *, timeout: float = 10.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not condition():
-            await asyncio.sleep(0.01)
 
 
 async def test_a_shape_reads_at_either_version_and_keeps_what_v1_cannot_say(

@@ -24,7 +24,7 @@ import orjson
 from etctl._certificates import KeyPair, issue_serving_certificate, new_ca
 from etctl.runtime import AdmissionRequest, KubeObject, WebhookServer, WebhookServerOptions
 from etctl.runtime._clock import Clock, RealClock
-from tests.runtime._realtime import eventually
+from etctl.testing import eventually
 
 __all__ = [
     "Accepting",

@@ -19,9 +19,9 @@ import pytest
 
 from etctl._certificates import inspect, key_matches, signed_by, split_pem
 from etctl.runtime import CRDS, NAMESPACES, SECRETS, CertRotation, CertRotator, Client, FakeClock
-from etctl.testing import ApiServer, Fault
+from etctl.testing import ApiServer, Fault, eventually
 from tests._logs import captured_logs
-from tests.runtime._realtime import client_of, eventually
+from tests.runtime._realtime import client_of
 
 NAMESPACE = "etctl-system"
 DAY = 86400.0

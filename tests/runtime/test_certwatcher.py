@@ -9,8 +9,8 @@ from pathlib import Path
 
 from etctl.runtime import FakeClock
 from etctl.runtime._certwatcher import CertWatcher
+from etctl.testing import eventually
 from tests._logs import captured_logs
-from tests.runtime._realtime import eventually
 from tests.runtime._webhooks import make_certs
 
 

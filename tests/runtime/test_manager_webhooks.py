@@ -30,8 +30,8 @@ from etctl.runtime import (
     WebhookServerOptions,
     invalid,
 )
-from etctl.testing import ApiServer, Fault
-from tests.runtime._realtime import client_of, eventually, run_manager
+from etctl.testing import ApiServer, Fault, eventually
+from tests.runtime._realtime import client_of, run_manager
 from tests.runtime._webhooks import admission_review
 
 NAMESPACE = "etctl-system"

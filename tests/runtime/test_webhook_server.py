@@ -26,7 +26,7 @@ from etctl.runtime import (
     WebhookServer,
     WebhookServerOptions,
 )
-from tests.runtime._realtime import eventually
+from etctl.testing import eventually
 from tests.runtime._webhooks import (
     Accepting,
     CertFiles,
