@@ -58,6 +58,18 @@ class Effects:
     extras_created: Mapping[Resource, tuple[ObjectView, ...]] = field(default_factory=dict)
     restarted: bool = False
 
+    @property
+    def unchanged(self) -> bool:
+        """Whether the writes changed nothing the phases see."""
+        return not (
+            self.deleted
+            or self.created
+            or self.services_deleted
+            or self.services_created
+            or any(self.extras_created.values())
+            or self.restarted
+        )
+
 
 NO_EFFECTS = Effects()
 
@@ -91,11 +103,15 @@ class Observed(Generic[JobT]):
     podgroup: ObjectView | None = None
     specs: Mapping[str, ReplicaSpec] = field(init=False)
     _by_lower: Mapping[str, str] = field(init=False)
+    _states: dict[int, tuple[Plans | None, JobState[JobT]]] = field(
+        init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         specs = dict(self.job.replica_specs())
         object.__setattr__(self, "specs", specs)
         object.__setattr__(self, "_by_lower", {rtype.lower(): rtype for rtype in specs})
+        object.__setattr__(self, "_states", {})
 
     # -- identity
 
@@ -167,7 +183,19 @@ class Observed(Generic[JobT]):
             plans: the plan of every replica type, once planned (replica statuses then count
                 completions of planned slots only).
             effects: what the reconcile's writes did.
+
+        A state the writes did not change is built once per plan and then shared: a reconcile
+        that deletes and creates nothing shows its phases one state, not one per step.
         """
+        unchanged = effects.unchanged
+        if unchanged and (found := self._states.get(id(plans))) is not None and found[0] is plans:
+            return found[1]
+        built = self._build_state(plans, effects)
+        if unchanged:
+            self._states[id(plans)] = (plans, built)
+        return built
+
+    def _build_state(self, plans: Plans | None, effects: Effects) -> JobState[JobT]:
         pods = self.pods_after(effects)
         live = [pod for pod in pods if not objects.is_terminating(pod)]
         by_type = {
