@@ -29,14 +29,10 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from etctl.common._labels import BY_JOB, JOB_NAME, matches
-from etctl.common._ledger import release
-from etctl.errors import Conflict, NotFound
-from etctl.log import get_logger
-from etctl.runtime import CacheReader, Client, ObjectView, Resource, objects
+from etctl.common._ledger import WriteLedger
+from etctl.runtime import CacheReader, ObjectView, Resource, objects
 
 __all__ = ["CanAdopt", "claim"]
-
-log = get_logger(__name__)
 
 CanAdopt = Callable[[], Awaitable[bool]]
 """Answers (once per reconcile, with a fresh read) whether the job may adopt orphans now."""
@@ -44,7 +40,7 @@ CanAdopt = Callable[[], Awaitable[bool]]
 
 async def claim(
     reader: CacheReader,
-    client: Client,
+    ledger: WriteLedger,
     res: Resource,
     *,
     job: ObjectView,
@@ -56,7 +52,7 @@ async def claim(
 
     Args:
         reader: the cache.
-        client: writes adoption and release patches.
+        ledger: writes adoption and release patches (guarded, read back when an answer is lost).
         res: the child resource.
         job: the job (its uid and namespace).
         owner_ref: the job's controller owner reference, as adoption adds it.
@@ -72,7 +68,7 @@ async def claim(
         if matches(obj, selector) or objects.is_terminating(obj):
             kept.append(obj)
         else:
-            await release(client, res, obj, job_uid)
+            await ledger.release(res, obj, job_uid)
     candidates = reader.by_index(res, BY_JOB, f"{namespace}/{selector.get(JOB_NAME, '')}")
     prefix = f"{objects.name(job)}-"
     orphans = [
@@ -85,26 +81,7 @@ async def claim(
     ]
     if orphans and await can_adopt():
         for obj in orphans:
-            adopted = await _adopt(client, res, obj, owner_ref)
+            adopted = await ledger.adopt(res, obj, owner_ref)
             if adopted is not None:
                 kept.append(adopted)
     return kept
-
-
-async def _adopt(
-    client: Client, res: Resource, obj: ObjectView, owner_ref: Mapping[str, Any]
-) -> ObjectView | None:
-    refs = [dict(ref) for ref in objects.owner_references(obj)]
-    refs.append(dict(owner_ref))
-    patch = {
-        "metadata": {"ownerReferences": refs, "resourceVersion": objects.resource_version(obj)}
-    }
-    try:
-        adopted = await client.patch(
-            res, objects.name(obj), patch, namespace=objects.namespace(obj)
-        )
-    except (Conflict, NotFound):
-        log.info("orphan changed before adoption; judged again next time", name=objects.name(obj))
-        return None
-    log.info("adopted orphan", resource=str(res), name=objects.name(obj))
-    return adopted

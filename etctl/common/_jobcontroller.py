@@ -150,7 +150,6 @@ class JobController(Generic[JobT]):
         self.resource = plugin.resource.resource()
         self.kind = plugin.resource.kind
         self._check_plugin()
-        self._client = client
         self._cache = cache
         self._clock = clock
         self.ledger = WriteLedger(
@@ -343,7 +342,7 @@ class JobController(Generic[JobT]):
         async def claimed(res: Resource) -> tuple[ObjectView, ...]:
             found = await claim(
                 self._cache,
-                self._client,
+                self.ledger,
                 res,
                 job=raw,
                 owner_ref=owner_ref,

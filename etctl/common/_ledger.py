@@ -18,7 +18,8 @@ place that covers the rest, because every write goes through it:
   object from the API server until the cache holds that version (or a newer one);
 * **adopting an orphan**: a job may adopt only while it exists and is not being deleted, which
   another client may have changed unseen by the cache; :meth:`fresh` is the one read that asks the
-  API server, and claiming uses it once per reconcile before any adoption.
+  API server, and claiming uses it once per reconcile before any adoption. Adoption and release
+  (:meth:`adopt`, :meth:`release`) are guarded patches like any other.
 
 Writes of a job's children also record the job's Events, kubeflow's vocabulary:
 ``SuccessfulCreatePod: Created pod: tf-worker-0`` (and ``Delete``, ``Update``),
@@ -60,7 +61,7 @@ from etctl.runtime import (
     objects,
 )
 
-__all__ = ["Recorder", "WriteLedger", "guarded", "release"]
+__all__ = ["Recorder", "WriteLedger", "guarded"]
 
 log = get_logger(__name__)
 
@@ -234,23 +235,70 @@ class WriteLedger:
 
     # -- a job's children
 
-    async def create(self, job: ObjectView, res: Resource, obj: KubeObject) -> KubeObject | None:
+    async def adopt(
+        self, res: Resource, obj: ObjectView, owner_ref: Mapping[str, Any]
+    ) -> KubeObject | None:
+        """Add the controller reference ``owner_ref`` to the orphan ``obj``, over its version only.
+
+        Returns the adopted object, or None when ``obj`` changed or went meanwhile (the next
+        reconcile judges it again).
+        """
+        refs = [*(dict(ref) for ref in objects.owner_references(obj)), dict(owner_ref)]
+        try:
+            adopted = await self.patch(res, obj, {"metadata": {"ownerReferences": refs}})
+        except (Conflict, NotFound):
+            log.info(
+                "orphan changed before adoption; judged again next time", name=objects.name(obj)
+            )
+            return None
+        log.info("adopted orphan", resource=str(res), name=objects.name(obj))
+        return adopted
+
+    async def release(self, res: Resource, obj: ObjectView, owner_uid: str) -> bool:
+        """Remove ``owner_uid``'s owner reference from ``obj``; False if ``obj`` changed or went.
+
+        The patch applies only to the version of ``obj`` that was judged; a conflict or a vanished
+        object is skipped (the next reconcile judges again).
+        """
+        refs = [dict(ref) for ref in objects.owner_references(obj) if ref.get("uid") != owner_uid]
+        try:
+            await self.patch(res, obj, {"metadata": {"ownerReferences": refs}})
+        except (Conflict, NotFound):
+            log.info(
+                "owned object changed before release; judged again next time",
+                name=objects.name(obj),
+            )
+            return False
+        log.info(
+            "released object whose labels no longer match",
+            resource=str(res),
+            name=objects.name(obj),
+        )
+        return True
+
+    async def create(
+        self, job: ObjectView, res: Resource, obj: KubeObject, *, record: bool = True
+    ) -> KubeObject | None:
         """Create ``obj``, a child of ``job``; the stored object, or None when its name is taken.
+
+        ``record=False`` makes no Events (a scaler the scaling machinery creates says so in its
+        own words); the write is followed all the same.
 
         Raises:
             Conflict: the name was taken by an object that then went or changed (retry).
             EtctlError: the create failed (recorded as a ``FailedCreate<Kind>`` event).
         """
         name = objects.name(obj)
+        said = job if record else None
         try:
             created = await self.client.create(res, obj, namespace=objects.namespace(obj) or None)
         except AlreadyExists:
-            await self._taken(job, res, obj)
+            await self._taken(job, res, obj, record=record)
             return None
         except EtctlError as exc:
-            self._event(job, "Warning", f"FailedCreate{res.kind}", f"Error creating: {exc}")
+            self._event(said, "Warning", f"FailedCreate{res.kind}", f"Error creating: {exc}")
             raise
-        self._event(job, "Normal", f"SuccessfulCreate{res.kind}", f"Created {_noun(res)}: {name}")
+        self._event(said, "Normal", f"SuccessfulCreate{res.kind}", f"Created {_noun(res)}: {name}")
         self._follow(job, res, created, delete=False)
         return created
 
@@ -335,7 +383,9 @@ class WriteLedger:
             return found is None or objects.is_terminating(found) or objects.uid(found) != entry.uid
         return found is not None and (not entry.uid or objects.uid(found) == entry.uid)
 
-    async def _taken(self, job: ObjectView, res: Resource, obj: KubeObject) -> None:
+    async def _taken(
+        self, job: ObjectView, res: Resource, obj: KubeObject, *, record: bool = True
+    ) -> None:
         """Judge the object that took ``obj``'s name from a fresh read (see the module docs).
 
         Raises:
@@ -355,42 +405,20 @@ class WriteLedger:
             selector = {k: wanted[k] for k in (OPERATOR_NAME, JOB_NAME) if k in wanted}
             if matches(live, selector):
                 return  # our own create, seen late: its event is on the way
-            if not await release(self.client, res, live, job_uid):
+            if not await self.release(res, live, job_uid):
                 msg = f"{_noun(res)} {name} changed while {owner} released it; tries again"
                 raise Conflict(msg)
-        self._name_taken_event(job, res, name, owner)
+        if record:
+            self._name_taken_event(job, res, name, owner)
 
     def _name_taken_event(self, job: ObjectView, res: Resource, name: str, owner: str) -> None:
         event = self.taken_event(res, name, owner)
         self._event(job, event.type, event.reason, event.message)
 
-    def _event(self, job: ObjectView, kind: EventType, reason: str, message: str) -> None:
-        if self.recorder is not None:
+    def _event(self, job: ObjectView | None, kind: EventType, reason: str, message: str) -> None:
+        if self.recorder is not None and job is not None:
             self.recorder.event(job, kind, reason, message)
 
 
 def _noun(res: Resource) -> str:
     return res.kind.lower()
-
-
-async def release(client: Client, res: Resource, obj: ObjectView, owner_uid: str) -> bool:
-    """Remove the owner reference of ``owner_uid`` from ``obj``; False if ``obj`` changed or went.
-
-    The merge patch carries ``obj``'s ``resourceVersion``, so it applies only to the version that
-    was judged; a conflict or a vanished object is skipped (the next reconcile judges again).
-    """
-    refs = [dict(ref) for ref in objects.owner_references(obj) if ref.get("uid") != owner_uid]
-    patch = {
-        "metadata": {"ownerReferences": refs, "resourceVersion": objects.resource_version(obj)}
-    }
-    try:
-        await client.patch(res, objects.name(obj), patch, namespace=objects.namespace(obj))
-    except (Conflict, NotFound):
-        log.info(
-            "owned object changed before release; judged again next time", name=objects.name(obj)
-        )
-        return False
-    log.info(
-        "released object whose labels no longer match", resource=str(res), name=objects.name(obj)
-    )
-    return True

@@ -138,3 +138,28 @@ async def test_a_write_the_cache_shows_at_once_holds_nothing(tmp_path: Path) -> 
             assert ledger.pending("ju") is None  # the cache read its own write
             assert await ledger.delete(job, CONFIGMAPS, created)
             assert ledger.pending("ju") is None
+
+
+@pytest.mark.etctl_hooks("fault injection: an adoption's answer lost")
+async def test_an_adoption_whose_answer_was_lost_is_read_back_and_holds(tmp_path: Path) -> None:
+    async with cluster(tmp_path, raw=True) as env:
+        ledger = WriteLedger(env.client, FrozenCache(), clock=env.clock)
+        orphan = env.configmap("j-orphan", a="1")
+        ref = {
+            "apiVersion": "v1",
+            "kind": "Job",
+            "name": "j",
+            "uid": "ju",
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+        env.server.inject(Fault(verb="patch", resource="configmaps", drop_answer=True))
+        adopted = await ledger.adopt(CONFIGMAPS, orphan, ref)
+        assert adopted is not None  # the patch went through: read back, not an error
+        stored = env.target.storage.get(CONFIGMAPS, "j-orphan", namespace=env.ns)
+        assert objects.controller_ref(stored) == "ju"
+        # A release decided on the version before the adoption applies to nothing.
+        assert not await ledger.release(CONFIGMAPS, orphan, "ju")
+        assert await ledger.release(CONFIGMAPS, adopted, "ju")
+        stored = env.target.storage.get(CONFIGMAPS, "j-orphan", namespace=env.ns)
+        assert objects.controller_ref(stored) is None

@@ -130,7 +130,6 @@ class ScalingController:
         self._desired = DesiredCount(
             kind=self.kind,
             jobs=self.jobs,
-            client=client,
             cache=cache,
             writer=self._writer,
             recorder=recorder,

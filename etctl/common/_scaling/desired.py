@@ -20,8 +20,7 @@ from etctl.common._scaling import membership
 from etctl.common._scaling.api import SCALEINS, SCALEOUTS, ScalerSelector
 from etctl.common._scaling.observe import Observation
 from etctl.common._scaling.selection import clamp
-from etctl.errors import AlreadyExists
-from etctl.runtime import CacheReader, Client, KubeObject, Resource, objects
+from etctl.runtime import CacheReader, KubeObject, Resource, objects
 
 __all__ = ["DesiredCount"]
 
@@ -32,9 +31,8 @@ class DesiredCount:
     Args:
         kind: the job kind.
         jobs: the job resource.
-        client: the API client (creates scalers).
         cache: the informer cache (scalers made for a generation already).
-        writer: reads and guarded writes.
+        writer: reads and writes (the scalers it creates are followed until the cache shows them).
         recorder: where Events go.
     """
 
@@ -43,14 +41,12 @@ class DesiredCount:
         *,
         kind: str,
         jobs: Resource,
-        client: Client,
         cache: CacheReader,
         writer: WriteLedger,
         recorder: Recorder,
     ) -> None:
         self.kind = kind
         self.jobs = jobs
-        self._client = client
         self._cache = cache
         self._writer = writer
         self._recorder = recorder
@@ -79,16 +75,16 @@ class DesiredCount:
             return
         if desired == size:
             return
+        if self._writer.pending(objects.uid(seen.raw)) is not None:
+            return  # a scaler created for the job is not in the cache yet: its event comes
         name = _replicas_scaler_name(seen, self.jobs)
         for res in (SCALEOUTS, SCALEINS):
             if self._cache.get(res, name, namespace=seen.namespace) is not None:
                 return  # made for this generation already (a failed one is not retried)
         scaler = _replicas_scaler(seen, name, desired - size, self.jobs)
         res = SCALEOUTS if desired > size else SCALEINS
-        try:
-            await self._client.create(res, scaler, namespace=seen.namespace)
-        except AlreadyExists:
-            return
+        if await self._writer.create(seen.raw, res, scaler, record=False) is None:
+            return  # the name is taken: made already, or not ours to touch
         message = (
             f"replicas of {self.kind} {seen.name} changed from {size} to {desired}: "
             f"created {res.kind} {name}"
