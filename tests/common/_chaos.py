@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from etctl.runtime import FakeClock, KubeObject, Manager, objects
 from etctl.runtime import _metrics as metrics
-from etctl.testing import ApiServer, Fault, wait_idle
+from etctl.testing import ApiServer, Fault, eventually, wait_idle
 from etctl.testing._apiserver.store import Event
 
 __all__ = ["Chaos", "Ledger", "Target", "crashes"]
@@ -117,7 +117,7 @@ class Chaos:
         before = len(self.server.requests)
         self.server.pause()
         try:
-            await _until(lambda: len(self.server.requests) > before, what="a request held")
+            await eventually(lambda: len(self.server.requests) > before, what="a request held")
             await self.clock.advance(seconds)
         finally:
             self.server.resume()
@@ -236,13 +236,3 @@ def crashes(controllers: Sequence[str]) -> float:
         )
         total += value or 0.0
     return total
-
-
-async def _until(condition: Callable[[], bool], *, what: str, timeout: float = 10.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        if loop.time() > deadline:
-            msg = f"{what}: not reached in time"
-            raise AssertionError(msg)
-        await asyncio.sleep(0.002)
