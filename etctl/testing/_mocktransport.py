@@ -52,7 +52,7 @@ class MockTransport:
         self.closed = False
 
     async def handle(self, request: HttpRequest) -> HttpResponse:
-        """Record ``request`` and return the test's answer (nothing, when ``before_send`` raises)."""
+        """Record ``request`` and return the test's answer (none when ``before_send`` raises)."""
         if request.before_send is not None:
             request.before_send()
         self.requests.append(request)

@@ -13,9 +13,10 @@ from etctl.errors import Fenced
 from etctl.runtime import CONFIGMAPS, EVENTS, Client, FakeClock
 from etctl.runtime._fence import check_fence, current_fence, fenced_context, under_fence
 from etctl.runtime._recorder import ClientEventSink, EventRecorder
-from etctl.testing import ApiServer
+from etctl.runtime._transport import Transport
+from etctl.testing import ApiServer, eventually
 from tests.runtime._fakes import unique_name
-from tests.runtime._realtime import client_of, eventually
+from tests.runtime._realtime import client_of
 
 
 class Switch:
@@ -134,7 +135,9 @@ async def test_a_write_whose_fence_lapses_while_it_waits_for_a_connection_is_not
     name = unique_name("cm")
     async with client_of(server, tmp_path, pool_size=1) as client:
         await client.create(CONFIGMAPS, configmap(name), namespace="default")
-        slots = client._caller.transport._api._slots
+        transport = client._caller.transport
+        assert isinstance(transport, Transport)  # the client's own, pooled transport
+        slots = transport._api._slots
         assert slots is not None
         refused: list[Fenced] = []
 
