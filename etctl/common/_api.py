@@ -73,6 +73,7 @@ __all__ = [
     "first_container_name",
     "format_timestamp",
     "pod_containers",
+    "spelled_as",
     "to_timestamp",
 ]
 
@@ -154,29 +155,37 @@ def first_container_name(obj: Mapping[str, Any]) -> str:
     return str(containers[0].get("name") or "") if containers else ""
 
 
+def spelled_as(value: Mapping[Any, Any], valid: Iterable[str]) -> dict[Any, Any]:
+    """``value`` with its keys that match ``valid`` case-insensitively spelled as there.
+
+    Unknown keys are kept as they are. Two keys that name the same one (``Worker`` and
+    ``worker``) raise a ``duplicate_key`` validation error.
+    """
+    by_folded = {key.casefold(): str(key) for key in valid}
+    out: dict[Any, Any] = {}
+    for key, item in value.items():
+        name = by_folded.get(key.casefold(), key) if isinstance(key, str) else key
+        if name in out:
+            raise PydanticCustomError(
+                "duplicate_key",
+                "'{key}' and another key both name '{name}'",
+                {"key": key, "name": name},
+            )
+        out[name] = item
+    return out
+
+
 def canonical_keys(valid: Iterable[str]) -> BeforeValidator:
     """A validator that renames map keys matching ``valid`` case-insensitively to their spelling.
 
     kubeflow accepts ``worker`` for ``Worker`` (its defaulting camel-cases replica types); this
     keeps that behaviour. Unknown keys are kept as they are for validation to report. Two keys
-    that name the same type (``Worker`` and ``worker``) are an error.
+    that name the same type (``Worker`` and ``worker``) are an error (:func:`spelled_as`).
     """
-    by_folded = {key.casefold(): str(key) for key in valid}
+    keys = tuple(valid)
 
     def rename(value: Any) -> Any:
-        if not isinstance(value, Mapping):
-            return value
-        out: dict[Any, Any] = {}
-        for key, item in value.items():
-            name = by_folded.get(key.casefold(), key) if isinstance(key, str) else key
-            if name in out:
-                raise PydanticCustomError(
-                    "duplicate_key",
-                    "'{key}' and another key both name '{name}'",
-                    {"key": key, "name": name},
-                )
-            out[name] = item
-        return out
+        return spelled_as(value, keys) if isinstance(value, Mapping) else value
 
     return BeforeValidator(rename)
 

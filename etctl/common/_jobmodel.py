@@ -23,9 +23,8 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field, model_validator
-from pydantic_core import PydanticCustomError
 
-from etctl.common._api import JobStatus, ReplicaSpec, RunPolicy
+from etctl.common._api import JobStatus, ReplicaSpec, RunPolicy, spelled_as
 from etctl.common._crd import CRDVersion, CustomResource, PrinterColumn
 from etctl.common._meta import KubeObjectModel, ValueModel
 from etctl.common._validation import validate_name, validate_replica_spec, validate_run_policy
@@ -77,18 +76,7 @@ class JobModel(KubeObjectModel):
         specs = spec.get(key)
         if not isinstance(specs, dict):
             return data
-        by_folded = {rtype.casefold(): rtype for rtype in cls.replica_types}
-        renamed: dict[Any, Any] = {}
-        for name, value in specs.items():
-            spelled = by_folded.get(name.casefold(), name) if isinstance(name, str) else name
-            if spelled in renamed:
-                raise PydanticCustomError(
-                    "duplicate_key",
-                    "'{key}' and another key both name '{name}'",
-                    {"key": name, "name": spelled},
-                )
-            renamed[spelled] = value
-        return {**data, "spec": {**spec, key: renamed}}
+        return {**data, "spec": {**spec, key: spelled_as(specs, cls.replica_types)}}
 
     def replica_specs(self) -> dict[str, ReplicaSpec]:
         """The declared replica types the job has, in creation order."""
