@@ -1,0 +1,53 @@
+"""PyTorchJob (``kubeflow.org/v1``): distributed and elastic PyTorch, training-operator compatible.
+
+:mod:`etctl.jobs.pytorchjob._api` holds the API models and the CRD, :mod:`._defaults`
+training-operator's defaults, :mod:`._validation` its rules and torchrun's, :mod:`._env` the
+environment torchrun reads, :mod:`._rendezvous` the rendezvous endpoint and its Service,
+:mod:`._hpa` the HorizontalPodAutoscaler of ``elasticPolicy.metrics``, :mod:`._pods` what each pod
+gets. ``docs/jobs/pytorchjob.md`` is the user's guide.
+"""
+
+from etctl.jobs.pytorchjob._api import (
+    API_VERSION,
+    CUSTOM_RESOURCES,
+    GROUP,
+    KIND,
+    PYTORCHJOB,
+    PYTORCHJOBS,
+    TRAINING_OPERATOR,
+    VERSION,
+    ElasticPolicy,
+    PyTorchJob,
+    PyTorchJobSpec,
+    PyTorchJobStatus,
+    PyTorchReplicaType,
+    RDZVBackend,
+    RDZVConf,
+)
+from etctl.jobs.pytorchjob._defaults import with_defaults
+from etctl.jobs.pytorchjob._hpa import desired_hpa
+from etctl.jobs.pytorchjob._metrics import MetricSpec
+from etctl.jobs.pytorchjob._validation import validate_pytorchjob, validate_update
+
+__all__ = [
+    "API_VERSION",
+    "CUSTOM_RESOURCES",
+    "GROUP",
+    "KIND",
+    "PYTORCHJOB",
+    "PYTORCHJOBS",
+    "TRAINING_OPERATOR",
+    "VERSION",
+    "ElasticPolicy",
+    "MetricSpec",
+    "PyTorchJob",
+    "PyTorchJobSpec",
+    "PyTorchJobStatus",
+    "PyTorchReplicaType",
+    "RDZVBackend",
+    "RDZVConf",
+    "desired_hpa",
+    "validate_pytorchjob",
+    "validate_update",
+    "with_defaults",
+]
