@@ -3,10 +3,9 @@
 The models are Kubernetes' own types (``k8s.io/api/autoscaling/v2``), field for field, so the CRD
 describes ``metrics`` as training-operator's does and a manifest written for it parses unchanged;
 the HorizontalPodAutoscaler built from them (:mod:`etctl.jobs.pytorchjob._hpa`) carries them as
-written. Two things are tighter than the Go types: ``type`` (of a metric and of a target) is one
-of the values the HPA controller knows, and each metric sets the source its ``type`` names, so a
-metric the API server would refuse on the HPA is refused on the job instead, where the user can
-see it (:func:`metric_problems`).
+written. ``type`` (of a metric and of a target) is one of the values Kubernetes accepts, in the
+schema; what else the API server would refuse on the HPA is refused on the job instead, where
+its user can see it (:func:`metric_problems`).
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from enum import StrEnum
 from pydantic import ConfigDict, Field
 from pydantic.config import JsonDict
 
-from etctl.common import Int32, Quantity, ValueModel
+from etctl.common import Int32, Quantity, QuantityError, ValueModel, parse_quantity
 
 __all__ = [
     "ContainerResourceMetricSource",
@@ -191,53 +190,97 @@ class MetricSpec(ValueModel):
         return {kind: source for kind, source in found.items() if source is not None}
 
 
-def _target(source: ValueModel | None) -> MetricTarget | None:
+def _positive(value: Quantity | None) -> bool:
+    if value is None:
+        return True
+    try:
+        amount, _ = parse_quantity(value)
+    except QuantityError:
+        return False
+    return amount > 0
+
+
+def _target_problems(target: MetricTarget, where: str) -> list[str]:
+    problems = [
+        f"{where}.{name}: must be positive"
+        for name, value in (("value", target.value), ("averageValue", target.average_value))
+        if not _positive(value)
+    ]
+    if target.average_utilization is not None and target.average_utilization < 1:
+        problems.append(f"{where}.averageUtilization: must be greater than 0")
+    return problems
+
+
+def _name_problems(name: str, where: str) -> list[str]:
+    if not name:
+        return [f"{where}: must specify a metric name"]
+    if name in (".", "..") or "/" in name or "%" in name:
+        return [f"{where}: {name!r} may not be '.' or '..' nor contain '/' or '%'"]
+    return []
+
+
+def _source_problems(kind: MetricSourceType, source: ValueModel, where: str) -> list[str]:
+    """What Kubernetes' HPA validation says of one source (``validate<Kind>Source``)."""
     target = getattr(source, "target", None)
-    return target if isinstance(target, MetricTarget) else None
+    if not isinstance(target, MetricTarget):
+        return []
+    problems = _target_problems(target, f"{where}.target")
+    metric = getattr(source, "metric", None)
+    if isinstance(metric, MetricIdentifier):
+        problems.extend(_name_problems(metric.name, f"{where}.metric.name"))
+    value, average, utilization = target.value, target.average_value, target.average_utilization
+    if kind in (MetricSourceType.RESOURCE, MetricSourceType.CONTAINER_RESOURCE):
+        if utilization is None and average is None:
+            problems.append(
+                f"{where}.target.averageUtilization: must set either a target raw value or a "
+                "target utilization"
+            )
+        if utilization is not None and average is not None:
+            problems.append(
+                f"{where}.target.averageValue: may not set both a target raw value and a target "
+                "utilization"
+            )
+    elif kind is MetricSourceType.PODS and average is None:
+        problems.append(f"{where}.target.averageValue: must specify a positive target averageValue")
+    elif kind in (MetricSourceType.OBJECT, MetricSourceType.EXTERNAL):
+        if value is None and average is None:
+            problems.append(
+                f"{where}.target.averageValue: must set either a target value or averageValue"
+            )
+        if kind is MetricSourceType.EXTERNAL and value is not None and average is not None:
+            problems.append(
+                f"{where}.target.value: may not set both a target value for metric and a per-pod "
+                "target"
+            )
+    return problems
 
 
 def metric_problems(metrics: Sequence[MetricSpec], *, path: str) -> list[str]:
     """What the API server would refuse in these metrics once they are an HPA's.
 
-    Each metric sets exactly the source its type names; a Utilization target gives
-    ``averageUtilization`` (and only Resource and ContainerResource metrics may use one), a Value
-    target ``value``, an AverageValue target ``averageValue`` (Kubernetes' HPA validation).
+    Kubernetes' HPA validation (``validateMetricSpec`` and the source checks), so the job is
+    refused, where its user looks, rather than its HPA, where nobody does: each metric sets
+    exactly the source its type names; a Resource or ContainerResource target gives
+    ``averageUtilization`` or ``averageValue`` (not both), a Pods target ``averageValue``, an
+    Object or External target ``value`` or ``averageValue`` (an External one not both); values
+    are positive, utilizations at least 1, metric names path segments.
     """
     problems = []
     for index, metric in enumerate(metrics):
         where = f"{path}[{index}]"
         sources = metric.sources()
         field = metric.type.value[0].lower() + metric.type.value[1:]
-        if metric.type not in sources:
-            problems.append(f"{where}.{field}: missing; a {metric.type} metric sets it")
-        others = sorted(str(kind) for kind in sources if kind is not metric.type)
-        if others:
+        source = sources.get(metric.type)
+        if source is None:
             problems.append(
-                f"{where}: sets the source of {', '.join(others)} besides {metric.type}; "
-                "a metric has exactly the source its type names"
+                f"{where}.{field}: must populate information for the given metric source"
             )
-        target = _target(sources.get(metric.type))
-        if target is not None:
-            problems.extend(_target_problems(metric.type, target, f"{where}.{field}.target"))
-    return problems
-
-
-def _target_problems(kind: MetricSourceType, target: MetricTarget, where: str) -> list[str]:
-    needs = {
-        MetricTargetType.UTILIZATION: ("averageUtilization", target.average_utilization),
-        MetricTargetType.VALUE: ("value", target.value),
-        MetricTargetType.AVERAGE_VALUE: ("averageValue", target.average_value),
-    }
-    name, value = needs[target.type]
-    problems = []
-    if value is None:
-        problems.append(f"{where}.{name}: missing; a {target.type} target gives it")
-    resources = (MetricSourceType.RESOURCE, MetricSourceType.CONTAINER_RESOURCE)
-    if target.type is MetricTargetType.UTILIZATION and kind not in resources:
-        problems.append(
-            f"{where}.type: Utilization is for Resource and ContainerResource metrics only; "
-            "use Value or AverageValue"
+        else:
+            problems.extend(_source_problems(metric.type, source, f"{where}.{field}"))
+        problems.extend(
+            f"{where}.{kind.value[0].lower() + kind.value[1:]}: must populate the given metric "
+            f"source only ({metric.type})"
+            for kind in sources
+            if kind is not metric.type
         )
-    if target.average_utilization is not None and target.average_utilization < 1:
-        problems.append(f"{where}.averageUtilization: must be at least 1 (a percentage)")
     return problems

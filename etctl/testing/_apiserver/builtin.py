@@ -9,6 +9,7 @@ carries the strategy of its kind; :func:`builtin_resources` builds fresh strateg
 from __future__ import annotations
 
 from etctl.testing._apiserver.apps import WorkloadStrategy
+from etctl.testing._apiserver.autoscaling import HorizontalPodAutoscalerStrategy
 from etctl.testing._apiserver.corekinds import (
     ConfigMapStrategy,
     EventStrategy,
@@ -256,6 +257,17 @@ def builtin_resources(
                 has_generation=True,
             )
             for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+        ),
+        ResourceInfo(
+            group="autoscaling",
+            plural="horizontalpodautoscalers",
+            singular="horizontalpodautoscaler",
+            kind="HorizontalPodAutoscaler",
+            namespaced=True,
+            versions=(VersionInfo("v2", status=True),),
+            strategy=HorizontalPodAutoscalerStrategy(),
+            short_names=("hpa",),
+            categories=("all",),
         ),
         *(
             ResourceInfo(

@@ -366,6 +366,57 @@ def _replicaset(obj: ObjectView, now: datetime) -> list[Any]:
     ]
 
 
+def _hpa_target(metric: Mapping[str, Any]) -> str:
+    """One metric of the Targets column (``formatHPAMetrics``; no current values are known)."""
+    kind = metric.get("type")
+    key = {
+        "Object": "object",
+        "Pods": "pods",
+        "Resource": "resource",
+        "External": "external",
+        "ContainerResource": "containerResource",
+    }.get(str(kind))
+    if key is None:
+        return "<unknown type>"
+    source = _m(metric.get(key))
+    target = _m(source.get("target"))
+    average, value = target.get("averageValue"), target.get("value")
+    if key in ("object", "external"):
+        return f"<unknown>/{average} (avg)" if average is not None else f"<unknown>/{value}"
+    if key == "pods":
+        return f"<unknown>/{average}"
+    name = source.get("name")
+    if average is not None:
+        return f"{name}: <unknown>/{average}"
+    utilization = target.get("averageUtilization")
+    shown = f"{utilization}%" if utilization is not None else "<auto>"
+    return f"{name}: <unknown>/{shown}"
+
+
+def _hpa_targets(metrics: list[Any]) -> str:
+    if not metrics:
+        return "<none>"
+    shown = [_hpa_target(_m(metric)) for metric in metrics]
+    if len(shown) > 2:
+        return f"{', '.join(shown[:2])} + {len(shown) - 2} more..."
+    return ", ".join(shown)
+
+
+def _hpa(obj: ObjectView, now: datetime) -> list[Any]:
+    spec, status = _m(obj.get("spec")), _m(obj.get("status"))
+    ref = _m(spec.get("scaleTargetRef"))
+    low = spec.get("minReplicas")
+    return [
+        _name(obj),
+        f"{ref.get('kind')}/{ref.get('name')}",
+        _hpa_targets(_l(spec.get("metrics"))),
+        "<unset>" if low is None else str(low),
+        _count(spec.get("maxReplicas")),
+        _count(status.get("currentReplicas")),
+        _age(obj, now),
+    ]
+
+
 def _created_at(obj: ObjectView, now: datetime) -> list[Any]:
     return [_name(obj), _m(obj.get("metadata")).get("creationTimestamp")]
 
@@ -470,6 +521,18 @@ PRINTERS[("apps", "replicasets")] = (
         *_WORKLOAD_WIDE,
     ),
     _replicaset,
+)
+PRINTERS[("autoscaling", "horizontalpodautoscalers")] = (
+    (
+        _NAME,
+        ("Reference", "string", "", 0),
+        ("Targets", "string", "", 0),
+        ("MinPods", "string", "", 0),
+        ("MaxPods", "integer", "", 0),
+        ("Replicas", "integer", "", 0),
+        _AGE,
+    ),
+    _hpa,
 )
 _BINDING_COLUMNS: tuple[Column, ...] = (
     _NAME, ("Role", "string", "", 0), _AGE, ("Users", "string", "", 1), ("Groups", "string", "", 1),

@@ -74,6 +74,13 @@ KINDS: tuple[tuple[str, str, str, str, str], ...] = (
     ("apps", "v1", "Deployment", "V1Deployment", "io.k8s.api.apps.v1"),
     ("apps", "v1", "ReplicaSet", "V1ReplicaSet", "io.k8s.api.apps.v1"),
     (
+        "autoscaling",
+        "v2",
+        "HorizontalPodAutoscaler",
+        "V2HorizontalPodAutoscaler",
+        "io.k8s.api.autoscaling.v2",
+    ),
+    (
         "admissionregistration.k8s.io",
         "v1",
         "MutatingWebhookConfiguration",
@@ -127,8 +134,11 @@ KIND_DESCRIPTIONS = {
     "Deployment": "Deployment enables declarative updates for Pods and ReplicaSets.",
     "ReplicaSet": "ReplicaSet ensures that a specified number of pod replicas are running at any "
     "given time.",
+    "HorizontalPodAutoscaler": "HorizontalPodAutoscaler is the configuration for a horizontal pod "
+    "autoscaler, which automatically manages the replica count of any resource implementing the "
+    "scale subresource based on the metrics specified.",
 }
-_PREFIX = re.compile(r"^(?:Core|Events|Rbac|Storage|Discovery|Authentication)?V1")
+_PREFIX = re.compile(r"^(?:Core|Events|Rbac|Storage|Discovery|Authentication)?V[12]")
 _NOQA = re.compile(r"\s*# noqa: E501\s*$")
 
 

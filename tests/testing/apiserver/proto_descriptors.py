@@ -34,6 +34,7 @@ VERSION = "v0.32.4"
 PACKAGES: tuple[tuple[str, str], ...] = (
     ("api", "core/v1"),
     ("api", "apps/v1"),
+    ("api", "autoscaling/v2"),
     ("api", "rbac/v1"),
     ("api", "coordination/v1"),
     ("api", "events/v1"),
@@ -56,6 +57,7 @@ KINDS: dict[str, str] = {
     "v1/ServiceAccount": "core.v1.ServiceAccount",
     "apps/v1/Deployment": "apps.v1.Deployment",
     "apps/v1/ReplicaSet": "apps.v1.ReplicaSet",
+    "autoscaling/v2/HorizontalPodAutoscaler": "autoscaling.v2.HorizontalPodAutoscaler",
     "coordination.k8s.io/v1/Lease": "coordination.v1.Lease",
     "events.k8s.io/v1/Event": "events.v1.Event",
     "rbac.authorization.k8s.io/v1/ClusterRole": "rbac.v1.ClusterRole",

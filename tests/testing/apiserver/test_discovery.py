@@ -44,6 +44,7 @@ async def test_apis_lists_groups_with_preferred_versions(api: Api) -> None:
         "admissionregistration.k8s.io",
         "apiextensions.k8s.io",
         "apps",
+        "autoscaling",
         "coordination.k8s.io",
         "events.k8s.io",
         "rbac.authorization.k8s.io",

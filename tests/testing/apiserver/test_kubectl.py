@@ -189,3 +189,37 @@ async def test_explain_shows_a_crds_schema_and_a_built_in_kinds(
     assert "Limits describes the maximum amount of compute resources allowed." in out
     _, out = await kubectl("explain", "pods.spec.restartPolicy")
     assert "FIELD: restartPolicy <string>" in out
+
+
+async def test_an_hpa_applies_and_lists_as_on_a_cluster(
+    kubectl: Kubectl, server: ApiServer
+) -> None:
+    # autoscaling/v2 only: kubectl autoscale posts autoscaling/v1, which this server does not serve.
+    server.load_crds(WIDGET_CRD)
+    hpa = {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "w1", "namespace": "default"},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "example.com/v1", "kind": "Widget", "name": "w1"},
+            "minReplicas": 2,
+            "maxReplicas": 5,
+        },
+    }
+    _, out = await kubectl("apply", "-f", kubectl.manifest("hpa.yaml", hpa))
+    assert "horizontalpodautoscaler.autoscaling/w1 created" in out
+    stored = server.store.get(("autoscaling", "horizontalpodautoscalers"), "default/w1")
+    assert stored is not None
+    assert stored["spec"]["metrics"][0]["resource"]["name"] == "cpu"
+    _, out = await kubectl("get", "hpa")
+    header, row = out.splitlines()[:2]
+    assert header.split() == [
+        "NAME",
+        "REFERENCE",
+        "TARGETS",
+        "MINPODS",
+        "MAXPODS",
+        "REPLICAS",
+        "AGE",
+    ]
+    assert row.split()[:7] == ["w1", "Widget/w1", "cpu:", "<unknown>/80%", "2", "5", "0"]

@@ -279,3 +279,26 @@ def test_the_committed_descriptors_are_what_the_generator_makes() -> None:
         "regenerate with: python -m tests.testing.apiserver.proto_descriptors API_DIR "
         "APIMACHINERY_DIR"
     )
+
+
+def test_an_autoscaling_v2_hpa_decodes_from_protobuf() -> None:
+    target = m(f(1, "Utilization"), f(4, 70))
+    metric = m(f(1, "Resource"), f(4, m(f(1, "cpu"), f(2, target))))
+    ref = m(f(1, "PyTorchJob"), f(2, "job"), f(3, "kubeflow.org/v1"))
+    spec = m(f(1, ref), f(2, 1), f(3, 4), f(4, metric))
+    body = envelope("autoscaling/v2", "HorizontalPodAutoscaler", m(meta("job"), f(2, spec)))
+    decoded = protobody.decode(body)
+    assert decoded["spec"] == {
+        "scaleTargetRef": {"kind": "PyTorchJob", "name": "job", "apiVersion": "kubeflow.org/v1"},
+        "minReplicas": 1,
+        "maxReplicas": 4,
+        "metrics": [
+            {
+                "type": "Resource",
+                "resource": {
+                    "name": "cpu",
+                    "target": {"type": "Utilization", "averageUtilization": 70},
+                },
+            }
+        ],
+    }
