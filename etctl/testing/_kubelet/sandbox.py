@@ -26,6 +26,7 @@ from typing import Any
 from etctl.runtime import ObjectView, objects
 from etctl.testing._apiserver.strategy import mapping
 from etctl.testing._kubelet.shell.fs import join
+from etctl.testing._kubelet.shell.network import NAMESERVER
 from etctl.testing._kubelet.vfs import ContainerFS, FileMeta, Mount
 from etctl.testing._kubelet.volumes import Lookup, MountError, VolumeFiles, materialise, sources
 
@@ -166,7 +167,7 @@ class PodSandbox:
         )
         (root / "etc" / "resolv.conf").write_text(
             f"search {self.namespace}.svc.cluster.local svc.cluster.local cluster.local\n"
-            "nameserver 10.96.0.10\noptions ndots:5\n"
+            f"nameserver {NAMESERVER}\noptions ndots:5\n"
         )
 
     def cleanup(self) -> None:

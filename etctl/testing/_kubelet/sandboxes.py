@@ -9,10 +9,11 @@ seconds of the clock (at once, within the write that changed it, when the delay 
 pod's label or annotation change reaches its downward-API volumes at once.
 
 Shells run as the container would see things: its filesystem (:mod:`~etctl.testing._kubelet.vfs`),
-its environment (:mod:`~etctl.testing._kubelet.containerenv`), its ``workingDir`` and the pod's
-hostname. Only shell commands (``sh``/``bash``/``ash``/``dash``) of init containers are run
-when the container starts; main containers are never executed (their behaviour comes from
-annotations and policies), but ``exec`` runs commands in them.
+its environment (:mod:`~etctl.testing._kubelet.containerenv`), its ``workingDir``, the pod's
+hostname and the cluster's DNS (:mod:`~etctl.testing._kubelet.dns`). Only shell commands
+(``sh``/``bash``/``ash``/``dash``) of init containers are run when the container starts; main
+containers are never executed (their behaviour comes from annotations and policies), but
+``exec`` runs commands in them.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from etctl.testing._apiserver.store import Store
 from etctl.testing._apiserver.strategy import mapping
 from etctl.testing._kubelet.containerenv import ConfigError, container_env, references
 from etctl.testing._kubelet.containers import ContainerRuntime
+from etctl.testing._kubelet.dns import ClusterDNS
 from etctl.testing._kubelet.podworker import InitResult, PodWorker
 from etctl.testing._kubelet.sandbox import PodSandbox
 from etctl.testing._kubelet.shell import Shell, ShellResult
@@ -54,6 +56,7 @@ class Sandboxes:
         self, store: Store, clock: Clock, *, root: Path | None = None, sync_delay: float = 0.0
     ) -> None:
         self._store = store
+        self._dns = ClusterDNS(store)
         self._clock = clock
         self._owned = root is None
         self.root = Path(tempfile.mkdtemp(prefix="etctl-kubelet-")) if root is None else root
@@ -179,12 +182,19 @@ class Sandboxes:
             except ConfigError:
                 env = {}
         spec = mapping(worker.pod.get("spec"))
+        namespace = worker.namespace
+
+        def resolve(name: str) -> tuple[str, tuple[str, ...]] | None:
+            answer = self._dns.resolve(name, namespace)
+            return (answer.name, answer.addresses) if answer is not None else None
+
         return Shell(
             sandbox.container_fs(container.spec),
             env=env,
             cwd=str(container.spec.get("workingDir") or "/"),
             hostname=str(spec.get("hostname") or worker.name),
             now=self._clock.now,
+            resolver=resolve,
         )
 
     def run_init(

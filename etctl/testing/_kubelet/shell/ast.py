@@ -8,6 +8,10 @@ from typing import Literal
 __all__ = [
     "AndOr",
     "Command",
+    "Compound",
+    "For",
+    "If",
+    "Loop",
     "Part",
     "Pipeline",
     "Redirect",
@@ -54,10 +58,40 @@ class Command:
 
 
 @dataclass(frozen=True, slots=True)
+class If:
+    """``if LIST then LIST [elif LIST then LIST]... [else LIST] fi``."""
+
+    branches: tuple[tuple[Script, Script], ...]
+    otherwise: Script | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class For:
+    """``for NAME [in WORD...] do LIST done`` (no ``in``: the positional parameters)."""
+
+    name: str
+    words: tuple[Word, ...] | None
+    body: Script
+
+
+@dataclass(frozen=True, slots=True)
+class Loop:
+    """``while LIST do LIST done``, or ``until`` when ``until`` is True."""
+
+    condition: Script
+    body: Script
+    until: bool = False
+
+
+Compound = If | For | Loop
+"""A compound command."""
+
+
+@dataclass(frozen=True, slots=True)
 class Pipeline:
     """Commands joined by ``|``, optionally negated with ``!``."""
 
-    commands: tuple[Command, ...]
+    commands: tuple[Command | Compound, ...]
     negated: bool = False
 
 

@@ -193,6 +193,56 @@ def exit_(shell: Shell, argv: list[str], io: IO) -> int:
     raise Exit(code & 0xFF)
 
 
+def _loop_control(kind: str, shell: Shell, argv: list[str], io: IO) -> int:
+    from etctl.testing._kubelet.shell.interpreter import LoopControl  # noqa: PLC0415 - cycle
+
+    levels = 1
+    if len(argv) > 1:
+        try:
+            levels = int(argv[1])
+        except ValueError:
+            levels = 0
+        if levels < 1:
+            io.error(f"{shell.args[0]}: {kind}: Illegal number: {argv[1]}\n")
+            return 2
+    raise LoopControl(kind, levels)
+
+
+def break_(shell: Shell, argv: list[str], io: IO) -> int:
+    """``break [N]``: leave the N-th enclosing loop (outside a loop it does nothing)."""
+    return _loop_control("break", shell, argv, io)
+
+
+def continue_(shell: Shell, argv: list[str], io: IO) -> int:
+    """``continue [N]``: go on with the next pass of the N-th enclosing loop."""
+    return _loop_control("continue", shell, argv, io)
+
+
+def seq(shell: Shell, argv: list[str], io: IO) -> int:
+    """``seq [FIRST [INCREMENT]] LAST``, integers only, one per line."""
+    try:
+        numbers = [int(a) for a in argv[1:]]
+    except ValueError:
+        io.error(f"seq: invalid argument: {' '.join(argv[1:])}\n")
+        return 1
+    if not 1 <= len(numbers) <= 3:
+        io.error("seq: missing operand\n" if not numbers else "seq: extra operand\n")
+        return 1
+    first, step, last = (
+        (1, 1, numbers[0])
+        if len(numbers) == 1
+        else (numbers[0], 1, numbers[1])
+        if len(numbers) == 2
+        else (numbers[0], numbers[1], numbers[2])
+    )
+    if step == 0:
+        io.error("seq: invalid Zero increment value: '0'\n")
+        return 1
+    stop = last + (1 if step > 0 else -1)
+    io.write("".join(f"{n}\n" for n in range(first, stop, step)))
+    return 0
+
+
 def cd(shell: Shell, argv: list[str], io: IO) -> int:
     """``cd [DIR]`` (``-`` goes back)."""
     target = argv[1] if len(argv) > 1 else shell.env.get("HOME", "/")
@@ -304,6 +354,9 @@ COMMANDS: dict[str, Builtin] = {
     ":": true,
     "false": false,
     "exit": exit_,
+    "break": break_,
+    "continue": continue_,
+    "seq": seq,
     "cd": cd,
     "pwd": pwd,
     "hostname": hostname,

@@ -22,6 +22,10 @@ from etctl.testing._kubelet.shell.fs import FileSystem, FsError, join
 from etctl.testing._kubelet.shell.syntax import (
     AndOr,
     Command,
+    Compound,
+    For,
+    If,
+    Loop,
     Pipeline,
     Redirect,
     Script,
@@ -30,9 +34,12 @@ from etctl.testing._kubelet.shell.syntax import (
     parse,
 )
 
-__all__ = ["IO", "Builtin", "Exit", "Shell", "ShellResult", "Sink"]
+__all__ = ["IO", "Builtin", "Exit", "LoopControl", "Resolver", "Shell", "ShellResult", "Sink"]
 
 _MAX_DEPTH = 32
+_MAX_ITERATIONS = 100_000
+"""A loop that runs longer ends the shell: time is virtual, so ``while true; do sleep 1; done``
+would otherwise never give the kubelet back."""
 _BIN_DIRS = frozenset({"", "/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/local/bin"})
 
 
@@ -42,6 +49,15 @@ class Exit(Exception):
     def __init__(self, code: int) -> None:
         super().__init__(code)
         self.code = code
+
+
+class LoopControl(Exception):
+    """Raised by ``break`` and ``continue`` to leave or restart the ``levels``-th enclosing loop."""
+
+    def __init__(self, kind: str, levels: int) -> None:
+        super().__init__(kind, levels)
+        self.kind = kind
+        self.levels = levels
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,18 +138,23 @@ class IO:
 Builtin = Callable[["Shell", list[str], IO], int]
 """A command: ``(shell, argv, io) -> exit status``."""
 
+Resolver = Callable[[str], tuple[str, tuple[str, ...]] | None]
+"""A DNS lookup: a name to the fully qualified name that answered and its addresses, or None."""
+
 
 def _builtins() -> dict[str, Builtin]:
     from etctl.testing._kubelet.shell import (  # noqa: PLC0415 - they import this module
         commands,
         files,
         listing,
+        network,
         session,
         text,
     )
 
     return {
         **commands.COMMANDS,
+        **network.COMMANDS,
         **session.COMMANDS,
         **files.COMMANDS,
         **listing.COMMANDS,
@@ -151,6 +172,7 @@ class Shell:
         hostname: what ``hostname`` prints.
         args: ``$0`` and the positional parameters.
         now: the clock for file times (``touch``, ``ls -l``).
+        resolver: the DNS ``nslookup`` and ``getent hosts`` ask (None: nothing resolves).
     """
 
     def __init__(
@@ -163,8 +185,10 @@ class Shell:
         args: Sequence[str] = ("sh",),
         now: Callable[[], datetime] | None = None,
         depth: int = 0,
+        resolver: Resolver | None = None,
     ) -> None:
         self.fs = fs
+        self.resolver = resolver
         self.env: dict[str, str] = dict(env or {})
         self.cwd = cwd
         self.hostname = hostname
@@ -191,6 +215,8 @@ class Shell:
             code = self.call(list(argv), io)
         except Exit as done:
             code = done.code
+        except LoopControl:
+            code = 0  # break or continue outside a loop: dash does nothing
         return ShellResult(code, bytes(out.data), bytes(err.data))
 
     def run_io(self, source: str, io: IO) -> int:
@@ -204,6 +230,8 @@ class Shell:
             return self.execute(script, io)
         except Exit as done:
             return done.code
+        except LoopControl:
+            return 0  # break or continue outside a loop: dash does nothing
 
     def child(self, args: Sequence[str] | None = None) -> Shell:
         """A subshell: a copy of the variables and directory that does not leak back.
@@ -221,6 +249,7 @@ class Shell:
             args=self.args if args is None else args,
             now=self.now,
             depth=self.depth + 1,
+            resolver=self.resolver,
         )
         shell.options = set(self.options)
         return shell
@@ -276,7 +305,68 @@ class Shell:
         self.status = status
         return status
 
-    def _command(self, command: Command, io: IO) -> int:
+    def _command(self, command: Command | Compound, io: IO) -> int:
+        if isinstance(command, If):
+            return self._if(command, io)
+        if isinstance(command, For):
+            return self._for(command, io)
+        if isinstance(command, Loop):
+            return self._loop(command, io)
+        return self._simple(command, io)
+
+    def _if(self, clause: If, io: IO) -> int:
+        for condition, body in clause.branches:
+            if self._condition(condition, io) == 0:
+                return self.execute(body, io)
+        if clause.otherwise is not None:
+            return self.execute(clause.otherwise, io)
+        return 0
+
+    def _condition(self, condition: Script, io: IO) -> int:
+        """A condition's status; ``set -e`` does not apply to it."""
+        errexit = "errexit" in self.options
+        self.options.discard("errexit")
+        try:
+            return self.execute(condition, io)
+        finally:
+            if errexit:
+                self.options.add("errexit")
+
+    def _for(self, loop: For, io: IO) -> int:
+        if loop.words is None:
+            values = self.args[1:]
+        else:
+            values = [field for word in loop.words for field in self.expand(word)]
+        status = 0
+        for value in values:
+            self.env[loop.name] = value
+            done, status = self._iteration(loop.body, io, status)
+            if done:
+                break
+        return status
+
+    def _loop(self, loop: Loop, io: IO) -> int:
+        status = 0
+        for _ in range(_MAX_ITERATIONS):
+            holds = self._condition(loop.condition, io) == 0
+            if holds == loop.until:
+                return status
+            done, status = self._iteration(loop.body, io, status)
+            if done:
+                return status
+        io.error(f"{self.args[0]}: a loop ran {_MAX_ITERATIONS} times; giving up\n")
+        raise Exit(2)
+
+    def _iteration(self, body: Script, io: IO, status: int) -> tuple[bool, int]:
+        """Run one pass of a loop body: (whether the loop ends, the status)."""
+        try:
+            return False, self.execute(body, io)
+        except LoopControl as control:
+            if control.levels > 1:
+                raise LoopControl(control.kind, control.levels - 1) from None
+            return control.kind == "break", 0
+
+    def _simple(self, command: Command, io: IO) -> int:
         try:
             argv = [field for word in command.words for field in self.expand(word)]
             values = [(name, self.expand_text(word)) for name, word in command.assignments]

@@ -5,11 +5,13 @@ Supported: words with single quotes, double quotes and backslash escapes; parame
 ``$0``-``$9``, ``$$``); command substitution ``$(...)``; comments; line continuations; the
 operators ``;``, newline, ``&&``, ``||``, ``|``, ``!``; assignments before a command
 (``A=1 cmd``); redirections ``>``, ``>>``, ``<``, ``>|``, ``&>``, with an optional descriptor
-number (``2>``) and duplication (``2>&1``, ``>&2``).
+number (``2>``) and duplication (``2>&1``, ``>&2``); the compound commands ``if``/``elif``/
+``else``, ``for`` (with or without ``in``), ``while`` and ``until`` (without redirections of
+their own).
 
-Not supported, and reported as a syntax error rather than misread: compound commands
-(``if``, ``for``, ``while``, ``case``, ``{ }``, ``( )``), functions, background jobs (``&``),
-here-documents, backquotes and arithmetic expansion.
+Not supported, and reported as a syntax error rather than misread: ``case``, ``{ }`` and
+``( )``, functions, background jobs (``&``), here-documents, backquotes and arithmetic
+expansion.
 """
 
 from __future__ import annotations
@@ -17,6 +19,10 @@ from __future__ import annotations
 from etctl.testing._kubelet.shell.ast import (
     AndOr,
     Command,
+    Compound,
+    For,
+    If,
+    Loop,
     Part,
     Pipeline,
     Redirect,
@@ -30,6 +36,10 @@ from etctl.testing._kubelet.shell.lexer import Lexer, Token, name_char
 __all__ = [
     "AndOr",
     "Command",
+    "Compound",
+    "For",
+    "If",
+    "Loop",
     "Part",
     "Pipeline",
     "Redirect",
@@ -71,7 +81,24 @@ class _Parser:
         while (token := self._peek()) is not None and token.kind == "newline":
             self.pos += 1
 
-    def script(self) -> Script:
+    def _keyword(self) -> str | None:
+        """The reserved word the next token is, if any."""
+        token = self._peek()
+        if token is None or token.kind != "word":
+            return None
+        literal = _literal(token.word)
+        return literal if literal in _RESERVED else None
+
+    def _expect(self, keyword: str) -> None:
+        self._skip_newlines()
+        if self._keyword() != keyword:
+            token = self._peek()
+            found = "end of input" if token is None else (_literal(token.word) or token.text)
+            raise ShellSyntaxError(f"expected '{keyword}', found {found or 'newline'}")
+        self.pos += 1
+
+    def script(self, until: frozenset[str] = frozenset()) -> Script:
+        """And-or lists up to the end, or up to one of the reserved words ``until``."""
         items: list[AndOr] = []
         while True:
             self._skip_newlines()
@@ -80,7 +107,9 @@ class _Parser:
                     raise ShellSyntaxError("unexpected ';'")
                 self.pos += 1
                 self._skip_newlines()
-            if self._peek() is None:
+            if self._peek() is None or self._keyword() in until:
+                if until and not items:
+                    raise ShellSyntaxError(f"unexpected '{self._keyword() or 'end of input'}'")
                 return tuple(items)
             items.append(self._and_or())
             token = self._peek()
@@ -92,6 +121,60 @@ class _Parser:
             if token.kind == "op" and token.text == "&":
                 raise ShellSyntaxError("background jobs ('&') are not supported")
             raise ShellSyntaxError(f"unexpected '{token.text}'")
+
+    def _compound(self, keyword: str) -> Compound:
+        self.pos += 1
+        if keyword == "if":
+            return self._if()
+        if keyword == "for":
+            return self._for()
+        condition = self.script(frozenset({"do"}))
+        self._expect("do")
+        body = self.script(frozenset({"done"}))
+        self._expect("done")
+        return Loop(condition, body, until=keyword == "until")
+
+    def _if(self) -> If:
+        branches: list[tuple[Script, Script]] = []
+        otherwise: Script | None = None
+        while True:
+            condition = self.script(frozenset({"then"}))
+            self._expect("then")
+            body = self.script(frozenset({"elif", "else", "fi"}))
+            branches.append((condition, body))
+            keyword = self._keyword()
+            if keyword is None:
+                raise ShellSyntaxError("expected 'fi', found end of input")
+            self.pos += 1
+            if keyword == "elif":
+                continue
+            if keyword == "else":
+                otherwise = self.script(frozenset({"fi"}))
+                self._expect("fi")
+            return If(tuple(branches), otherwise)
+
+    def _for(self) -> For:
+        token = self._peek()
+        name = _literal(token.word) if token is not None and token.kind == "word" else None
+        if name is None or not all(name_char(c, first=i == 0) for i, c in enumerate(name)):
+            raise ShellSyntaxError("'for' needs a variable name")
+        self.pos += 1
+        words: tuple[Word, ...] | None = None
+        self._skip_newlines()
+        token = self._peek()
+        if token is not None and token.kind == "word" and _literal(token.word) == "in":
+            self.pos += 1
+            found: list[Word] = []
+            while (token := self._peek()) is not None and token.kind == "word":
+                found.append(token.word)
+                self.pos += 1
+            words = tuple(found)
+        if self._is_op(";"):
+            self.pos += 1
+        self._expect("do")
+        body = self.script(frozenset({"done"}))
+        self._expect("done")
+        return For(name, words, body)
 
     def _and_or(self) -> AndOr:
         first = self._pipeline()
@@ -109,12 +192,18 @@ class _Parser:
         if token is not None and token.kind == "word" and _literal(token.word) == "!":
             negated = True
             self.pos += 1
-        commands = [self._command()]
+        commands = [self._stage()]
         while self._is_op("|"):
             self.pos += 1
             self._skip_newlines()
-            commands.append(self._command())
+            commands.append(self._stage())
         return Pipeline(tuple(commands), negated)
+
+    def _stage(self) -> Command | Compound:
+        keyword = self._keyword()
+        if keyword in ("if", "for", "while", "until"):
+            return self._compound(keyword)
+        return self._command()
 
     def _command(self) -> Command:
         assignments: list[tuple[str, Word]] = []
@@ -125,7 +214,7 @@ class _Parser:
                 self.pos += 1
                 literal = _literal(token.word)
                 if not words and literal in _RESERVED:
-                    raise ShellSyntaxError(f"'{literal}' is not supported (no compound commands)")
+                    raise ShellSyntaxError(f"'{literal}' is not supported here")
                 assignment = None if words else _assignment(token.word)
                 if assignment is not None:
                     assignments.append(assignment)

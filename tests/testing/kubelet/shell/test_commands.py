@@ -67,3 +67,20 @@ def test_sleep_and_timeout_take_no_time(shell: Shell) -> None:
 def test_exit_with_a_bad_number(shell: Shell) -> None:
     result = shell.run("exit x")
     assert (result.exit_code, result.errors) == (2, "sh: exit: Illegal number: x\n")
+
+
+def test_seq_counts_as_coreutils_does(shell: Shell) -> None:
+    assert shell.run("seq 3").output == "1\n2\n3\n"
+    assert shell.run("seq 2 4").output == "2\n3\n4\n"
+    assert shell.run("seq 5 -2 1").output == "5\n3\n1\n"
+    assert shell.run("seq 0").output == ""
+    assert shell.run("seq").exit_code == 1
+    assert shell.run("seq 1 0 3").errors == "seq: invalid Zero increment value: '0'\n"
+
+
+def test_lookups_without_a_resolver_find_only_etc_hosts(shell: Shell) -> None:
+    shell.run("printf '10.0.0.5\\tpod-0\\n' > /etc/hosts")
+    assert shell.run("getent hosts pod-0").output == "10.0.0.5        pod-0\n"
+    assert shell.run("getent hosts other").exit_code == 2
+    assert shell.run("nslookup pod-0").exit_code == 1
+    assert shell.run("getent passwd root").exit_code == 1

@@ -69,9 +69,68 @@ def test_set_options(shell: Shell) -> None:
 
 
 def test_syntax_errors_exit_2(shell: Shell) -> None:
-    result = shell.run("while true; do :; done")
+    result = shell.run("case x in esac")
     assert result.exit_code == 2
-    assert result.errors.startswith("sh: syntax error: 'while' is not supported")
+    assert result.errors.startswith("sh: syntax error: 'case' is not supported")
+
+
+def test_if_elif_else_pick_the_first_branch_whose_condition_holds(shell: Shell) -> None:
+    script = "if [ $1 = a ]; then echo A; elif [ $1 = b ]; then echo B; else echo other; fi"
+    assert shell.child(["sh", "a"]).run(script).output == "A\n"
+    assert shell.child(["sh", "b"]).run(script).output == "B\n"
+    assert shell.child(["sh", "c"]).run(script).output == "other\n"
+    assert shell.run("if false; then echo no; fi").exit_code == 0
+
+
+def test_for_loops_over_words_and_positional_parameters(shell: Shell) -> None:
+    assert shell.run("for i in $(seq 3) x; do echo $i; done").output == "1\n2\n3\nx\n"
+    looped = shell.child(["sh", "p", "q"]).run("for a; do echo $a; done")
+    assert looped.output == "p\nq\n"
+    multiline = shell.run("for i in a b\ndo\n  echo $i\ndone\necho end")
+    assert multiline.output == "a\nb\nend\n"
+
+
+def test_break_and_continue_steer_the_enclosing_loops(shell: Shell) -> None:
+    script = (
+        "for i in 1 2 3 4; do "
+        "if [ $i = 2 ]; then continue; fi; "
+        "if [ $i = 4 ]; then break; fi; "
+        "echo $i; done"
+    )
+    assert shell.run(script).output == "1\n3\n"
+    nested = "for a in x y; do for b in 1 2; do echo $a$b; break 2; done; done"
+    assert shell.run(nested).output == "x1\n"
+    assert shell.run("break; echo after").exit_code == 0
+
+
+def test_while_and_until_loop_on_their_condition(shell: Shell) -> None:
+    shell.run("echo > /tmp/n")
+    counted = shell.run(
+        "while [ $(wc -l < /tmp/n) -lt 3 ]; do echo x >> /tmp/n; done; wc -l < /tmp/n"
+    )
+    assert counted.output.strip() == "3"
+    assert shell.run("until true; do echo never; done").output == ""
+
+
+def test_set_e_spares_conditions_and_a_runaway_loop_ends_the_shell(shell: Shell) -> None:
+    guarded = shell.run("set -e; if false; then :; fi; while false; do :; done; echo ok")
+    assert guarded.output == "ok\n"
+    runaway = shell.run("while true; do :; done; echo after")
+    assert runaway.exit_code == 2
+    assert "a loop ran 100000 times" in runaway.errors
+
+
+def test_training_operators_master_wait_runs_as_written(shell: Shell) -> None:
+    # The init container training-operator gives a PyTorchJob's workers, verbatim.
+    script = (
+        "err=1;for i in $(seq 100); do if nslookup job-master-0; then err=0 && break; fi;"
+        "echo waiting for master; sleep 2; done; exit $err"
+    )
+    missing = shell.run(script)
+    assert missing.exit_code == 1
+    assert missing.output.count("waiting for master") == 100
+    found = Shell(shell.fs, resolver=lambda name: (f"{name}.default.svc", ("10.0.0.9",)))
+    assert found.run(script).exit_code == 0
 
 
 def test_script_files_run_when_executable(shell: Shell) -> None:

@@ -4,13 +4,28 @@ from __future__ import annotations
 
 import pytest
 
-from etctl.testing._kubelet.shell.syntax import Part, Redirect, ShellSyntaxError, inner_word, parse
+from etctl.testing._kubelet.shell.syntax import (
+    Command,
+    For,
+    If,
+    Loop,
+    Part,
+    Redirect,
+    ShellSyntaxError,
+    inner_word,
+    parse,
+)
+
+
+def _command(source: str) -> Command:
+    (item,) = parse(source)
+    (command,) = item.first.commands
+    assert isinstance(command, Command)
+    return command
 
 
 def _words(source: str) -> list[list[Part]]:
-    (item,) = parse(source)
-    (command,) = item.first.commands
-    return [list(word) for word in command.words]
+    return [list(word) for word in _command(source).words]
 
 
 def test_quotes_and_escapes_make_one_word() -> None:
@@ -45,15 +60,13 @@ def test_lists_and_or_pipelines() -> None:
 
 
 def test_assignments_only_before_the_command_name() -> None:
-    (item,) = parse("A=1 B='x y' cmd C=2")
-    (command,) = item.first.commands
+    command = _command("A=1 B='x y' cmd C=2")
     assert [name for name, _ in command.assignments] == ["A", "B"]
     assert len(command.words) == 2
 
 
 def test_redirections() -> None:
-    (item,) = parse("cmd >out 2>>err <in 2>&1 >&2 &>both")
-    (command,) = item.first.commands
+    command = _command("cmd >out 2>>err <in 2>&1 >&2 &>both")
     assert [(r.fd, r.op) for r in command.redirects] == [
         (1, ">"),
         (2, ">>"),
@@ -73,8 +86,12 @@ def test_line_continuation_and_empty_script() -> None:
 @pytest.mark.parametrize(
     ("source", "message"),
     [
-        ("if true; then :; fi", "'if' is not supported"),
-        ("for x in a; do :; done", "'for' is not supported"),
+        ("case x in esac", "'case' is not supported"),
+        ("if true; then :", "expected 'fi'"),
+        ("if true; :; fi", "'fi' is not supported here"),
+        ("for 1x in a; do :; done", "needs a variable name"),
+        ("while true; do done", "unexpected 'done'"),
+        ("then :", "'then' is not supported here"),
         ("sleep 1 &", "background jobs"),
         ("(cd /)", "subshells"),
         ("echo `date`", "backquotes"),
@@ -97,3 +114,20 @@ def test_operator_words_keep_quotes_and_expansions() -> None:
         Part("text", " ", True),
         Part("param", "C", False),
     )
+
+
+def test_compound_commands_parse_into_their_clauses() -> None:
+    (item,) = parse("if a; then b; elif c; then d; else e; fi")
+    (clause,) = item.first.commands
+    assert isinstance(clause, If)
+    assert len(clause.branches) == 2
+    assert clause.otherwise is not None
+    (item,) = parse("for x in 1 2; do echo $x; done")
+    (loop,) = item.first.commands
+    assert isinstance(loop, For)
+    assert (loop.name, len(loop.words or ())) == ("x", 2)
+    (item,) = parse("until a\ndo\n b\ndone | cat")
+    (until, cat) = item.first.commands
+    assert isinstance(until, Loop)
+    assert until.until
+    assert isinstance(cat, Command)
