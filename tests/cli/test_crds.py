@@ -20,7 +20,7 @@ def test_command_line_writes_and_checks(tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["--check", str(tmp_path)]) == 1
     assert "missing" in capsys.readouterr().err
     assert main([str(tmp_path)]) == 0
-    assert len(capsys.readouterr().out.splitlines()) == 5
+    assert len(capsys.readouterr().out.splitlines()) == 6
     assert main(["--check", str(tmp_path)]) == 0
 
 

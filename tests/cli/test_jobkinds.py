@@ -20,10 +20,13 @@ def test_every_registered_kind_is_named_as_kubectl_names_it() -> None:
         assert resolve(kinds, word).kind == "TrainingJob"
     for word in ("mpijob", "MPIJobs", "mpij", "mj", "mpijobs.kubeflow.org"):
         assert resolve(kinds, word).kind == "MPIJob"
+    for word in ("pytorchjob", "PyTorchJobs", "ptj", "pytorchjobs.kubeflow.org"):
+        assert resolve(kinds, word).kind == "PyTorchJob"
     with pytest.raises(ConfigError) as unknown:
         resolve(kinds, "mpijobz")
     assert str(unknown.value) == (
-        "'mpijobz' is not a registered job kind (registered: MPIJob, TFJob, TrainingJob)"
+        "'mpijobz' is not a registered job kind (registered: MPIJob, PyTorchJob, TFJob, "
+        "TrainingJob)"
     )
 
 

@@ -58,7 +58,10 @@ def test_the_committed_tree_is_current() -> None:
 def test_unknown_job_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["manifests", "--jobs", "nope"]) == 2
     err = capsys.readouterr().err
-    assert "no job kind 'nope' is registered (registered: mpijob, tfjob, trainingjob)" in err
+    assert (
+        "no job kind 'nope' is registered (registered: mpijob, pytorchjob, tfjob, trainingjob)"
+        in err
+    )
 
 
 def test_a_kind_without_a_controller_exits_2(

@@ -341,7 +341,7 @@ def test_help_documents_every_flag(capsys: pytest.CaptureFixture[str]) -> None:
         (["--max-concurrent-reconciles=many"], {}, "argument --max-concurrent-reconciles"),
         ([], {"ETCTL_METRICS_BIND_ADDRESS": "everywhere"}, "ETCTL_METRICS_BIND_ADDRESS"),
         (["--kubeconfig=/nonexistent/kubeconfig"], {}, "/nonexistent/kubeconfig"),
-        (["--jobs=pytorchjob"], {}, "no job kind 'pytorchjob' is registered"),
+        (["--jobs=xgboostjob"], {}, "no job kind 'xgboostjob' is registered"),
         (["--jobs=apionly"], {}, "publishes CRDs only"),
         (
             ["--leader-elect", "--kubeconfig={kubeconfig}"],

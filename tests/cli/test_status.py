@@ -334,11 +334,11 @@ async def test_the_commands_against_a_sandbox_process(tmp_path: Path) -> None:
         status, out, err = await etctl("watch", "tfjob/mnist", *base)
         assert (status, out) == (1, "")
         assert err == 'etctl watch: error: tfjob "mnist" not found in namespace "default"\n'
-        status, _, err = await etctl("status", "pytorchjob/mnist", *base)
+        status, _, err = await etctl("status", "xgboostjob/mnist", *base)
         assert status == 2
         assert (
-            "'pytorchjob' is not a registered job kind (registered: MPIJob, TFJob, TrainingJob)"
-            in err
+            "'xgboostjob' is not a registered job kind (registered: MPIJob, PyTorchJob, TFJob, "
+            "TrainingJob)" in err
         )
         status, _, err = await etctl("status", "tfjob", *base)
         assert status == 2

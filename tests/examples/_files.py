@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from etctl.jobs.mpijob import MPIJOB, MPIJOBS
+from etctl.jobs.pytorchjob import PYTORCHJOBS
 from etctl.jobs.tfjob import TFJOBS
 from etctl.jobs.trainingjob import SCALEINS, SCALEOUTS, TRAININGJOBS
 from etctl.runtime import CONFIGMAPS, Resource
@@ -40,6 +41,7 @@ OPERATOR_CRD = EXAMPLES / "operator" / "crd.yaml"
 GREETINGS = Resource("example.etctl.dev", "v1", "greetings", "Greeting")
 RESOURCES = {
     "MPIJob": MPIJOBS,
+    "PyTorchJob": PYTORCHJOBS,
     "TFJob": TFJOBS,
     "TrainingJob": TRAININGJOBS,
     "ScaleIn": SCALEINS,

@@ -168,7 +168,8 @@ PyTorchReplicaSpecs = Annotated[
 ]
 
 _ETCD_NEEDS_HOST: dict[str, Any] = {
-    "rule": "!has(self.rdzvBackend) || self.rdzvBackend == 'c10d' || has(self.rdzvHost)",
+    "rule": "!has(self.rdzvBackend) || !(self.rdzvBackend in ['etcd', 'etcd-v2']) "
+    "|| has(self.rdzvHost)",
     "message": "the etcd and etcd-v2 backends rendezvous through an etcd server of your own: "
     "set rdzvHost (and rdzvPort) to its address",
 }

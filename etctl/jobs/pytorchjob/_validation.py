@@ -19,8 +19,8 @@ rules:
   ``spec.nprocPerNode``; ``rdzvConf`` entries torchrun can parse; ``maxRestarts`` not negative;
   metrics the HPA would accept;
 * ``nprocPerNode``: ``auto``, ``cpu``, ``gpu``, ``xpu`` or a positive count;
-* a job not started yet asks for Worker replicas within its bounds (once it runs, ``/scale`` and
-  HPAs may write any count: the scaling machinery clamps it with a Warning Event);
+* a job not started yet asks for no more Worker replicas than its maximum (once it runs,
+  ``/scale`` and HPAs may write any count: the scaling machinery clamps it with a Warning Event);
 * ``runPolicy`` numbers in range.
 """
 
@@ -152,17 +152,18 @@ def _elastic_problems(job: PyTorchJob, policy: ElasticPolicy) -> list[str]:
 
 
 def _start_problems(policy: ElasticPolicy, replicas: int) -> list[str]:
-    """A job not started yet must ask for a size within its bounds."""
+    """A job not started yet may not ask for more workers than its maximum.
+
+    Fewer than its minimum is no problem: the job starts with the minimum (what its HPA would
+    scale it to at once), with a Warning Event saying so.
+    """
     bounds = elastic_bounds(policy, replicas)
-    if bounds is None:
-        return []
-    low, high = bounds
-    if low <= replicas <= high:
+    if bounds is None or replicas <= bounds[1]:
         return []
     return [
-        f"{_SPECS}.Worker.replicas: {replicas} is outside elasticPolicy's bounds {low}:{high} "
-        "(training-operator's defaults fill an unset bound from the other); start within them, "
-        "then scale with kubectl scale or an HPA"
+        f"{_SPECS}.Worker.replicas: {replicas} is above elasticPolicy.maxReplicas {bounds[1]} "
+        "(unset, it is minReplicas); start within the bounds, then scale with kubectl scale or "
+        "an HPA"
     ]
 
 
