@@ -34,8 +34,9 @@ readiness probe passes) and selects exactly one member, the *rendezvous host*, b
 * with no member running, the lowest-index live member (at the start, ``<job>-worker-0``).
 
 So the endpoint is a name every member resolves, the host included, that never dies with one
-pod, and losing any member other than the host costs no restart at all (torchrun re-forms the
-group among the survivors, within ``minReplicas``). Scale-in removes the highest indices, never
+pod, and losing any member other than the host restarts no container: each survivor's torchrun
+restarts its training processes and re-forms the group among the survivors (within
+``minReplicas``), as torchrun is built to. Scale-in removes the highest indices, never
 the host; a ScaleIn that names the host moves it, as its loss would.
 
 With ``elasticPolicy.rdzvHost`` set, the endpoint is that host (an etcd server, a store of your
