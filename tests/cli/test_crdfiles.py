@@ -51,6 +51,7 @@ def test_builtin_resources_are_discovered_through_entry_points() -> None:
     names = [resource.name for resource in discover().custom_resources()]
     assert names == [
         "mpijobs.kubeflow.org",
+        "pytorchjobs.kubeflow.org",
         "scaleins.kai.alibabacloud.com",
         "scaleouts.kai.alibabacloud.com",
         "tfjobs.kubeflow.org",
