@@ -16,7 +16,8 @@ from enum import StrEnum
 from pydantic import ConfigDict, Field
 from pydantic.config import JsonDict
 
-from etctl.common import Int32, Quantity, QuantityError, ValueModel, parse_quantity
+from etctl._apimachinery import quantity
+from etctl.common import Int32, Quantity, ValueModel
 
 __all__ = [
     "ContainerResourceMetricSource",
@@ -194,8 +195,8 @@ def _positive(value: Quantity | None) -> bool:
     if value is None:
         return True
     try:
-        amount, _ = parse_quantity(value)
-    except QuantityError:
+        amount = quantity.parse(value).amount
+    except quantity.QuantityError:
         return False
     return amount > 0
 

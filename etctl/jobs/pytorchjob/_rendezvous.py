@@ -55,7 +55,7 @@ from etctl.common import REPLICA_INDEX, job_selector, replica_labels
 from etctl.jobs.pytorchjob._api import PyTorchJob, PyTorchReplicaType
 from etctl.jobs.pytorchjob._env import replica_port
 from etctl.jobs.pytorchjob._names import rendezvous_service_name, worker_prefix
-from etctl.runtime import KubeObject, ObjectView, objects, pod_phase
+from etctl.runtime import KubeObject, ObjectView, objects, podview
 
 __all__ = [
     "RENDEZVOUS_PORT_NAME",
@@ -99,7 +99,7 @@ def _index_of(name: str, prefix: str) -> int | None:
 
 
 def _live(pod: ObjectView) -> bool:
-    return pod_phase(pod) not in ("Succeeded", "Failed") and not objects.is_terminating(pod)
+    return podview.phase(pod) not in ("Succeeded", "Failed") and not objects.is_terminating(pod)
 
 
 def selected_index(service: ObjectView | None) -> int | None:
@@ -134,7 +134,7 @@ def choose_host(
             live[index] = pod
     if current is not None and current in live:
         return current
-    running = sorted(i for i, pod in live.items() if pod_phase(pod) == "Running")
+    running = sorted(i for i, pod in live.items() if podview.phase(pod) == "Running")
     if running:
         return running[0]
     if live:

@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from etctl._apimachinery import quantity
 from etctl.runtime import KubeObject, ObjectView
-from etctl.testing._apiserver import quantity
 from etctl.testing._apiserver.status import Cause
 from etctl.testing._apiserver.strategy import Strategy, WriteContext, field_path, mapping
 from etctl.testing._apiserver.validation import (

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from etctl.common import RestartPolicy, crd_manifest
-from etctl.common._structural import conformance_problems
 from etctl.errors import Invalid
 from etctl.jobs.pytorchjob import (
     PYTORCHJOB,
@@ -27,6 +26,7 @@ from tests.schema_support import (
     admitted,
     apply_defaults,
     as_created,
+    conformance_problems,
     crd_schema,
     load_yaml,
     refused,
