@@ -26,6 +26,9 @@ class MemberFields:
         scaler: the scaler being executed (``<Kind>:<namespace>/<name>``).
         phase: a phase field the machinery keeps equal to the latest condition that holds when it
             writes conditions (et-operator's ``phase``), or None when the kind has none.
+        replaced: a counter of the members replaced under new names (failed or vanished), written
+            in the same patch as the targets that replace them, so it is exact and survives an
+            operator restart (a kind whose restart budget spans replacements reads it), or None.
     """
 
     targets: str
@@ -33,6 +36,7 @@ class MemberFields:
     last_index: str
     scaler: str
     phase: str | None = None
+    replaced: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -45,6 +49,7 @@ class Members:
         current: the members in use, by pod name.
         last_index: the highest member index ever used (None: none yet).
         scaler: the scaler being executed, or None.
+        replaced: members replaced so far (0 when the kind keeps no such counter).
     """
 
     fields: MemberFields
@@ -52,6 +57,7 @@ class Members:
     current: tuple[str, ...] = ()
     last_index: int | None = None
     scaler: str | None = None
+    replaced: int = 0
 
 
 WORKER_FIELDS = MemberFields(

@@ -265,6 +265,8 @@ class ScalingController:
             fields[names.current] = list(settled.current)
         if settled.last_index != stored.last_index:
             fields[names.last_index] = settled.last_index
+        if settled.replaced and names.replaced is not None:
+            fields[names.replaced] = stored.replaced + len(settled.replaced)
         rtype = seen.elasticity.replica_type
         if settled.unreplaced:
             message = (

@@ -143,12 +143,14 @@ def read_members(status: BaseModel, fields: MemberFields) -> Members:
 
     targets, current = value(fields.targets), value(fields.current)
     last, scaler = value(fields.last_index), value(fields.scaler)
+    replaced = value(fields.replaced) if fields.replaced is not None else None
     return Members(
         fields=fields,
         targets=tuple(str(n) for n in targets) if isinstance(targets, list | tuple) else (),
         current=tuple(str(n) for n in current) if isinstance(current, list | tuple) else (),
         last_index=last if isinstance(last, int) and not isinstance(last, bool) else None,
         scaler=scaler if isinstance(scaler, str) and scaler else None,
+        replaced=replaced if isinstance(replaced, int) and not isinstance(replaced, bool) else 0,
     )
 
 

@@ -4,7 +4,10 @@
 training-operator's defaults, :mod:`._validation` its rules and torchrun's, :mod:`._env` the
 environment torchrun reads, :mod:`._rendezvous` the rendezvous endpoint and its Service,
 :mod:`._hpa` the HorizontalPodAutoscaler of ``elasticPolicy.metrics``, :mod:`._pods` what each pod
-gets. ``docs/jobs/pytorchjob.md`` is the user's guide.
+gets, :mod:`._children` its Services and HPA, :mod:`._world` its elastic members, bounds, restart
+budget and status, :mod:`._verdict` its status rules, and :mod:`._plugin` the plugin the generic
+JobController runs, registered under the ``etctl.jobs`` entry point as ``pytorchjob``.
+``docs/jobs/pytorchjob.md`` is the user's guide.
 """
 
 from etctl.jobs.pytorchjob._api import (
@@ -27,6 +30,7 @@ from etctl.jobs.pytorchjob._api import (
 from etctl.jobs.pytorchjob._defaults import with_defaults
 from etctl.jobs.pytorchjob._hpa import desired_hpa
 from etctl.jobs.pytorchjob._metrics import MetricSpec
+from etctl.jobs.pytorchjob._plugin import PyTorchJobPlugin
 from etctl.jobs.pytorchjob._validation import validate_pytorchjob, validate_update
 
 __all__ = [
@@ -39,6 +43,7 @@ __all__ = [
     "PYTORCHJOB",
     "PYTORCHJOBS",
     "PyTorchJob",
+    "PyTorchJobPlugin",
     "PyTorchJobSpec",
     "PyTorchJobStatus",
     "PyTorchReplicaType",

@@ -279,6 +279,9 @@ class PyTorchJobStatus(ElasticWorkersStatus):
     """PET_RDZV_ENDPOINT: where the members rendezvous (host:port)."""
     rendezvous_host: str | None = None
     """The member the rendezvous Service selects: the one hosting torchrun's c10d store."""
+    worker_replacements: Int32 | None = Field(default=None, json_schema_extra={"minimum": 0})
+    """Workers replaced under new names so far (failed or vanished): what elasticPolicy.maxRestarts
+    is counted against, written with the targets that replace them."""
 
 
 _NAME_FITS: dict[str, Any] = {
@@ -303,8 +306,22 @@ class PyTorchJob(KubeObjectModel):
     """Most recently observed state of the PyTorchJob (written by the controller)."""
 
     def replica_specs(self) -> dict[str, ReplicaSpec]:
-        """The replica specs by type, in creation order (Master, then Worker)."""
-        return {t: self.spec.pytorch_replica_specs[t] for t in self.spec.replica_types()}
+        """The replica specs by type, in creation order (Master, then Worker).
+
+        An elastic job's workers are handed over with restartPolicy Never: a worker whose pod
+        failed is replaced under a new name by the scaling machinery (its rank is the
+        rendezvous', not its index), never recreated under its name by the generic controller.
+        Their pods still run with the spec's policy (the plugin sets it back on each pod), so the
+        kubelet restarts a torchrun that exited in place.
+        """
+        specs: dict[str, ReplicaSpec] = {
+            t: self.spec.pytorch_replica_specs[t] for t in self.spec.replica_types()
+        }
+        worker = specs.get(PyTorchReplicaType.WORKER.value)
+        if self.elastic and worker is not None:
+            never = worker.model_copy(update={"restart_policy": RestartPolicy.NEVER})
+            specs[PyTorchReplicaType.WORKER.value] = never
+        return specs
 
     def run_policy(self) -> RunPolicy:
         """The run policy; ``managedBy: kubeflow.org/training-operator`` reads as unset.

@@ -41,11 +41,11 @@ def test_the_defaulted_bounds_are_the_hpas() -> None:
     assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (2, 2)
 
 
-def test_no_metrics_no_policy_or_a_suspension_means_no_hpa() -> None:
+def test_no_metrics_or_no_policy_means_no_hpa_and_a_suspended_job_keeps_it() -> None:
     assert desired_hpa(defaulted(elastic={"maxReplicas": 3}), operator_name="op") is None
     assert desired_hpa(defaulted(), operator_name="op") is None
     suspended = defaulted(elastic={"maxReplicas": 3, "metrics": [CPU]}, runPolicy={"suspend": True})
-    assert desired_hpa(suspended, operator_name="op") is None
+    assert desired_hpa(suspended, operator_name="op") is not None
 
 
 def test_an_empty_metrics_list_still_makes_an_hpa_as_training_operator_does() -> None:
