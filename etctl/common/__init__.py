@@ -131,6 +131,7 @@ from etctl.common._plugin import (
     ScalesElastically,
     SyncPolicy,
     Validates,
+    ValidatesUpdates,
     Verdict,
     custom_resources,
 )
@@ -279,6 +280,7 @@ __all__ = [
     "Timestamp",
     "VOLCANO",
     "Validates",
+    "ValidatesUpdates",
     "ValueModel",
     "Verdict",
     "WORKER_FIELDS",

@@ -103,6 +103,7 @@ __all__ = [
     "ScalesElastically",
     "SyncPolicy",
     "Validates",
+    "ValidatesUpdates",
     "Verdict",
 ]
 
@@ -433,6 +434,15 @@ class Validates(Protocol[JobT_contra]):
 
     def validate(self, job: JobT_contra) -> Sequence[str]:
         """Problems, each naming the field and how to fix it (``<path>: <what>; <fix>``)."""
+        ...
+
+
+@runtime_checkable
+class ValidatesUpdates(Protocol[JobT_contra]):
+    """Phase 1, at admission: what an update must keep, beyond the generic update rules."""
+
+    def validate_update(self, old: JobT_contra, new: JobT_contra) -> Sequence[str]:
+        """Problems with changing ``old`` into ``new`` (``<path>: <what>; <fix>``), or none."""
         ...
 
 

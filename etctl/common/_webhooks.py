@@ -5,7 +5,7 @@ is never run, for rendering the webhook configurations), a defaulting and a vali
 the plugin's job kind (its :class:`~etctl.common._admission.ModelAdmission` over the plugin's
 model and its *validate and default* phase, :meth:`~etctl.common._phases.Phases.validate`: the one
 implementation the job controller runs too, with :func:`~etctl.common.validate_job_update` on
-updates) and, when the
+updates, then the kind's own ``validate_update`` when it has one) and, when the
 plugin brings the scaler kinds, for ScaleIn and ScaleOut (their ``validate_*`` functions, with
 :func:`~etctl.common.validate_scaler_update`), once whatever number of plugins bring them.
 
@@ -16,12 +16,13 @@ the client used and is judged with that version's model: an MPIJob created as ``
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from etctl.common._admission import ModelAdmission
 from etctl.common._crd import CustomResource
 from etctl.common._phases import Phases
-from etctl.common._plugin import JobPlugin, custom_resources
+from etctl.common._plugin import JobPlugin, ValidatesUpdates, custom_resources
 from etctl.common._scaling.api import (
     SCALEIN,
     SCALEOUT,
@@ -48,6 +49,18 @@ def _register(
     return list(builder.with_defaulter(admission).with_validator(admission).build())
 
 
+def _update_rules(plugin: JobPlugin[Any]) -> Callable[[Any, Any], Sequence[str]]:
+    """The generic update rules, then the kind's own (``validate_update``) when it has some."""
+    if not isinstance(plugin, ValidatesUpdates):
+        return validate_job_update
+    own = plugin
+
+    def rules(old: Any, new: Any) -> list[str]:
+        return [*validate_job_update(old, new), *own.validate_update(old, new)]
+
+    return rules
+
+
 def setup_job_webhooks(server: WebhookServer, plugin: JobPlugin[Any]) -> list[WebhookSpec]:
     """Register the webhooks of ``plugin``'s kinds on ``server``; returns their specs.
 
@@ -57,7 +70,9 @@ def setup_job_webhooks(server: WebhookServer, plugin: JobPlugin[Any]) -> list[We
     registered = {f"{spec.resource}.{spec.group}" for spec in server.specs}
     job = plugin.resource
     specs = _register(
-        server, job, ModelAdmission(job, Phases(plugin).validate, update_rules=validate_job_update)
+        server,
+        job,
+        ModelAdmission(job, Phases(plugin).validate, update_rules=_update_rules(plugin)),
     )
     for resource in custom_resources(plugin):
         admission = _SCALERS.get(resource.name)

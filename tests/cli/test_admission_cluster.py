@@ -61,6 +61,15 @@ def _no_tensorflow() -> dict[str, Any]:
     return job
 
 
+def _no_pytorch() -> dict[str, Any]:
+    job: dict[str, Any] = yaml.safe_load(
+        (EXAMPLES / "pytorchjob" / "elastic-echo.yaml").read_text()
+    )
+    job["metadata"]["name"] = "no-pytorch"
+    job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["name"] = "t"
+    return job
+
+
 async def _remove(client: Client, documents: list[dict[str, Any]]) -> None:
     for document in documents:
         with contextlib.suppress(NotFound):
@@ -107,6 +116,7 @@ async def test_the_webhooks_refuse_bad_jobs_on_the_cluster_under_test(tmp_path: 
                         case: make for case, (make, _, _) in INVALID.items()
                     }
                     cases["tfjob-without-tensorflow"] = _no_tensorflow
+                    cases["pytorchjob-without-pytorch"] = _no_pytorch
                     answers = {
                         case: await kubectl_apply(target.kubeconfig, make(), namespace=ns)
                         for case, make in cases.items()
@@ -119,4 +129,5 @@ async def test_the_webhooks_refuse_bad_jobs_on_the_cluster_under_test(tmp_path: 
         assert status != 0, (case, text)
         assert "is invalid" in text, (case, text)
     assert 'no container named "tensorflow"' in answers["tfjob-without-tensorflow"][1]
+    assert 'no container named "pytorch"' in answers["pytorchjob-without-pytorch"][1]
     assert valid == (0, "tfjob.kubeflow.org/tfjob-simple created\n")

@@ -234,13 +234,28 @@ _MAX_NOT_BELOW_REPLICAS: dict[str, Any] = {
 }
 
 
+# A static job's pods carry WORLD_SIZE and RANK: its Worker count is its world, which /scale (and
+# so kubectl scale) may not change while it has no elasticPolicy.
+_STATIC_WORLD_FIXED: dict[str, Any] = {
+    "rule": "has(self.elasticPolicy) || has(oldSelf.elasticPolicy) "
+    "|| !has(self.pytorchReplicaSpecs.Worker) || !has(oldSelf.pytorchReplicaSpecs.Worker) "
+    "|| self.pytorchReplicaSpecs.Worker.replicas == oldSelf.pytorchReplicaSpecs.Worker.replicas",
+    "message": "a PyTorchJob without an elasticPolicy keeps its Worker replicas: its pods' "
+    "WORLD_SIZE and RANK are fixed; add an elasticPolicy to scale it",
+}
+
+
 class PyTorchJobSpec(ValueModel):
     """Desired state of a PyTorchJob."""
 
     model_config = ConfigDict(
         json_schema_extra={
             "required": ["pytorchReplicaSpecs"],
-            "x-kubernetes-validations": [_ELASTIC_NEEDS_WORKER, _MAX_NOT_BELOW_REPLICAS],
+            "x-kubernetes-validations": [
+                _ELASTIC_NEEDS_WORKER,
+                _MAX_NOT_BELOW_REPLICAS,
+                _STATIC_WORLD_FIXED,
+            ],
         }
     )
 

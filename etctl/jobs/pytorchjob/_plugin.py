@@ -5,7 +5,8 @@ keeps the elastic workers; each phase delegates to a module of its own:
 
 =====================  ==========================================================================
 core                   the CRD (with ScaleIn and ScaleOut: ``custom_resources``) and the model
-validate               training-operator's rules and torchrun's (:mod:`._validation`)
+validate               training-operator's rules and torchrun's (:mod:`._validation`), and at
+                       admission what an update must keep
 plan                   an elastic job's workers are the framework's elastic plan (its recorded
                        targets); a static job's are ``<job>-worker-0..n-1`` (:mod:`._world`)
 build                  each pod's environment, init container and role label (:mod:`._pods`,
@@ -47,7 +48,7 @@ from etctl.jobs.pytorchjob._children import OWNED_RESOURCES, desired_children, r
 from etctl.jobs.pytorchjob._defaults import with_defaults
 from etctl.jobs.pytorchjob._names import worker_name
 from etctl.jobs.pytorchjob._rendezvous import endpoint, owns_endpoint
-from etctl.jobs.pytorchjob._validation import validate_pytorchjob
+from etctl.jobs.pytorchjob._validation import validate_pytorchjob, validate_update
 from etctl.jobs.pytorchjob._verdict import verdict
 from etctl.runtime import KubeObject, Resource
 
@@ -102,6 +103,10 @@ class PyTorchJobPlugin:
     def validate(self, job: PyTorchJob) -> list[str]:
         """training-operator's rules and torchrun's (:mod:`._validation`)."""
         return validate_pytorchjob(job)
+
+    def validate_update(self, old: PyTorchJob, new: PyTorchJob) -> list[str]:
+        """What an update must keep: the maximum above the replicas, a static job's world."""
+        return validate_update(old, new)
 
     # -- plan
 

@@ -189,10 +189,19 @@ def validate_update(old: PyTorchJob, new: PyTorchJob) -> list[str]:
 
     ``elasticPolicy.maxReplicas`` may not be lowered below the Worker replicas the job asks for:
     scale the job in first. Writing a Worker count above an unchanged maximum is ``/scale``'s and
-    the HPA's business, and is clamped, not refused.
+    the HPA's business, and is clamped, not refused. A job without an ``elasticPolicy`` keeps its
+    Worker replicas while it has no policy: its pods' ``WORLD_SIZE`` and ``RANK`` are fixed.
     """
     policy, before = new.spec.elastic_policy, old.spec.elastic_policy
     worker = new.spec.replicas(PyTorchReplicaType.WORKER)
+    was = old.spec.replicas(PyTorchReplicaType.WORKER)
+    static = policy is None and before is None
+    if static and worker is not None and was is not None and worker.replicas != was.replicas:
+        return [
+            f"{_SPECS}.Worker.replicas: may not change ({was.replicas} to {worker.replicas}) "
+            "in a PyTorchJob without an elasticPolicy: its pods' WORLD_SIZE and RANK are "
+            "fixed; add an elasticPolicy to scale it"
+        ]
     if policy is None or policy.max_replicas is None or worker is None:
         return []
     if before is not None and before.max_replicas == policy.max_replicas:

@@ -192,6 +192,26 @@ async def test_max_replicas_may_not_be_lowered_below_the_workers_but_scale_may_e
         assert scaled["spec"]["replicas"] == 5
 
 
+async def test_a_static_jobs_worker_replicas_may_not_change_so_kubectl_scale_is_refused(
+    etctl_target: ClusterTarget,
+) -> None:
+    stored = await admitted(
+        etctl_target, PYTORCHJOBS, load_yaml(EXAMPLES / "pytorchjob" / "simple.yaml")
+    )
+    name, namespace = stored["metadata"]["name"], etctl_target.namespace
+    async with await Client.from_kubeconfig(etctl_target.kubeconfig) as client:
+        scale = {"spec": {"replicas": 3}}
+        with pytest.raises(Invalid, match="without an elasticPolicy keeps its Worker replicas"):
+            await client.patch(PYTORCHJOBS, name, scale, namespace=namespace, subresource="scale")
+        # Adding an elasticPolicy makes it elastic: then it may be scaled.
+        elastic = {"spec": {"elasticPolicy": {"maxReplicas": 3}}}
+        await client.patch(PYTORCHJOBS, name, elastic, namespace=namespace)
+        scaled = await client.patch(
+            PYTORCHJOBS, name, scale, namespace=namespace, subresource="scale"
+        )
+        assert scaled["spec"]["replicas"] == 3
+
+
 def test_crd_description() -> None:
     manifest = crd_manifest(PYTORCHJOB)
     names = manifest["spec"]["names"]

@@ -9,7 +9,7 @@ import pytest
 
 from etctl.common import SCALEINS, SCALEOUTS
 from etctl.jobs.pytorchjob import PYTORCHJOBS, PyTorchJobPlugin
-from etctl.runtime import SERVICES, Resource, objects
+from etctl.runtime import Resource, objects
 from etctl.testing import eventually, wait_idle
 from tests._cluster import Cluster, cluster, sandboxed_nodes
 from tests.jobs.pytorchjob._manifests import NS, environment, example, resolves, worker
@@ -48,7 +48,7 @@ async def started(env: Cluster, document: dict[str, Any], count: int = 2) -> Non
     await eventually(lambda: env.status(JOB).get("currentWorkers") == [w(i) for i in range(count)])
 
 
-async def test_the_echo_example_runs_with_torchruns_environment_and_a_rendezvous_every_member_resolves(
+async def test_the_echo_example_runs_with_torchruns_env_and_a_rendezvous_every_member_resolves(
     tmp_path: Path,
 ) -> None:
     async with (

@@ -123,3 +123,11 @@ def test_max_replicas_may_not_be_lowered_below_the_workers(
     old = PyTorchJob.model_validate(document(workers=2, elastic=before))
     new = PyTorchJob.model_validate(document(workers=2, elastic=after))
     assert bool(validate_update(old, new)) is refused
+
+
+def test_a_static_jobs_worker_replicas_are_its_world() -> None:
+    old = PyTorchJob.model_validate(document(workers=2))
+    new = PyTorchJob.model_validate(document(workers=3))
+    (problem,) = validate_update(old, new)
+    assert problem.startswith("spec.pytorchReplicaSpecs.Worker.replicas: may not change (2 to 3)")
+    assert validate_update(old, PyTorchJob.model_validate(document(workers=2))) == []
