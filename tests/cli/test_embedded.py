@@ -43,7 +43,12 @@ async def test_the_operator_runs_a_trainingjob_created_through_the_kubeconfig() 
     async def main(sandbox: Sandbox) -> str:
         seen["kubeconfig"] = sandbox.kubeconfig
         assert sandbox.kubeconfig.is_file()
-        assert [entry.name for entry in sandbox.jobs] == ["mpijob", "pytorchjob", "tfjob", "trainingjob"]
+        assert [entry.name for entry in sandbox.jobs] == [
+            "mpijob",
+            "pytorchjob",
+            "tfjob",
+            "trainingjob",
+        ]
         async with await Client.from_kubeconfig(sandbox.kubeconfig) as client:
             crds = {c["metadata"]["name"] for c in (await client.list(CRDS)).items}
             assert {"trainingjobs.kai.alibabacloud.com", "tfjobs.kubeflow.org"} <= crds

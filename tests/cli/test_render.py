@@ -243,11 +243,19 @@ def test_the_webhooks_are_configured_for_every_kind_and_reached_through_the_serv
     validating = one(files, "base/webhook/validating-webhook-configuration.yaml")
     mutating = one(files, "base/webhook/mutating-webhook-configuration.yaml")
     resources = {hook["rules"][0]["resources"][0] for hook in validating["webhooks"]}
-    assert resources == {"mpijobs", "scaleins", "scaleouts", "tfjobs", "trainingjobs"}
+    assert resources == {
+        "mpijobs",
+        "pytorchjobs",
+        "scaleins",
+        "scaleouts",
+        "tfjobs",
+        "trainingjobs",
+    }
     assert {h["name"] for h in mutating["webhooks"]} == {
         f"mutate.{resource}.{group}"
         for resource, group in (
             ("mpijobs", "kubeflow.org"),
+            ("pytorchjobs", "kubeflow.org"),
             ("tfjobs", "kubeflow.org"),
             ("scaleins", "kai.alibabacloud.com"),
             ("scaleouts", "kai.alibabacloud.com"),

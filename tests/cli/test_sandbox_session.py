@@ -27,7 +27,8 @@ async def test_the_usage_lines_say_where_everything_is() -> None:
     assert lines["kubeconfig"].endswith("/kubeconfig")
     assert lines["nodes"] == "node-0, node-1 (4 CPU, 32Gi memory each)"
     assert lines["operator"] == (
-        "mpijob, tfjob, trainingjob (MPIJob, ScaleIn, ScaleOut, TFJob, TrainingJob)"
+        "mpijob, pytorchjob, tfjob, trainingjob "
+        "(MPIJob, ScaleIn, ScaleOut, PyTorchJob, TFJob, TrainingJob)"
     )
     assert lines["metrics"] == "off"
     assert lines["probes"].startswith("http://127.0.0.1:")
