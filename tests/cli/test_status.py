@@ -25,11 +25,13 @@ from etctl.cli._registry import discover
 from etctl.cli._sandbox_options import SandboxOptions
 from etctl.cli._status import EXIT_TIMED_OUT, read_job, watch_job
 from etctl.errors import ConfigError
+from etctl.jobs.pytorchjob import PYTORCHJOBS
 from etctl.jobs.tfjob import TFJOBS
 from etctl.jobs.trainingjob import SCALEOUTS, TRAININGJOBS
 from etctl.runtime import NAMESPACES, Client, ClientOptions
 from etctl.testing import Fault, eventually
 from tests.cli._process import etctl_process, sandbox_process
+from tests.schema_support import EXAMPLES
 
 pytestmark = pytest.mark.etctl_hooks(
     "the sandbox runs its own embedded server and simulated kubelet"
@@ -370,3 +372,45 @@ async def test_watch_stops_on_ctrl_c_with_130(tmp_path: Path) -> None:
             assert await asyncio.wait_for(w.wait(), timeout=90) == 130
             assert w.stderr is not None
             assert b"Traceback" not in await w.stderr.read()
+
+
+async def test_status_and_watch_follow_an_elastic_pytorchjob_scaled_out() -> None:
+    out = io.StringIO()
+    document = yaml.safe_load((EXAMPLES / "pytorchjob" / "elastic-echo.yaml").read_text())
+    document["spec"]["elasticPolicy"]["maxReplicas"] = 3
+    pytorchjob = resolve(KINDS, "pytorchjob")
+    job = document["metadata"]["name"]
+
+    async def main(sandbox: Sandbox) -> tuple[list[str], int]:
+        async with await client_for(sandbox) as client:
+            await client.create(PYTORCHJOBS, document, namespace="default")
+
+            async def running() -> Any:
+                seen = await read_job(client, pytorchjob, "default", job)
+                ok = seen.job is not None and seen.job.phase == "Running"
+                return seen if ok and len(seen.job.members) == 2 else None
+
+            seen = await eventually(running, what="running", timeout=20)
+            lines = describe_job(seen, namespace="default", api_version="kubeflow.org/v1")
+            watching = asyncio.create_task(
+                watch_job(client, pytorchjob, "default", job, out, timeout=30)
+            )
+            await eventually(lambda: _printed(out, "Pods:"), what="the first state", timeout=20)
+            scale = {"spec": {"replicas": 3}}
+            await client.patch(PYTORCHJOBS, job, scale, namespace="default", subresource="scale")
+            await eventually(lambda: _printed(out, "ScaleSucceeded"), what="scaled", timeout=20)
+            await client.delete(PYTORCHJOBS, job, namespace="default")
+            return lines, await watching
+
+    result = await run_sandbox(QUICK, main)
+    assert result is not None
+    lines, code = result
+    text = "\n".join(lines)
+    assert "Kind:         PyTorchJob (kubeflow.org/v1)" in text
+    assert "Phase:        Running" in text
+    assert f"  Targets:      {job}-worker-0, {job}-worker-1" in text
+    assert code == 1
+    watched = out.getvalue()
+    assert re.search(rf"pod/{job}-worker-2\s+created", watched)
+    assert re.search(rf"pytorchjob/{job}\s+Worker replicas 2 -> 3", watched)
+    assert "SuccessfulUpdateService" not in watched  # its Services are written once

@@ -51,7 +51,9 @@ def _slot_service(job: PyTorchJob, rtype: str, index: int, operator: str) -> Kub
         "spec": {
             "clusterIP": "None",
             "selector": selector,
-            "ports": [{"name": _PORT_NAME, "port": port}],
+            # Every field the API server would default is set: lists compare whole, and a port
+            # without them would drift from the stored one on every reconcile.
+            "ports": [{"name": _PORT_NAME, "port": port, "targetPort": port, "protocol": "TCP"}],
         },
     }
 
