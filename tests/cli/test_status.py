@@ -387,8 +387,9 @@ async def test_status_and_watch_follow_an_elastic_pytorchjob_scaled_out() -> Non
 
             async def running() -> Any:
                 seen = await read_job(client, pytorchjob, "default", job)
-                ok = seen.job is not None and seen.job.phase == "Running"
-                return seen if ok and len(seen.job.members) == 2 else None
+                found = seen.job
+                ok = found is not None and found.phase == "Running" and len(found.members) == 2
+                return seen if ok else None
 
             seen = await eventually(running, what="running", timeout=20)
             lines = describe_job(seen, namespace="default", api_version="kubeflow.org/v1")
