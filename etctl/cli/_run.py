@@ -171,6 +171,7 @@ def build_manager(
         ConfigError: an entry has no controller, or the options are unusable.
     """
     manager = Manager(client, options=manager_options(settings), clock=clock)
+    scaled = None
     for entry in entries:
         if entry.plugin is None:
             msg = f"job kind {entry.name!r} publishes CRDs only; it has no controller"
@@ -184,9 +185,10 @@ def build_manager(
         )
         if settings.webhooks:
             # Here, not at the top: an operator without webhooks never loads the admission code.
-            from etctl.common import setup_job_webhooks  # noqa: PLC0415
+            from etctl.common import ScaledJobs, setup_job_webhooks  # noqa: PLC0415
 
-            setup_job_webhooks(manager.webhook_server, entry.plugin)
+            scaled = scaled or ScaledJobs(manager.cache)
+            setup_job_webhooks(manager.webhook_server, entry.plugin, jobs=scaled)
     return manager
 
 

@@ -173,10 +173,11 @@ from etctl.common._wiring import (
 
 if TYPE_CHECKING:
     from etctl.common._admission import ModelAdmission
-    from etctl.common._webhooks import setup_job_webhooks
+    from etctl.common._webhooks import ScaledJobs, setup_job_webhooks
 
 _LAZY = {
     "ModelAdmission": "etctl.common._admission",
+    "ScaledJobs": "etctl.common._webhooks",
     "setup_job_webhooks": "etctl.common._webhooks",
 }
 """Names loaded on first use: a kind's admission webhooks, which an operator without webhooks
@@ -273,6 +274,7 @@ __all__ = [
     "ScaleIn",
     "ScaleOut",
     "ScaleSubresource",
+    "ScaledJobs",
     "ScalesElastically",
     "SchedulingPolicy",
     "SizeLimits",

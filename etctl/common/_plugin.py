@@ -381,11 +381,16 @@ class MemberPolicy:
         max_replicas: the most members a scaler may make (None: no limit).
         restart_policy: the members' restartPolicy, which says who is replaced under a new name
             (None: the elastic replica type's, as ``replica_specs()`` gives it).
+        fixed: why this job's members can never be resized (a kind's static job, say ``is not
+            elastic: it has no elasticPolicy``), or None when they can. A scaler naming such a
+            job fails at once (reason ``JobNotElastic``) instead of waiting for it to become
+            ready, and the scalers' webhook refuses it when the job is known.
     """
 
     min_replicas: int = 1
     max_replicas: int | None = None
     restart_policy: RestartPolicy | None = None
+    fixed: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

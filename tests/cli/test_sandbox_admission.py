@@ -17,7 +17,9 @@ import yaml
 
 from etctl.cli import Sandbox, SandboxOptions, run_sandbox
 from etctl.cli._registry import discover
+from etctl.jobs.pytorchjob import PYTORCHJOBS
 from etctl.runtime import CRDS
+from etctl.testing import eventually
 from tests._kubectl import kubectl, kubectl_apply
 from tests.examples._files import FILES, load, resource_of
 from tests.schema_support import EXAMPLES
@@ -84,6 +86,19 @@ def _trainingjob_min_above_max() -> dict[str, Any]:
     return job
 
 
+def _pytorchjob(**policy: Any) -> dict[str, Any]:
+    """training-operator's elastic echo example, its elasticPolicy updated with ``policy``."""
+    job: dict[str, Any] = yaml.safe_load(
+        (EXAMPLES / "pytorchjob" / "elastic-echo.yaml").read_text()
+    )
+    job["spec"]["elasticPolicy"].update(policy)
+    return job
+
+
+def _pytorchjob_rdzv_backend() -> dict[str, Any]:
+    return _pytorchjob(rdzvBackend="zookeeper")
+
+
 def _scalein_naming_no_job() -> dict[str, Any]:
     return {
         "apiVersion": "kai.alibabacloud.com/v1alpha1",
@@ -115,6 +130,16 @@ INVALID = {
         _trainingjob_min_above_max,
         "spec.etReplicaSpecs.worker",
         "greater than maxReplicas",
+    ),
+    "pytorchjob-above-max": (
+        lambda: _pytorchjob(minReplicas=1, maxReplicas=1),
+        "spec.pytorchReplicaSpecs.Worker.replicas",
+        "above elasticPolicy.maxReplicas 1",
+    ),
+    "pytorchjob-unknown-rdzv-backend": (
+        _pytorchjob_rdzv_backend,
+        "spec.elasticPolicy.rdzvBackend",
+        "zookeeper",
     ),
 }
 """The webhook's refusals: what the controller's own checks say, field and reason."""
@@ -157,7 +182,7 @@ async def test_in_the_sandbox_every_bad_job_and_a_nameless_scalein_are_refused()
     async def main(sandbox: Sandbox) -> dict[str, tuple[int, str]]:
         answers = {case: await apply(sandbox, make()) for case, make in cases.items()}
         listed = await kubectl(
-            sandbox.kubeconfig, "get", "mpijobs,tfjobs,trainingjobs,scaleins", "-A"
+            sandbox.kubeconfig, "get", "mpijobs,tfjobs,trainingjobs,pytorchjobs,scaleins", "-A"
         )
         answers["listed"] = (0, listed.stdout + listed.stderr)
         return answers
@@ -170,6 +195,43 @@ async def test_in_the_sandbox_every_bad_job_and_a_nameless_scalein_are_refused()
         assert "is invalid" in text, (case, text)
     assert "spec.selector.name" in answers["scalein-naming-no-job"][1]
     assert answers["listed"][1] == "No resources found\n"  # nothing of them was stored
+
+
+def _scaleout(job: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "kai.alibabacloud.com/v1alpha1",
+        "kind": "ScaleOut",
+        "metadata": {"name": f"{job}-more"},
+        "spec": {"selector": {"name": job, "kind": "PyTorchJob"}, "toAdd": {"count": 1}},
+    }
+
+
+async def test_a_scaler_naming_a_static_pytorchjob_is_refused_and_an_elastic_ones_admitted() -> (
+    None
+):
+    static: dict[str, Any] = yaml.safe_load((EXAMPLES / "pytorchjob" / "simple.yaml").read_text())
+    elastic = _pytorchjob(maxReplicas=3)
+    jobs = [static["metadata"]["name"], elastic["metadata"]["name"]]
+
+    def seen(sandbox: Sandbox, name: str) -> bool:
+        # The operator wrote the job's status: its cache, which the webhook reads, holds the job.
+        job = sandbox.server.storage.get(PYTORCHJOBS, name, namespace="default")
+        return bool((job or {}).get("status", {}).get("conditions"))
+
+    async def main(sandbox: Sandbox) -> list[tuple[int, str]]:
+        for job in (static, elastic):
+            await apply(sandbox, job)
+        await eventually(lambda: all(seen(sandbox, name) for name in jobs))
+        return [await apply(sandbox, _scaleout(name)) for name in jobs]
+
+    answers = await run_sandbox(QUICK, main)
+    assert answers is not None
+    (refused, refusal), (admitted, text) = answers
+    assert refused != 0
+    assert "is invalid" in refusal
+    assert f"spec.selector.name: PyTorchJob {jobs[0]} is not elastic" in refusal
+    assert "no spec.elasticPolicy" in refusal
+    assert admitted == 0, text
 
 
 def _examples() -> list[dict[str, Any]]:

@@ -81,6 +81,8 @@ class Elasticity:
         membership_problem: why the job's objects could not hold a membership of these names,
             or None when they can; None: no such limit.
         name_rule: why a member's name is at most 63 characters, as messages say it.
+        fixed: why no scaler may ever resize the job (the kind's ``MemberPolicy.fixed``), or
+            None.
     """
 
     replica_type: str
@@ -98,6 +100,7 @@ class Elasticity:
     membership_in_use: bool = True
     membership_problem: Callable[[Sequence[str]], str | None] | None = None
     name_rule: str = "a worker's name is a DNS label"
+    fixed: str | None = None
 
 
 def replicas_path(resource: CustomResource) -> tuple[str, ...]:
@@ -311,4 +314,5 @@ def read_elasticity(
         membership_in_use=in_use,
         membership_problem=problem,
         name_rule=declared.name_rule,
+        fixed=policy.fixed,
     )

@@ -17,7 +17,9 @@
   marker's write failed, so the exec was withheld): :meth:`ScalerSteps.unsent` lets it send the
   script when it finds the marker stored after all, where any other process judges it
   interrupted;
-* **closing**: a finished job fails its unfinished scalers (reason ``JobFinished``).
+* **closing**: a finished job fails its unfinished scalers (reason ``JobFinished``), and so does
+  a job whose members are fixed (a kind's static job, ``MemberPolicy.fixed``: reason
+  ``JobNotElastic``), which no scaler could ever resize: it never waits for one to start.
 
 Every write is guarded by the version read; a Conflict propagates to the controller, which ends
 the reconcile quietly.
@@ -117,6 +119,14 @@ class ScalerSteps:
             else:
                 message = f"{named} was deleted before it finished; what it did stays done"
                 await self._set_current(seen, None, "ScalerGone", message)
+        fixed = seen.elasticity.fixed
+        if fixed is not None:
+            await self._fail_pending(
+                seen,
+                "JobNotElastic",
+                lambda scaler: f"{self.kind} {seen.name} {fixed}: {scaler} cannot resize it",
+            )
+            return None
         if not seen.elasticity.ready:
             return None
         pending = {
@@ -346,46 +356,59 @@ class ScalerSteps:
 
     async def close(self, seen: Observation) -> None:
         """A finished job: fail its unfinished adopted scalers and clear the job's scaler."""
+        await self._fail_pending(
+            seen,
+            "JobFinished",
+            lambda scaler: f"{self.kind} {seen.name} finished before {scaler} completed",
+        )
+        if seen.members.scaler:
+            field = seen.members.fields.scaler
+            await self._writer.patch_status(self.jobs, seen.raw, {field: None})
+
+    async def _fail_pending(
+        self, seen: Observation, reason: str, message_of: Callable[[str], str]
+    ) -> None:
+        """End every unfinished adopted scaler with ``ScaleFailed`` (``reason``) and an Event.
+
+        ``message_of`` says why, given the scaler's full name.
+        """
         for observed in seen.scalers:
             status = observed.scaler.status
             if status.finished() or not status.adopted():
                 continue
-            message = (
-                f"{self.kind} {seen.name} finished before {observed.scaler.full_name} completed"
-            )
-            finished = _failed_status(observed, seen, message)
+            message = message_of(observed.scaler.full_name)
+            finished = _failed_status(observed, seen, reason, message)
             res = SCALEOUTS if observed.scaler.direction is Direction.OUT else SCALEINS
             await self._writer.patch_status(res, observed.raw, finished)
-            self._recorder.event(observed.raw, "Warning", "JobFinished", message)
+            self._recorder.event(observed.raw, "Warning", reason, message)
             log.warning(
                 "scaler failed",
                 kind=res.kind,
                 namespace=objects.namespace(observed.raw),
                 name=objects.name(observed.raw),
                 job=seen.name,
-                reason="JobFinished",
+                reason=reason,
                 message=message,
             )
             direction = "out" if observed.scaler.direction is Direction.OUT else "in"
             metrics.SCALE_OPERATIONS.labels(
                 kind=self.kind, direction=direction, result=Outcome.FAILED
             ).inc()
-        if seen.members.scaler:
-            field = seen.members.fields.scaler
-            await self._writer.patch_status(self.jobs, seen.raw, {field: None})
 
 
 def _transient(exc: EtctlError) -> bool:
     return isinstance(exc, RequestNotSent | TooManyRequests | ServerError)
 
 
-def _failed_status(observed: ObservedScaler, seen: Observation, message: str) -> dict[str, Any]:
+def _failed_status(
+    observed: ObservedScaler, seen: Observation, reason: str, message: str
+) -> dict[str, Any]:
     status = observed.scaler.status
     conditions = set_condition(
         status.conditions,
         JobConditionType.SCALE_FAILED,
         ConditionStatus.TRUE,
-        reason="JobFinished",
+        reason=reason,
         message=message,
         now=seen.now,
     )

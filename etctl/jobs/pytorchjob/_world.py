@@ -11,8 +11,9 @@
 * **A static job** (no ``elasticPolicy``) has a fixed world: ``WORLD_SIZE`` and each pod's
   ``RANK`` are baked into its environment. Its workers are ``<job>-worker-0..n-1``, recreated
   under their names by the generic controller (training-operator's behaviour); the machinery
-  never replaces them and no scaler ever starts on it (:func:`consumer`: nothing consumes the
-  members), and the CRD refuses a change of its Worker replicas.
+  never replaces them, a scaler naming it fails at once (:data:`STATIC`, reason
+  ``JobNotElastic``; the scalers' webhook refuses it when the job is known), and the CRD refuses a
+  change of its Worker replicas.
 * **The restart budget** (:func:`restarts_left`): ``elasticPolicy.maxRestarts`` less the
   replacements so far. It is in the job's status, so it survives an operator restart, and every
   new worker's torchrun gets what is left as ``PET_MAX_RESTARTS``.
@@ -46,6 +47,7 @@ from etctl.runtime import objects, podview
 __all__ = [
     "ELASTIC",
     "REPLACEMENTS_FIELD",
+    "STATIC",
     "bounds",
     "consumer",
     "member_policy",
@@ -86,12 +88,24 @@ def bounds(job: PyTorchJob) -> tuple[int, int]:
     return found if found is not None else (size, size)
 
 
+STATIC = (
+    "is not elastic: it has no spec.elasticPolicy, so its world (WORLD_SIZE, each pod's RANK) is "
+    "fixed; a job made with an elasticPolicy can be resized"
+)
+"""Why a static job's members are fixed, after the job's title in messages."""
+
+
 def member_policy(job: PyTorchJob) -> MemberPolicy:
-    """The bounds and who is replaced: the Worker's policy if elastic, nobody if static."""
+    """The bounds and who is replaced: the Worker's policy if elastic; a static job's are fixed."""
     low, high = bounds(job)
     worker = job.spec.replicas(PyTorchReplicaType.WORKER)
     restart = worker.restart_policy if worker is not None and job.elastic else RestartPolicy.NEVER
-    return MemberPolicy(min_replicas=max(low, 1), max_replicas=high, restart_policy=restart)
+    return MemberPolicy(
+        min_replicas=max(low, 1),
+        max_replicas=high,
+        restart_policy=restart,
+        fixed=None if job.elastic else STATIC,
+    )
 
 
 def consumer(job: PyTorchJob, state: JobState[Any]) -> Consumer:

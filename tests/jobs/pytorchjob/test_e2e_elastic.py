@@ -235,3 +235,50 @@ async def test_a_static_jobs_world_is_fixed_and_its_master_is_found_by_name(
         assert sorted(n for n in env.phases() if n.startswith(job)) == [master, worker(job, 0)]
         assert "rendezvousEndpoint" not in env.status(job)
         assert sorted(env.services()) == [master, worker(job, 0)]
+
+
+async def test_a_scaler_naming_a_static_job_fails_at_once_with_an_event_saying_why(
+    tmp_path: Path,
+) -> None:
+    document = example("simple.yaml")
+    job = document["metadata"]["name"]
+    selector = {"name": job, "kind": "PyTorchJob"}
+    async with (
+        cluster(tmp_path, PyTorchJobPlugin(), kubelet=sandboxed_nodes(tmp_path)) as env,
+        env.operating() as manager,
+    ):
+        env.apply(document)
+        await eventually(lambda: env.phase(job) == "Running")
+        workers = uids(env, f"{job}-master-0", worker(job, 0))
+        for kind, name, change in (
+            ("ScaleOut", "more", {"toAdd": {"count": 1}}),
+            ("ScaleIn", "fewer", {"toDelete": {"count": 1}}),
+        ):
+            env.apply(
+                {
+                    "apiVersion": "kai.alibabacloud.com/v1alpha1",
+                    "kind": kind,
+                    "metadata": {"name": name},
+                    "spec": {"selector": selector, **change},
+                }
+            )
+        await eventually(
+            lambda: env.scaler_done(SCALEOUTS, "more") and env.scaler_done(SCALEINS, "fewer")
+        )
+        await wait_idle(env.server, manager)
+        for res, name in ((SCALEOUTS, "more"), (SCALEINS, "fewer")):
+            status = env.scaler(res, name)
+            failed = status["conditions"][-1]
+            assert (status["phase"], failed["type"], failed["reason"]) == (
+                "ScaleFailed",
+                "ScaleFailed",
+                "JobNotElastic",
+            )
+            assert f"PyTorchJob {job} is not elastic" in failed["message"]
+        events = env.events("JobNotElastic")
+        assert sorted(e["involvedObject"]["name"] for e in events) == ["fewer", "more"]
+        assert {e["type"] for e in events} == {"Warning"}
+        assert "no spec.elasticPolicy" in events[0]["message"]
+        # The job is as it was: its pods kept, its Worker replicas untouched.
+        assert uids(env, f"{job}-master-0", worker(job, 0)) == workers
+        assert env.stored(job)["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == 1
