@@ -48,7 +48,7 @@ from etctl.cli._sandbox_options import DemoOptions
 from etctl.cli._timeline import Timeline
 from etctl.common import SCALEINS, SCALEOUTS
 from etctl.jobs.mpijob import MPIJOBS, MPIJobPlugin
-from etctl.runtime import CONFIGMAPS, SECRETS, SERVICES, Resource
+from etctl.runtime import CONFIGMAPS, SECRETS, SERVICES
 
 __all__ = [
     "DEMO_STEPS",
@@ -165,7 +165,7 @@ class _Demo(DemoSteps):
         )
         self.t.hint(f"kubectl apply -f {JOB}.yaml && kubectl get mpijob,pods -w")
         await self.client.create(MPIJOBS, mpijob_manifest(), namespace=NAMESPACE)
-        seen = await self._settled(f"the launcher and {WORKERS} workers to run", WORKERS)
+        seen = await self.settled(f"the launcher and {WORKERS} workers to run", WORKERS)
         self.pods_table(seen, [LAUNCHER, *self.job(seen).targets])
         self.t.done(f"MPIJob {JOB} is Running: launcher and {WORKERS} workers")
 
@@ -186,7 +186,7 @@ class _Demo(DemoSteps):
             namespace=NAMESPACE,
             subresource="scale",
         )
-        seen = await self._scaled(SCALEOUTS, SCALED_TO)
+        seen = await self.scaled_by(SCALEOUTS, SCALED_TO)
         await self.show_members(self.job(seen).members)
         added = [name for name in self.job(seen).targets if name not in before]
         self.t.done(f"{SCALED_TO} workers: added {', '.join(added)}")
@@ -197,7 +197,7 @@ class _Demo(DemoSteps):
         size = len(self.job(self.observer.last).targets) - SCALE_IN_BY
         manifest = scalein_manifest(SCALE_IN_BY, job=JOB, kind="MPIJob")
         await self.client.create(SCALEINS, manifest, namespace=NAMESPACE)
-        seen = await self._scaled(SCALEINS, size, name=SCALE_IN)
+        seen = await self.scaled_by(SCALEINS, size, name=SCALE_IN)
         await self.show_members(self.job(seen).members)
         removed = seen.scalers[f"scalein/{SCALE_IN}"].chosen
         self.t.done(
@@ -231,7 +231,7 @@ class _Demo(DemoSteps):
         self.t.hint(f"# Kueue admits it: nodeSelector kubernetes.io/hostname={node}, suspend false")
         await self.client.patch(MPIJOBS, JOB, resume, namespace=NAMESPACE)
         size = len(self.job(self.observer.last).targets)
-        seen = await self._settled("the job to run again", size)
+        seen = await self.settled("the job to run again", size)
         elsewhere = [pod.name for pod in seen.pods.values() if pod.node != node]
         if elsewhere:
             msg = f"pods {', '.join(elsewhere)} are not on {node}, the node Kueue chose"
@@ -240,28 +240,6 @@ class _Demo(DemoSteps):
         self.t.done(f"resumed: the pods were built from the templates Kueue left, all on {node}")
 
     # -- helpers
-
-    async def _settled(self, what: str, size: int) -> Snapshot:
-        def running(seen: Snapshot) -> bool:
-            job = seen.job
-            return (
-                job is not None
-                and job.phase == "Running"
-                and len(job.targets) == size
-                and set(job.members) == set(job.targets)
-                and seen.running(LAUNCHER, *job.targets)
-            )
-
-        return await self.observer.until(what, running, timeout=self.timeout)
-
-    async def _scaled(self, res: Resource, size: int, name: str | None = None) -> Snapshot:
-        """Wait until a scaler of ``res`` (``name``, or any) succeeded and the job has ``size``."""
-        prefix = f"{res.kind.lower()}/"
-
-        def matches(key: str) -> bool:
-            return key.startswith(prefix) and (name is None or key == f"{prefix}{name}")
-
-        return await self.scaled(f"{res.kind} to finish with {size} workers", size, matches)
 
     async def _children_gone(self) -> tuple[bool | None, str]:
         left = []

@@ -156,12 +156,15 @@ class DemoSteps(ABC):
         self.t.block([(Mark.SAME, line) for line in self.shown.splitlines()])
         self.t.done(f"{len(members)} {listed}")
 
+    def victim(self, members: Sequence[str]) -> str:
+        """The member :meth:`evict` evicts: the second (the first when it is alone)."""
+        return members[1] if len(members) > 1 else members[0]
+
     async def evict(self) -> None:
-        """The simulated kubelet evicts a worker; wait until a new name replaced it."""
+        """The kubelet evicts a worker (:meth:`victim`); wait until a new name replaced it."""
         self.t.step("Evict a worker: its node runs low on memory")
         seen = self.observer.catch_up()
-        members = self.job(seen).members
-        victim = members[1] if len(members) > 1 else members[0]
+        victim = self.victim(self.job(seen).members)
         node = seen.pods[victim].node if victim in seen.pods else "its node"
         self.t.hint(f"# the kubelet on {node} evicts {victim}")
         try:
@@ -273,6 +276,31 @@ class DemoSteps(ABC):
             )
 
         return await self.observer.until(what, finished, timeout=self.timeout)
+
+    async def settled(self, what: str, size: int) -> Snapshot:
+        """Wait until the job runs with ``size`` members, all running (and its launcher, if any)."""
+        launcher = self.job_spec.launcher
+
+        def running(seen: Snapshot) -> bool:
+            job = seen.job
+            return (
+                job is not None
+                and job.phase == "Running"
+                and len(job.targets) == size
+                and set(job.members) == set(job.targets)
+                and seen.running(*([launcher] if launcher else []), *job.targets)
+            )
+
+        return await self.observer.until(what, running, timeout=self.timeout)
+
+    async def scaled_by(self, res: Resource, size: int, name: str | None = None) -> Snapshot:
+        """Wait until a scaler of ``res`` (``name``, or any) succeeded and the job has ``size``."""
+        prefix = f"{res.kind.lower()}/"
+
+        def matches(key: str) -> bool:
+            return key.startswith(prefix) and (name is None or key == f"{prefix}{name}")
+
+        return await self.scaled(f"{res.kind} to finish with {size} workers", size, matches)
 
     def pods_table(self, seen: Snapshot, names: Sequence[str]) -> None:
         """The named pods of ``seen`` as a table (those not seen are left out)."""

@@ -91,8 +91,8 @@ def add_sandbox_arguments(parser: argparse.ArgumentParser) -> None:
         choices=DEMO_KINDS,
         metavar="KIND",
         help=(
-            "play the demo of an elastic job, then stop and exit: trainingjob (the default) "
-            "or mpijob"
+            "play the demo of an elastic job, then stop and exit: trainingjob (the default), "
+            "mpijob or pytorch"
         ),
     )
     parser.add_argument(

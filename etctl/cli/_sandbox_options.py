@@ -86,7 +86,7 @@ class SandboxOptions:
         )
 
 
-DEMO_KINDS = ("trainingjob", "mpijob")
+DEMO_KINDS = ("trainingjob", "mpijob", "pytorch")
 """The job kinds ``etctl sandbox --demo`` can show."""
 
 

@@ -3,7 +3,8 @@
 :func:`run` does what the command's flags ask: it starts the sandbox cluster
 (:func:`etctl.cli._embedded.run_sandbox`) with SIGINT and SIGTERM handlers that stop it cleanly,
 then either prints the usage lines and serves until a signal, or plays a demo (of a TrainingJob,
-:func:`etctl.cli._demo.run_demo`, or of an MPIJob, :func:`etctl.cli._demo_mpijob.run_mpijob_demo`)
+:func:`etctl.cli._demo.run_demo`, of an MPIJob, :func:`etctl.cli._demo_mpijob.run_mpijob_demo`,
+or of a PyTorchJob, :func:`etctl.cli._demo_pytorchjob.run_pytorchjob_demo`)
 on a :class:`~etctl.cli._timeline.Timeline` of standard output.
 Failures become exit statuses with a one-line message on standard error, never a traceback (see
 :mod:`etctl.cli._sandbox` for the table). A first signal stops the sandbox gracefully; a second one
@@ -21,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TextIO
 
-from etctl.cli import _demo, _demo_mpijob
+from etctl.cli import _demo, _demo_mpijob, _demo_pytorchjob
 from etctl.cli._embedded import Sandbox, run_sandbox
 from etctl.cli._sandbox_args import demo_options, sandbox_options
 from etctl.cli._sandbox_options import DemoOptions, SandboxOptions
@@ -129,6 +130,11 @@ _DEMOS = {
         _demo_mpijob.DEMO_STEPS,
         "etctl sandbox --demo mpijob: an elastic MPIJob, scaled, healed, suspended and resumed",
         _demo_mpijob.run_mpijob_demo,
+    ),
+    "pytorch": _Demo(
+        _demo_pytorchjob.DEMO_STEPS,
+        "etctl sandbox --demo pytorch: an elastic PyTorchJob, scaled out, healed and scaled in",
+        _demo_pytorchjob.run_pytorchjob_demo,
     ),
 }
 
