@@ -6,7 +6,8 @@ needs first (its ``# needs:`` lines: manifests applied and seen to work, the exa
 started), then the file itself, each document created in the ``default`` namespace as ``kubectl
 apply`` creates a new object. Every document must then work, within a bound:
 
-* a job (TFJob, MPIJob, TrainingJob) runs (``Running`` or ``Succeeded``), never ``Failed``;
+* a job (TFJob, MPIJob, TrainingJob, PyTorchJob) runs (``Running`` or ``Succeeded``), never
+  ``Failed``;
 * a ScaleIn or ScaleOut finishes (``Done``) with ``ScaleSucceeded`` (its script, if any, ran);
 * a Greeting is ``Ready``; a ConfigMap is stored.
 
@@ -40,7 +41,7 @@ pytestmark = pytest.mark.etctl_hooks(
 NS = "default"
 QUICK = SandboxOptions(pod_start_delay=0, metrics_bind_address="0")
 BOUND = 60.0  # seconds of real time for a document to work: only turns a hang into a failure
-_JOBS = ("TFJob", "MPIJob", "TrainingJob")
+_JOBS = ("TFJob", "MPIJob", "TrainingJob", "PyTorchJob")
 
 
 def _conditions(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
