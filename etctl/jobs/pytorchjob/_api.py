@@ -241,7 +241,17 @@ _STATIC_WORLD_FIXED: dict[str, Any] = {
     "|| !has(self.pytorchReplicaSpecs.Worker) || !has(oldSelf.pytorchReplicaSpecs.Worker) "
     "|| self.pytorchReplicaSpecs.Worker.replicas == oldSelf.pytorchReplicaSpecs.Worker.replicas",
     "message": "a PyTorchJob without an elasticPolicy keeps its Worker replicas: its pods' "
-    "WORLD_SIZE and RANK are fixed; add an elasticPolicy to scale it",
+    "WORLD_SIZE and RANK are fixed; a job created with an elasticPolicy can be scaled",
+}
+
+# Whether a job is elastic is settled when it is created: its pods' environment says it (a fixed
+# WORLD_SIZE and RANK, or torchrun's rendezvous), and a policy added or removed later would give
+# the pods made afterwards another world than the running ones.
+_ELASTIC_KEPT: dict[str, Any] = {
+    "rule": "has(self.elasticPolicy) == has(oldSelf.elasticPolicy)",
+    "message": "elasticPolicy may not be added or removed once the PyTorchJob exists: its pods' "
+    "environment (a fixed WORLD_SIZE and RANK, or torchrun's rendezvous) is settled; create a "
+    "new job",
 }
 
 
@@ -255,6 +265,7 @@ class PyTorchJobSpec(ValueModel):
                 _ELASTIC_NEEDS_WORKER,
                 _MAX_NOT_BELOW_REPLICAS,
                 _STATIC_WORLD_FIXED,
+                _ELASTIC_KEPT,
             ],
         }
     )

@@ -190,17 +190,29 @@ def validate_update(old: PyTorchJob, new: PyTorchJob) -> list[str]:
     ``elasticPolicy.maxReplicas`` may not be lowered below the Worker replicas the job asks for:
     scale the job in first. Writing a Worker count above an unchanged maximum is ``/scale``'s and
     the HPA's business, and is clamped, not refused. A job without an ``elasticPolicy`` keeps its
-    Worker replicas while it has no policy: its pods' ``WORLD_SIZE`` and ``RANK`` are fixed.
+    Worker replicas: its pods' ``WORLD_SIZE`` and ``RANK`` are fixed. And whether a job is
+    elastic is settled at its creation: an ``elasticPolicy`` is never added or removed, since the
+    pods made afterwards would get another world than the running ones.
     """
     policy, before = new.spec.elastic_policy, old.spec.elastic_policy
+    if (policy is None) != (before is None):
+        verb = "added" if before is None else "removed"
+        return [
+            f"{_POLICY}: may not be {verb} once the PyTorchJob exists: its pods' environment "
+            "(a fixed WORLD_SIZE and RANK, or torchrun's rendezvous) is settled; create a new job"
+        ]
     worker = new.spec.replicas(PyTorchReplicaType.WORKER)
     was = old.spec.replicas(PyTorchReplicaType.WORKER)
-    static = policy is None and before is None
-    if static and worker is not None and was is not None and worker.replicas != was.replicas:
+    if (
+        policy is None
+        and worker is not None
+        and was is not None
+        and worker.replicas != was.replicas
+    ):
         return [
             f"{_SPECS}.Worker.replicas: may not change ({was.replicas} to {worker.replicas}) "
             "in a PyTorchJob without an elasticPolicy: its pods' WORLD_SIZE and RANK are "
-            "fixed; add an elasticPolicy to scale it"
+            "fixed; a job created with an elasticPolicy can be scaled"
         ]
     if policy is None or policy.max_replicas is None or worker is None:
         return []

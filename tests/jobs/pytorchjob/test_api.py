@@ -208,13 +208,10 @@ async def test_a_static_jobs_worker_replicas_may_not_change_so_kubectl_scale_is_
         scale = {"spec": {"replicas": 3}}
         with pytest.raises(Invalid, match="without an elasticPolicy keeps its Worker replicas"):
             await client.patch(PYTORCHJOBS, name, scale, namespace=namespace, subresource="scale")
-        # Adding an elasticPolicy makes it elastic: then it may be scaled.
+        # Nor does adding an elasticPolicy make it elastic: its running pods' world is fixed.
         elastic = {"spec": {"elasticPolicy": {"maxReplicas": 3}}}
-        await client.patch(PYTORCHJOBS, name, elastic, namespace=namespace)
-        scaled = await client.patch(
-            PYTORCHJOBS, name, scale, namespace=namespace, subresource="scale"
-        )
-        assert scaled["spec"]["replicas"] == 3
+        with pytest.raises(Invalid, match="elasticPolicy may not be added or removed"):
+            await client.patch(PYTORCHJOBS, name, elastic, namespace=namespace)
 
 
 def test_crd_description() -> None:

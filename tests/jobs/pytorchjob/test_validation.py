@@ -113,7 +113,6 @@ def test_metrics_the_hpa_would_refuse_are_refused_on_the_job() -> None:
     [
         ({"maxReplicas": 4}, {"maxReplicas": 1}, True),  # lowered below the 2 workers
         ({"maxReplicas": 4}, {"maxReplicas": 2}, False),
-        (None, {"maxReplicas": 1}, True),  # a policy added below the workers
         ({"maxReplicas": 1}, {"maxReplicas": 1}, False),  # /scale above an unchanged maximum
     ],
 )
@@ -131,3 +130,18 @@ def test_a_static_jobs_worker_replicas_are_its_world() -> None:
     (problem,) = validate_update(old, new)
     assert problem.startswith("spec.pytorchReplicaSpecs.Worker.replicas: may not change (2 to 3)")
     assert validate_update(old, PyTorchJob.model_validate(document(workers=2))) == []
+
+
+@pytest.mark.parametrize(
+    ("before", "after"), [(None, {"maxReplicas": 4}), ({"maxReplicas": 4}, None)]
+)
+def test_whether_a_job_is_elastic_is_settled_when_it_is_created(
+    before: dict[str, Any] | None, after: dict[str, Any] | None
+) -> None:
+    # Running static pods carry WORLD_SIZE 2; workers added under a policy would be told 1:4 and a
+    # rendezvous: two worlds in one job.
+    old = PyTorchJob.model_validate(document(workers=2, elastic=before))
+    new = PyTorchJob.model_validate(document(workers=2, elastic=after))
+    (problem,) = validate_update(old, new)
+    verb = "added" if before is None else "removed"
+    assert problem.startswith(f"spec.elasticPolicy: may not be {verb} once the PyTorchJob exists")
