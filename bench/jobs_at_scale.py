@@ -1,19 +1,24 @@
 """Jobs at scale: hundreds of jobs created at once, until all run, against the floor.
 
-Run: ``.venv/bin/python bench/jobs_at_scale.py [--trainingjobs N] [--tfjobs N] [--rounds R]``
+Run: ``.venv/bin/python bench/jobs_at_scale.py [--trainingjobs N] [--tfjobs N] [--pytorchjobs N]
+[--rounds R]``
 
 The embedded API server with its simulated kubelet runs in one process (``python -m
 etctl.testing``), the operator in another (``etctl run`` for one job kind, with its defaults unless
 ``--max-concurrent-reconciles`` is given), and this process is the user: it creates every job at
 once (16 clients, as fast as the server takes them) and watches until each job has its ``Running``
-condition. Two workloads, each on a fresh server and operator:
+condition. Three workloads, each on a fresh server and operator:
 
 * ``--trainingjobs`` TrainingJobs of ``--workers`` workers. Each also gets a launcher (started once
   every worker runs), a headless service per worker, an ssh Secret, and the launcher's
   ServiceAccount, Role, RoleBinding and ConfigMap. ``--scaleout-at`` seconds after the first
   create, while most jobs are still starting, a ScaleOut of 2 workers is submitted for the first
   job that runs by then: the figure is how long until both new worker pods exist;
-* ``--tfjobs`` TFJobs of ``--workers`` workers (a pod and a service each).
+* ``--tfjobs`` TFJobs of ``--workers`` workers (a pod and a service each);
+* ``--pytorchjobs`` elastic PyTorchJobs of ``--workers`` workers (``elasticPolicy`` 1 to
+  workers + 8, c10d): a pod and a Service per worker and the job's rendezvous Service. As for
+  TrainingJobs, ``--scaleout-at`` seconds in, a ScaleOut of 2 workers naming the first PyTorchJob
+  that runs (``selector.kind: PyTorchJob``) is timed until both new worker pods exist.
 
 The operator's writes are counted from the server's request log, by verb and resource: creates
 against the objects it had to make, and its status writes against the changes they made to the
@@ -117,19 +122,48 @@ def tfjob(name: str, workers: int) -> dict[str, Any]:
     }
 
 
-def scaleout(job: str, count: int) -> dict[str, Any]:
-    """A ScaleOut adding ``count`` workers to TrainingJob ``job``."""
+def pytorchjob(name: str, workers: int) -> dict[str, Any]:
+    """An elastic PyTorchJob of ``workers`` workers (torchrun, c10d rendezvous)."""
+    container = {"name": "pytorch", "image": "pytorch:2.5", "command": ["sleep", "infinity"]}
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": name, "namespace": _NS},
+        "spec": {
+            "elasticPolicy": {
+                "rdzvBackend": "c10d",
+                "minReplicas": 1,
+                "maxReplicas": workers + 8,
+            },
+            "pytorchReplicaSpecs": {
+                "Worker": {
+                    "replicas": workers,
+                    "restartPolicy": "OnFailure",
+                    "template": {"spec": {"containers": [container]}},
+                }
+            },
+        },
+    }
+
+
+def scaleout(job: str, count: int, kind: str | None = None) -> dict[str, Any]:
+    """A ScaleOut adding ``count`` workers to job ``job`` (a TrainingJob, unless ``kind``)."""
+    selector = {"name": job} if kind is None else {"name": job, "kind": kind}
     return {
         "apiVersion": "kai.alibabacloud.com/v1alpha1",
         "kind": "ScaleOut",
         "metadata": {"name": f"{job}-out", "namespace": _NS},
-        "spec": {"selector": {"name": job}, "toAdd": {"count": count}, "timeout": 600},
+        "spec": {"selector": selector, "toAdd": {"count": count}, "timeout": 600},
     }
 
 
 @dataclass(frozen=True)
 class Workload:
-    """One kind of job: its plugin, collection, how to build one, how many."""
+    """One kind of job: its plugin, collection, how to build one, how many.
+
+    ``kind`` names the job's kind in a ScaleOut's selector (None: the scalers' default,
+    TrainingJob); ``scales`` says whether the run times a ScaleOut during the load.
+    """
 
     plugin: str
     api: str
@@ -137,6 +171,8 @@ class Workload:
     build: Callable[[str, int], dict[str, Any]]
     jobs: int
     workers: int
+    kind: str | None = None
+    scales: bool = False
 
     def names(self) -> list[str]:
         return [f"{self.plugin}-{index:04d}" for index in range(self.jobs)]
@@ -231,7 +267,8 @@ async def run_operator(
             start = time.perf_counter()
             group.create_task(create_all(session, jobs, _CLIENTS), name="create")
             if scaleout_at is not None:
-                await _scale_out(session, server, start, scaleout_at, progress, run, verbose)
+                scaling = _Scaling(workload, server, start, scaleout_at)
+                await _scale_out(session, scaling, progress, run, verbose)
             await progress.all_running.wait()
             run.seconds = max(progress.running.values()) - start
             run.operator_cpu = (cpu_seconds(op.process.pid) - operator_cpu) / run.seconds
@@ -257,21 +294,32 @@ async def run_operator(
         return run
 
 
+@dataclass(frozen=True)
+class _Scaling:
+    """The ScaleOut timed during a run: of which workload, on which server, when."""
+
+    workload: Workload
+    server: Server
+    start: float
+    at: float
+
+
 async def _scale_out(
     session: aiohttp.ClientSession,
-    server: Server,
-    start: float,
-    at: float,
+    scaling: _Scaling,
     progress: _Progress,
     run: Run,
     verbose: bool,
 ) -> None:
     """Scale out the first job that runs ``at`` seconds in; time until its new pods exist."""
-    await asyncio.sleep(max(start + at - time.perf_counter(), 0))
+    workload, server, start = scaling.workload, scaling.server, scaling.start
+    await asyncio.sleep(max(start + scaling.at - time.perf_counter(), 0))
     await progress.some_running.wait()
     job = min(progress.running, key=progress.running.__getitem__)
-    body = scaleout(job, 2)
-    wanted = [f"{job}-worker-{index}" for index in (4, 5)]
+    body = scaleout(job, 2, workload.kind)
+    first = workload.workers
+    wanted = [f"{job}-worker-{index}" for index in (first, first + 1)]
+    jobs = f"{workload.api}/namespaces/{_NS}/{workload.plural}"
     timeline: list[str] = []
     submitted = time.perf_counter()
 
@@ -291,8 +339,8 @@ async def _scale_out(
 
     async with asyncio.TaskGroup() as group:
         watchers = [
-            group.create_task(watch(session, f"{server.url}/{_TJ_API}/namespaces/{_NS}/{p}", note))
-            for p in (("trainingjobs", "scaleouts") if verbose else ())
+            group.create_task(watch(session, f"{server.url}/{path}", note))
+            for path in ((jobs, f"{_TJ_API}/namespaces/{_NS}/scaleouts") if verbose else ())
         ]
         await asyncio.sleep(0.1 if verbose else 0)
         submitted = time.perf_counter()
@@ -403,7 +451,7 @@ async def measure(workload: Workload, args: argparse.Namespace, workdir: Path) -
     flags = []
     if args.max_concurrent_reconciles is not None:
         flags = ["--max-concurrent-reconciles", str(args.max_concurrent_reconciles)]
-    scaleout_at = args.scaleout_at if workload.plugin == "trainingjob" else None
+    scaleout_at = args.scaleout_at if workload.scales else None
     runs: list[Run] = []
     floors: list[tuple[float, float]] = []
     for _ in range(args.rounds):
@@ -478,9 +526,25 @@ async def main(args: argparse.Namespace) -> None:
         workdir = Path(tmp)
         workloads = [
             Workload(
-                "trainingjob", _TJ_API, "trainingjobs", trainingjob, args.trainingjobs, args.workers
+                "trainingjob",
+                _TJ_API,
+                "trainingjobs",
+                trainingjob,
+                args.trainingjobs,
+                args.workers,
+                scales=True,
             ),
             Workload("tfjob", "apis/kubeflow.org/v1", "tfjobs", tfjob, args.tfjobs, args.workers),
+            Workload(
+                "pytorchjob",
+                "apis/kubeflow.org/v1",
+                "pytorchjobs",
+                pytorchjob,
+                args.pytorchjobs,
+                args.workers,
+                kind="PyTorchJob",
+                scales=True,
+            ),
         ]
         for workload in workloads:
             if workload.jobs:
@@ -491,6 +555,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--trainingjobs", type=int, default=200)
     parser.add_argument("--tfjobs", type=int, default=500)
+    parser.add_argument("--pytorchjobs", type=int, default=200)
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--scaleout-at", type=float, default=5.0)
     parser.add_argument("--rounds", type=int, default=1)
