@@ -22,6 +22,7 @@ from etctl.runtime import CRDS
 from etctl.testing import eventually
 from tests._kubectl import kubectl, kubectl_apply
 from tests.examples._files import FILES, load, resource_of
+from tests.jobs.pytorchjob._manifests import echo
 from tests.schema_support import EXAMPLES
 
 pytestmark = [
@@ -86,17 +87,8 @@ def _trainingjob_min_above_max() -> dict[str, Any]:
     return job
 
 
-def _pytorchjob(**policy: Any) -> dict[str, Any]:
-    """training-operator's elastic echo example, its elasticPolicy updated with ``policy``."""
-    job: dict[str, Any] = yaml.safe_load(
-        (EXAMPLES / "pytorchjob" / "elastic-echo.yaml").read_text()
-    )
-    job["spec"]["elasticPolicy"].update(policy)
-    return job
-
-
 def _pytorchjob_rdzv_backend() -> dict[str, Any]:
-    return _pytorchjob(rdzvBackend="zookeeper")
+    return echo(rdzvBackend="zookeeper")
 
 
 def _scalein_naming_no_job() -> dict[str, Any]:
@@ -132,7 +124,7 @@ INVALID = {
         "greater than maxReplicas",
     ),
     "pytorchjob-above-max": (
-        lambda: _pytorchjob(minReplicas=1, maxReplicas=1),
+        lambda: echo(minReplicas=1, maxReplicas=1),
         "spec.pytorchReplicaSpecs.Worker.replicas",
         "above elasticPolicy.maxReplicas 1",
     ),
@@ -210,7 +202,7 @@ async def test_a_scaler_naming_a_static_pytorchjob_is_refused_and_an_elastic_one
     None
 ):
     static: dict[str, Any] = yaml.safe_load((EXAMPLES / "pytorchjob" / "simple.yaml").read_text())
-    elastic = _pytorchjob(maxReplicas=3)
+    elastic = echo(maxReplicas=3)
     jobs = [static["metadata"]["name"], elastic["metadata"]["name"]]
 
     def seen(sandbox: Sandbox, name: str) -> bool:

@@ -12,14 +12,23 @@ from typing import Any
 from tests._cluster import Cluster
 from tests.schema_support import EXAMPLES, load_yaml
 
-__all__ = ["NS", "environment", "example", "resolves", "worker"]
+__all__ = ["ECHO", "NS", "echo", "environment", "example", "resolves", "worker"]
 
 NS = "default"
+ECHO = "elastic-example-echo"
+"""The name of training-operator's elastic echo example."""
 
 
 def example(name: str) -> dict[str, Any]:
     """An example manifest of ``examples/pytorchjob/``."""
     return load_yaml(EXAMPLES / "pytorchjob" / name)
+
+
+def echo(**policy: Any) -> dict[str, Any]:
+    """training-operator's elastic echo example, its elasticPolicy updated with ``policy``."""
+    document = example("elastic-echo.yaml")
+    document["spec"]["elasticPolicy"].update(policy)
+    return document
 
 
 def worker(job: str, index: int) -> str:

@@ -12,25 +12,18 @@ from etctl.jobs.pytorchjob import PYTORCHJOBS, PyTorchJobPlugin
 from etctl.runtime import Resource, objects
 from etctl.testing import eventually, wait_idle
 from tests._cluster import Cluster, cluster, sandboxed_nodes
-from tests.jobs.pytorchjob._manifests import NS, environment, example, resolves, worker
+from tests.jobs.pytorchjob._manifests import ECHO, NS, echo, environment, example, resolves, worker
 
 pytestmark = pytest.mark.etctl_hooks(
     "the simulated kubelet runs the members and answers execs and DNS, in virtual time"
 )
 
-JOB = "elastic-example-echo"
+JOB = ECHO
 HPAS = Resource("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler")
 
 
 def w(index: int) -> str:
     return worker(JOB, index)
-
-
-def echo(**policy: Any) -> dict[str, Any]:
-    """training-operator's echo example, its elasticPolicy updated with ``policy``."""
-    document = example("elastic-echo.yaml")
-    document["spec"]["elasticPolicy"].update(policy)
-    return document
 
 
 def done(env: Cluster, res: Resource) -> list[dict[str, Any]]:

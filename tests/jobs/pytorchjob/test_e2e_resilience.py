@@ -19,24 +19,18 @@ from etctl.jobs.pytorchjob import PYTORCHJOBS, PyTorchJobPlugin
 from etctl.runtime import SERVICES
 from etctl.testing import Behaviour, PodPolicy, eventually, wait_idle
 from tests._cluster import Cluster, cluster, sandboxed_nodes
-from tests.jobs.pytorchjob._manifests import NS, environment, example, resolves, worker
+from tests.jobs.pytorchjob._manifests import ECHO, NS, echo, environment, resolves, worker
 
 pytestmark = pytest.mark.etctl_hooks(
     "the simulated kubelet evicts members, keeps one Pending and answers DNS, in virtual time"
 )
 
-JOB = "elastic-example-echo"
+JOB = ECHO
 RDZV = f"{JOB}-rdzv"
 
 
 def w(index: int) -> str:
     return worker(JOB, index)
-
-
-def echo(**policy: Any) -> dict[str, Any]:
-    document = example("elastic-echo.yaml")
-    document["spec"]["elasticPolicy"].update(policy)
-    return document
 
 
 async def started(env: Cluster, document: dict[str, Any], count: int = 2) -> None:
