@@ -455,21 +455,28 @@ async def test_a_shutdown_whose_grace_period_runs_out_exits_1(tmp_path: Path) ->
                 assert process.returncode is None, (await process.communicate())[1].decode()
                 assert loop.time() < deadline, "the operator never became ready"
                 await asyncio.sleep(0.05)
+
+            def invalid_job(name: str) -> dict[str, object]:
+                # No container named "tensorflow": the reconcile's first write is the Failed status.
+                template = {"spec": {"containers": [{"name": "tf", "image": "tf"}]}}
+                return {
+                    "apiVersion": "kubeflow.org/v1",
+                    "kind": "TFJob",
+                    "metadata": {"name": name, "namespace": "team"},
+                    "spec": {"tfReplicaSpecs": {"Worker": {"template": template}}},
+                }
+
+            # Ready means the caches listed; the TFJob watch may still be on its way to the server,
+            # and a pause would hold it there, so no event would ever come. A job reconciled
+            # through the watch proves the watch is served.
+            server.storage.create(TFJOBS, invalid_job("first"), namespace="team")
+            written = lambda: bool(  # noqa: E731
+                server.requests.find(name="first", subresource="status", code=200)
+            )
+            await eventually(written, timeout=60)
             # Every request now hangs: the reconcile of a new job waits on its first write.
             server.pause()
-            job = {
-                "apiVersion": "kubeflow.org/v1",
-                "kind": "TFJob",
-                "metadata": {"name": "stuck", "namespace": "team"},
-                "spec": {
-                    "tfReplicaSpecs": {
-                        "Worker": {
-                            "template": {"spec": {"containers": [{"name": "tf", "image": "tf"}]}}
-                        }
-                    }
-                },
-            }
-            server.storage.create(TFJOBS, job, namespace="team")
+            server.storage.create(TFJOBS, invalid_job("stuck"), namespace="team")
             # Bounds only turn a hang into a failure: a loaded machine may take a while.
             found = lambda: bool(server.requests.find(name="stuck", code=0))  # noqa: E731
             await eventually(found, timeout=60)
