@@ -68,10 +68,10 @@ async def test_the_demo_shows_every_step_and_exits_0() -> None:
 
 async def test_a_step_that_does_not_happen_fails_the_demo_with_the_state_it_was_in() -> None:
     pending = PodPolicy(name="*-worker-*", does=Behaviour(stay_pending=True))
-    text = await failed_demo(run_demo, 6, pending, step_timeout=0.5)
+    text = await failed_demo(run_demo, 6, pending, step_timeout=3)
     assert "[2/6]" not in text
     failure = text.strip().splitlines()[-1]
-    assert failure.startswith("  FAILED: the launcher and 3 workers to run: not done after 0.5s (")
+    assert failure.startswith("  FAILED: the launcher and 3 workers to run: not done after 3s (")
     assert "job phase Created; 0 worker(s) in the hostfile" in failure
     assert f"pods not running: {worker(0)} ContainerCreating" in failure
 
