@@ -59,7 +59,7 @@ from etctl.common._conditions import is_finished
 from etctl.common._decide import Steps, decide
 from etctl.common._jobmetrics import JOB_RECONCILE_TIME
 from etctl.common._judge import judge
-from etctl.common._labels import BY_JOB, by_job, job_selector
+from etctl.common._labels import BY_JOB, REPLICA_INDEX, by_job, job_selector
 from etctl.common._ledger import Recorder, WriteLedger
 from etctl.common._observe import Observed, Plans
 from etctl.common._phases import Phases
@@ -169,13 +169,9 @@ class JobController(Generic[JobT]):
         if not (isinstance(model, type) and issubclass(model, BaseModel)):
             msg = f"{self.kind}: the plugin's model must be a pydantic model, not {model!r}"
             raise ConfigError(msg)
-        slot_services = self.capabilities.services is not None
         for res in self.capabilities.owned_resources:
-            if not res.namespaced or res == PODS or (res == SERVICES and slot_services):
-                msg = (
-                    f"{self.kind}: extra objects must be namespaced, not pods, and not services "
-                    f"when the plugin builds the slots' services: {res}"
-                )
+            if not res.namespaced or res == PODS:
+                msg = f"{self.kind}: extra objects must be namespaced, not pods: {res}"
                 raise ConfigError(msg)
         if self.capabilities.elastic is not None:
             replicas_path(self.plugin.resource)  # an elastic kind's CRD must have /scale
@@ -188,7 +184,7 @@ class JobController(Generic[JobT]):
         found = [PODS]
         if self.capabilities.services is not None:
             found.append(SERVICES)
-        found.extend(self.capabilities.owned_resources)
+        found.extend(res for res in self.capabilities.owned_resources if res not in found)
         if self._scheduler is not None:
             found.append(self._scheduler.podgroups)
         return tuple(found)
@@ -353,7 +349,17 @@ class JobController(Generic[JobT]):
 
         pods = await claimed(PODS)
         services = await claimed(SERVICES) if self.capabilities.services else ()
-        extras = {res: await claimed(res) for res in self.capabilities.owned_resources}
+        extras = {
+            res: await claimed(res)
+            for res in self.capabilities.owned_resources
+            if res != SERVICES or not self.capabilities.services
+        }
+        if self.capabilities.services and SERVICES in self.capabilities.owned_resources:
+            # Claimed once, told apart by label: a slot's service carries its replica index
+            # (finish_service sets it), a job-level one does not.
+            slot = {objects.name(s) for s in services if REPLICA_INDEX in objects.labels(s)}
+            extras[SERVICES] = tuple(s for s in services if objects.name(s) not in slot)
+            services = tuple(s for s in services if objects.name(s) in slot)
         podgroup = None
         if self._scheduler is not None:
             podgroup = controlled_podgroup(

@@ -4,16 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
-import pytest
-
-from etctl.common import DesiredObject, JobController, JobState
+from etctl.common import DesiredObject, JobState
 from etctl.common._children import drift
-from etctl.errors import ConfigError
-from etctl.runtime import CONFIGMAPS, SERVICES, FakeClock, KubeObject, Resource, objects
+from etctl.runtime import CONFIGMAPS, SERVICES, KubeObject, Resource, objects
 from tests.common._harness import harness, simplejob
-from tests.common._snapshot import SnapshotCache
 from tests.common.simplejob import SIMPLEJOBS, SimpleJob, SimpleJobPlugin
 
 
@@ -136,15 +132,30 @@ async def test_a_kind_without_slot_services_may_own_a_job_wide_service(tmp_path:
         assert list(await h.objects_of(SERVICES)) == ["train"]
 
 
-def test_a_kind_with_slot_services_may_not_own_services_as_well() -> None:
-    class Both(SimpleJobPlugin):
-        owned_resources: Sequence[Resource] = (CONFIGMAPS, SERVICES)
+class SlotAndJobServicesPlugin(SimpleJobPlugin):
+    """SimpleJob (the Leader's slot service), with one headless Service for the whole job too."""
 
-    with pytest.raises(ConfigError, match="not services when the plugin builds the slots'"):
-        JobController(
-            Both(),
-            client=cast(Any, None),
-            cache=cast(Any, SnapshotCache(cast(Any, None), ())),
-            recorder=cast(Any, None),
-            clock=FakeClock(),
-        )
+    owned_resources: Sequence[Resource] = (CONFIGMAPS, SERVICES)
+
+    def extra_objects(self, job: SimpleJob, state: JobState[Any]) -> Sequence[DesiredObject]:
+        return [*super().extra_objects(job, state), *JobServicePlugin().extra_objects(job, state)]
+
+
+async def test_a_kind_with_slot_services_may_own_job_wide_services_too(tmp_path: Path) -> None:
+    async with harness(tmp_path, plugin=SlotAndJobServicesPlugin()) as h:
+        await h.submit(simplejob("train", workers=1, leader=True))
+        await h.step("train")
+        assert sorted(await h.objects_of(SERVICES)) == ["train", "train-leader-0"]
+        # Neither is taken for a stray of the other's kind: the next reconciles delete nothing.
+        await h.step("train")
+        await h.step("train")
+        services = await h.objects_of(SERVICES)
+        assert sorted(services) == ["train", "train-leader-0"]
+        assert all(not objects.is_terminating(s) for s in services.values())
+        # The slot's service goes with its pod on suspension; the job's stays, as extras do.
+        job = await h.job("train")
+        job["spec"]["runPolicy"]["suspend"] = True
+        await h.client.replace(SIMPLEJOBS, job)
+        await h.step("train")
+        assert await h.pods() == {}
+        assert list(await h.objects_of(SERVICES)) == ["train"]

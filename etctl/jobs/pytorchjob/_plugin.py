@@ -10,8 +10,9 @@ validate               training-operator's rules and torchrun's (:mod:`._validat
 plan                   an elastic job's workers are the framework's elastic plan (its recorded
                        targets); a static job's are ``<job>-worker-0..n-1`` (:mod:`._world`)
 build                  each pod's environment, init container and role label (:mod:`._pods`,
-                       with training-operator's defaults, :mod:`._defaults`); a Service per pod,
-                       the rendezvous Service and the HPA (:mod:`._children`)
+                       with training-operator's defaults, :mod:`._defaults`); a Service per pod
+                       (the slots' services), the rendezvous Service and the HPA as extra
+                       objects (:mod:`._children`)
 judge                  training-operator's rules, elastic-aware (:mod:`._verdict`)
 extend status          the world: bounds, pending workers, rendezvous, phase (:mod:`._world`)
 elastic                the workers are the members; bounds from ``elasticPolicy``; nothing but
@@ -44,7 +45,12 @@ from etctl.common import (
 from etctl.jobs.pytorchjob import _pods as pods
 from etctl.jobs.pytorchjob import _world as world
 from etctl.jobs.pytorchjob._api import GROUP, PYTORCHJOB, PyTorchJob, PyTorchReplicaType
-from etctl.jobs.pytorchjob._children import OWNED_RESOURCES, desired_children, rendezvous_host
+from etctl.jobs.pytorchjob._children import (
+    OWNED_RESOURCES,
+    desired_children,
+    rendezvous_host,
+    slot_service,
+)
 from etctl.jobs.pytorchjob._defaults import with_defaults
 from etctl.jobs.pytorchjob._names import worker_name
 from etctl.jobs.pytorchjob._rendezvous import endpoint, owns_endpoint
@@ -145,8 +151,14 @@ class PyTorchJobPlugin:
             exit_code = policy is RestartPolicy.EXIT_CODE
             pod["spec"]["restartPolicy"] = RestartPolicy.NEVER.value if exit_code else policy.value
 
+    def build_service(
+        self, job: PyTorchJob, ref: ReplicaRef, state: JobState[Any]
+    ) -> KubeObject | None:
+        """The headless Service of one pod, named after it (:mod:`._children`)."""
+        return slot_service(with_defaults(job), ref, state.settings.operator_name)
+
     def extra_objects(self, job: PyTorchJob, state: JobState[Any]) -> Sequence[DesiredObject]:
-        """A Service per pod, the rendezvous Service and the HPA (:mod:`._children`)."""
+        """The rendezvous Service and the HPA (:mod:`._children`)."""
         return desired_children(with_defaults(job), state)
 
     # -- judge
