@@ -11,6 +11,9 @@
   time, each in slow-start batches (:mod:`etctl.common._batches`: a batch that had a failure
   stops its stream, and a stopping controller starts none).
 
+A stage that ``joins_next`` runs at the same time as the stage after it (extra objects the pods do
+not need, created in the pods' round trips); each keeps its own index in ``Outcome.failed``.
+
 A stage's Events are made when it is reached, a write's announcement once it succeeded (a restart's
 Warning right after the delete that restarted the pod). What the writes did comes back as an
 :class:`Outcome`, from which the status is judged (:mod:`etctl.common._judge`); their errors are
@@ -105,30 +108,50 @@ class Applier:
     async def apply(self, seen: Observed[Any], decision: Decision) -> Outcome:
         """Make the decision's writes, stage after stage; what they did."""
         out = Outcome()
-        for index, stage in enumerate(decision.stages):
-            for event in stage.events:
-                if self._ledger.recorder is not None:
-                    self._ledger.recorder.event(seen.raw, event.type, event.reason, event.message)
-            before = len(out.errors)
-            if stage.mode == "sequential":
-                for write in stage.writes:
-                    await self._one(seen, write, out)
-            elif stage.mode == "concurrent":
-                await self._concurrently(seen, stage, out)
+        stages = decision.stages
+        index = 0
+        while index < len(stages):
+            joined = [index]
+            while stages[joined[-1]].joins_next and joined[-1] + 1 < len(stages):
+                joined.append(joined[-1] + 1)
+            if len(joined) == 1:
+                await self._stage(seen, index, stages[index], out)
             else:
-                await self._slow_start(seen, stage, out)
-            if len(out.errors) > before:
-                out.failed.add(index)
+                async with asyncio.TaskGroup() as group:
+                    for at in joined:
+                        group.create_task(
+                            self._stage(seen, at, stages[at], out), name=f"stage-{seen.name}-{at}"
+                        )
+            index = joined[-1] + 1
         if decision.delete_job and not out.errors:
             await self._ledger.delete(seen.raw, self._jobs, seen.raw)
             out.job_deleted = True
         return out
 
-    async def _one(self, seen: Observed[Any], write: Write, out: Outcome) -> None:
+    async def _stage(self, seen: Observed[Any], index: int, stage: Stage, out: Outcome) -> None:
+        for event in stage.events:
+            if self._ledger.recorder is not None:
+                self._ledger.recorder.event(seen.raw, event.type, event.reason, event.message)
+        # The stage's own errors: a stage applied with the next one does not count the other's.
+        errors: list[EtctlError] = []
+        if stage.mode == "sequential":
+            for write in stage.writes:
+                await self._one(seen, write, out, errors)
+        elif stage.mode == "concurrent":
+            await self._concurrently(seen, stage, out, errors)
+        else:
+            await self._slow_start(seen, stage, out, errors)
+        if errors:
+            out.errors.extend(errors)
+            out.failed.add(index)
+
+    async def _one(
+        self, seen: Observed[Any], write: Write, out: Outcome, errors: list[EtctlError]
+    ) -> None:
         try:
             await self._write(seen, write, out)
         except EtctlError as exc:
-            out.errors.append(exc)
+            errors.append(exc)
 
     async def _write(self, seen: Observed[Any], write: Write, out: Outcome) -> None:
         ledger = self._ledger
@@ -150,21 +173,27 @@ class Applier:
             if created is not None and write.res not in (PODS, SERVICES):
                 out.extras_created.setdefault(write.res, []).append(created)
 
-    async def _concurrently(self, seen: Observed[Any], stage: Stage, out: Outcome) -> None:
+    async def _concurrently(
+        self, seen: Observed[Any], stage: Stage, out: Outcome, errors: list[EtctlError]
+    ) -> None:
         async with asyncio.TaskGroup() as group:
             for index, write in enumerate(stage.writes):
-                group.create_task(self._one(seen, write, out), name=f"{stage.name}-{index}")
+                group.create_task(self._one(seen, write, out, errors), name=f"{stage.name}-{index}")
 
-    async def _slow_start(self, seen: Observed[Any], stage: Stage, out: Outcome) -> None:
+    async def _slow_start(
+        self, seen: Observed[Any], stage: Stage, out: Outcome, errors: list[EtctlError]
+    ) -> None:
         # Pods and services do not wait for each other: both are created at once, each in
         # slow-start batches, so a reconcile that creates both costs the round trips of one.
         async with asyncio.TaskGroup() as group:
-            group.create_task(self._pods(seen, stage, out), name=f"pods-{seen.name}")
+            group.create_task(self._pods(seen, stage, out, errors), name=f"pods-{seen.name}")
             group.create_task(
-                self._services(seen, stage.services, out), name=f"services-{seen.name}"
+                self._services(seen, stage.services, out, errors), name=f"services-{seen.name}"
             )
 
-    async def _pods(self, seen: Observed[Any], stage: Stage, out: Outcome) -> None:
+    async def _pods(
+        self, seen: Observed[Any], stage: Stage, out: Outcome, errors: list[EtctlError]
+    ) -> None:
         for rtype, drafts, vanished in stage.streams:
             made: list[ObjectView] = []
 
@@ -181,12 +210,16 @@ class Applier:
                     made.append(created)
                 return None
 
-            out.errors.extend(await slow_start(drafts, write, name=f"create-{seen.name}-{rtype}"))
+            errors.extend(await slow_start(drafts, write, name=f"create-{seen.name}-{rtype}"))
             if made and vanished is not None:
                 announce(self._ledger, seen, vanished)
 
     async def _services(
-        self, seen: Observed[Any], services: Sequence[Create], out: Outcome
+        self,
+        seen: Observed[Any],
+        services: Sequence[Create],
+        out: Outcome,
+        errors: list[EtctlError],
     ) -> None:
         async def write(create: Create) -> EtctlError | None:
             try:
@@ -199,4 +232,4 @@ class Applier:
                 out.services_created.append(created)
             return None
 
-        out.errors.extend(await slow_start(services, write, name=f"create-{seen.name}-services"))
+        errors.extend(await slow_start(services, write, name=f"create-{seen.name}-services"))

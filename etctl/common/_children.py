@@ -20,7 +20,8 @@ Owned objects of the plugin's ``owned_resources`` that it no longer wants are de
 while the job is suspended: a suspended job keeps the extra children it has and gets the ones
 its kind wants (mpi-operator creates a suspended MPIJob's Service, ConfigMap and ssh Secret, so
 they are in place when Kueue admits it); only its pods go. ``build`` runs only when an object must
-be created or compared.
+be created or compared. A ``with_pods`` object is written at the same time as the replicas
+step's first stage (the pods' deletes, or their creation), the others before it.
 
 :func:`extras_step` says all of this as writes (creates and patches at once, then the prunes one
 after another) for the applier; nothing here writes.
@@ -98,21 +99,23 @@ def extras_step(
     desired = list(builder.extra_objects(seen.job, state))
     wanted = {(d.resource, d.name) for d in desired}
     writes: list[Write] = []
+    with_pods: list[Write] = []
     events: list[JobEvent] = []
     owner = f"{seen.kind} {seen.name}"
     for item in desired:
         owned = {objects.name(obj): obj for obj in seen.extras.get(item.resource, ())}
         live = owned.get(item.name)
+        batch = with_pods if item.with_pods else writes
         if live is not None:
             if item.policy is SyncPolicy.SYNC and not objects.is_terminating(live):
                 patch = drift(_comparable(live), _comparable(_finish(seen, item)))
                 if patch:
-                    writes.append(Update(item.resource, live, patch))
+                    batch.append(Update(item.resource, live, patch))
             continue
         if ledger.taken(seen.raw, item.resource, item.name):
             events.append(ledger.taken_event(item.resource, item.name, owner))
             continue
-        writes.append(Create(item.resource, _finish(seen, item)))
+        batch.append(Create(item.resource, _finish(seen, item)))
     stages = [Stage("concurrent", tuple(writes), name="extra", events=tuple(events))]
     if prune:
         gone = [
@@ -123,4 +126,9 @@ def extras_step(
         ]
         if gone:
             stages.append(Stage("sequential", tuple(gone), name="prune"))
+    if with_pods:
+        # Last, so it joins the replicas step's first stage (the pods' deletes or creates).
+        stages.append(
+            Stage("concurrent", tuple(with_pods), name="extra-with-pods", joins_next=True)
+        )
     return Step(stages=tuple(stages))

@@ -10,8 +10,9 @@ from the decision's facts and what the writes did (:mod:`etctl.common._judge`).
 Writes come in :class:`Stage` s, applied in the order the steps gave them, each in the manner of
 the controller: ``sequential`` (deletes, one after another), ``concurrent`` (a job's few extra
 objects at once) or ``slow_start`` (pods and services, in growing batches, the two streams at the
-same time). A write may carry an :class:`Announcement`, an Event and a log line made once it
-succeeded (a restart's Warning follows the delete that restarted the pod).
+same time); a stage that ``joins_next`` is applied at the same time as the stage after it. A
+write may carry an :class:`Announcement`, an Event and a log line made once it succeeded (a
+restart's Warning follows the delete that restarted the pod).
 
 Facts are what the status records, as typed values, in the order the steps established them:
 :class:`Change` (a condition set as decided), :class:`Suspension` (recorded once every delete of
@@ -117,6 +118,8 @@ class Stage:
         name: names the stage's tasks.
         events: Events on the job the step decided on (a name taken by a stranger, a template
             overridden), made when the stage is reached, before its writes.
+        joins_next: the stage is applied at the same time as the next one (extra objects the
+            pods do not need, with the pods), each keeping its own index and failures.
     """
 
     mode: Literal["sequential", "concurrent", "slow_start"]
@@ -125,6 +128,7 @@ class Stage:
     streams: tuple[tuple[str, tuple[Create, ...], Announcement | None], ...] = ()
     name: str = ""
     events: tuple[JobEvent, ...] = ()
+    joins_next: bool = False
 
     @property
     def deletes(self) -> tuple[Delete, ...]:

@@ -234,12 +234,18 @@ class SyncPolicy(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class DesiredObject:
-    """An extra child the plugin wants; ``build`` runs only when the object must be written."""
+    """An extra child the plugin wants; ``build`` runs only when the object must be written.
+
+    ``with_pods``: the pods need nothing of it when they are created (a Service selecting them, an
+    autoscaler), so it is written in the same round trips as the pods instead of one ahead of them
+    (the default, for what a pod mounts or runs as: a ConfigMap, a Secret, a ServiceAccount).
+    """
 
     resource: Resource
     name: str
     build: Callable[[], KubeObject]
     policy: SyncPolicy = SyncPolicy.SYNC
+    with_pods: bool = False
 
 
 @dataclass(frozen=True, slots=True)

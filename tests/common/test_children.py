@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from etctl.common import DesiredObject, JobState
 from etctl.common._children import drift
-from etctl.runtime import CONFIGMAPS, SERVICES, KubeObject, Resource, objects
+from etctl.errors import ServerError
+from etctl.runtime import CONFIGMAPS, PODS, SERVICES, KubeObject, Resource, objects
+from etctl.testing import Fault, eventually
 from tests.common._harness import harness, simplejob
 from tests.common.simplejob import SIMPLEJOBS, SimpleJob, SimpleJobPlugin
 
@@ -159,3 +164,48 @@ async def test_a_kind_with_slot_services_may_own_job_wide_services_too(tmp_path:
         await h.step("train")
         assert await h.pods() == {}
         assert list(await h.objects_of(SERVICES)) == ["train"]
+
+
+class LateConfigMapPlugin(SimpleJobPlugin):
+    """SimpleJob with a ConfigMap no pod needs at creation, written with the pods."""
+
+    def extra_objects(self, job: SimpleJob, state: JobState[Any]) -> Sequence[DesiredObject]:
+        def build() -> KubeObject:
+            return {"data": {"late": "1"}}
+
+        late = DesiredObject(CONFIGMAPS, f"{job.metadata.name}-late", build, with_pods=True)
+        return [*super().extra_objects(job, state), late]
+
+
+@pytest.mark.etctl_hooks("fault injection: an extra object's create held on the server")
+async def test_an_extra_object_with_pods_is_written_with_them(tmp_path: Path) -> None:
+    async with harness(tmp_path, plugin=LateConfigMapPlugin()) as h:
+        await h.submit(simplejob("train", workers=2))
+        held = h.server.inject(
+            Fault(verb="create", resource="configmaps", body_contains="train-late", delay=30)
+        )
+        step = asyncio.create_task(h.step("train"))
+        # The pods are created while the ConfigMap's create waits: they do not wait for it.
+        await eventually(lambda: len(h.server.storage.list(PODS, namespace=h.ns).items) == 2)
+        assert held.fired == 1
+        configmaps = await h.objects_of(CONFIGMAPS)
+        assert "train-late" not in configmaps
+        assert "train-peers" in configmaps  # an ordinary extra object was written before
+        await h.clock.advance(30)
+        await asyncio.wait_for(step, 10)
+        assert "train-late" in await h.objects_of(CONFIGMAPS)
+        assert (await h.conditions("train"))["Created"][0] == "True"
+
+
+@pytest.mark.etctl_hooks("fault injection: an extra object written with the pods refused")
+async def test_an_extra_object_with_pods_failing_does_not_stop_them(tmp_path: Path) -> None:
+    async with harness(tmp_path, plugin=LateConfigMapPlugin()) as h:
+        await h.submit(simplejob("train", workers=2))
+        h.server.inject(
+            Fault(verb="create", resource="configmaps", body_contains="train-late", status=500)
+        )
+        with pytest.raises(ServerError):
+            await h.step("train")
+        assert sorted(await h.pods()) == ["train-worker-0", "train-worker-1"]
+        await h.step("train")
+        assert "train-late" in await h.objects_of(CONFIGMAPS)

@@ -14,7 +14,9 @@
 The last two are extra objects of the job (created, kept in line and pruned by the controller,
 kept while the job is suspended): the rendezvous Service's selector changes over its life, which
 only a kept-in-line (``SYNC``) object does. It carries no replica index label, which is how the
-controller tells it from the slots' services. Invariants: pure; the same job and children give
+controller tells it from the slots' services. No pod needs either to be created (torchrun retries
+its rendezvous until the name resolves), so both are written ``with_pods``: a job's creation costs
+the pods' round trips and no more. Invariants: pure; the same job and children give
 the same objects.
 """
 
@@ -78,10 +80,15 @@ def desired_children(job: PyTorchJob, state: JobState[Any]) -> Sequence[DesiredO
         host = rendezvous_host(job, state)
         service = rendezvous_service(job, host, operator_name=operator)
         wanted.append(
-            DesiredObject(SERVICES, rendezvous_service_name(job.metadata.name), lambda: service)
+            DesiredObject(
+                SERVICES,
+                rendezvous_service_name(job.metadata.name),
+                lambda: service,
+                with_pods=True,
+            )
         )
     hpa = desired_hpa(job, operator_name=operator)
     if hpa is not None:
         name = hpa["metadata"]["name"]
-        wanted.append(DesiredObject(HORIZONTALPODAUTOSCALERS, name, lambda: hpa))
+        wanted.append(DesiredObject(HORIZONTALPODAUTOSCALERS, name, lambda: hpa, with_pods=True))
     return wanted
