@@ -14,7 +14,7 @@ from etctl.common._children import drift
 from etctl.errors import ServerError
 from etctl.runtime import CONFIGMAPS, PODS, SERVICES, KubeObject, Resource, objects
 from etctl.testing import Fault, eventually
-from tests.common._harness import harness, simplejob
+from tests.common._harness import Harness, harness, simplejob
 from tests.common.simplejob import SIMPLEJOBS, SimpleJob, SimpleJobPlugin
 
 
@@ -117,6 +117,15 @@ class JobServicePlugin:
         return [DesiredObject(SERVICES, name, build)]
 
 
+async def _suspended_keeps_only_the_job_service(h: Harness) -> None:
+    job = await h.job("train")
+    job["spec"]["runPolicy"]["suspend"] = True
+    await h.client.replace(SIMPLEJOBS, job)
+    await h.step("train")
+    assert await h.pods() == {}
+    assert list(await h.objects_of(SERVICES)) == ["train"]
+
+
 async def test_a_kind_without_slot_services_may_own_a_job_wide_service(tmp_path: Path) -> None:
     async with harness(tmp_path, plugin=JobServicePlugin()) as h:
         await h.submit(simplejob("train", workers=2))
@@ -129,12 +138,7 @@ async def test_a_kind_without_slot_services_may_own_a_job_wide_service(tmp_path:
         await h.step("train")
         assert (await h.conditions("train"))["Running"][0] == "True"
         # It is not a slot's: suspension keeps it, while the pods go.
-        job = await h.job("train")
-        job["spec"]["runPolicy"]["suspend"] = True
-        await h.client.replace(SIMPLEJOBS, job)
-        await h.step("train")
-        assert await h.pods() == {}
-        assert list(await h.objects_of(SERVICES)) == ["train"]
+        await _suspended_keeps_only_the_job_service(h)
 
 
 class SlotAndJobServicesPlugin(SimpleJobPlugin):
@@ -158,12 +162,7 @@ async def test_a_kind_with_slot_services_may_own_job_wide_services_too(tmp_path:
         assert sorted(services) == ["train", "train-leader-0"]
         assert all(not objects.is_terminating(s) for s in services.values())
         # The slot's service goes with its pod on suspension; the job's stays, as extras do.
-        job = await h.job("train")
-        job["spec"]["runPolicy"]["suspend"] = True
-        await h.client.replace(SIMPLEJOBS, job)
-        await h.step("train")
-        assert await h.pods() == {}
-        assert list(await h.objects_of(SERVICES)) == ["train"]
+        await _suspended_keeps_only_the_job_service(h)
 
 
 class LateConfigMapPlugin(SimpleJobPlugin):
