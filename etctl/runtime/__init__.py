@@ -19,7 +19,8 @@ The groups below are what the layer offers (see ``docs/runtime.md`` for a walk-t
 * **client**: :class:`Client`, :class:`ClientOptions`, :class:`RetryPolicy`, the watch and list
   types, the cluster connection (:class:`ClusterConfig`), and its transport seam
   (:class:`HttpTransport`, one :class:`HttpRequest` in, one :class:`HttpResponse` out), which a
-  test answers without a server (``etctl.testing.MockTransport``);
+  test answers without a server (``etctl.testing.MockTransport``); :class:`EndpointClient` calls
+  another HTTP endpoint (a webhook) on the client's own connections;
 * **objects and resources**: objects are plain dicts (:data:`KubeObject`, :data:`ObjectView`),
   their metadata read through the :mod:`objects` namespace and a pod's facts through the
   :mod:`podview` namespace (``podview.phase(pod)``); :class:`Resource` names a collection, with
@@ -136,6 +137,7 @@ if TYPE_CHECKING:
     )
     from etctl.runtime._cert_rotator import CertRotator
     from etctl.runtime._conversion import ConversionError, HubAndSpoke, Spoke
+    from etctl.runtime._endpoint_client import EndpointClient
     from etctl.runtime._field_errors import FieldError, invalid
     from etctl.runtime._webhook_builder import WebhookBuilder
     from etctl.runtime._webhook_config import (
@@ -154,6 +156,7 @@ _LAZY = {
     "CertRotator": "etctl.runtime._cert_rotator",
     "ConversionError": "etctl.runtime._conversion",
     "Defaulter": "etctl.runtime._admission_handlers",
+    "EndpointClient": "etctl.runtime._endpoint_client",
     "FailurePolicy": "etctl.runtime._webhook_config",
     "FieldError": "etctl.runtime._field_errors",
     "GroupVersionKind": "etctl.runtime._admission",
@@ -214,6 +217,7 @@ __all__ = [
     "DeleteEvent",
     "ENDPOINTS",
     "EVENTS",
+    "EndpointClient",
     "EnqueueRequestForObject",
     "EnqueueRequestForOwner",
     "EnqueueRequestsFromMapFunc",

@@ -193,6 +193,7 @@ _WEBHOOK_CODE = (
     "etctl.runtime._certwatcher",
     "etctl.runtime._conversion",
     "etctl.runtime._conversion_review",
+    "etctl.runtime._endpoint_client",
     "etctl.runtime._field_errors",
     "etctl.runtime._jsonpatch",
     "etctl.runtime._webhook_builder",

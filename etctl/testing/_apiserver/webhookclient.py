@@ -27,10 +27,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import aiohttp
+import orjson
 from yarl import URL
 
-from etctl.runtime import Clock
+from etctl.errors import RequestNotSent, ResponseTooLarge, TransportError, UnsafeRequest
+from etctl.runtime import Clock, EndpointClient
 from etctl.testing._apiserver.store import Store, object_key
 from etctl.testing._apiserver.webhookconfigs import ClientConfig
 
@@ -40,6 +41,9 @@ _SERVICES = ("", "services")
 _ENDPOINTS = ("", "endpoints")
 MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 """The largest answer read from a webhook (a reply past it is a failed call, never kept)."""
+_CONNECT_SECONDS = 30.0
+"""A bound on opening a connection in real time; the call's own deadline (``timeoutSeconds``, at
+most 30, on the server's clock) comes first."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +62,14 @@ class CallError(Exception):
 
 
 class WebhookClient:
-    """Posts JSON to webhooks for one server (one HTTP session, TLS contexts per ``caBundle``).
+    """Posts JSON to webhooks for one server: kept-alive connections per endpoint.
+
+    Calls go through :class:`~etctl.runtime.EndpointClient`, the runtime client's own HTTP/1.1:
+    one per address, port, verified name and ``caBundle``, its connections kept alive and reused
+    from one call to the next (as Go's transport does), so a write's webhook calls cost a request
+    and an answer, not a handshake. Bodies are encoded and decoded by orjson (the codec of the
+    runtime's client); what it cannot handle (an integer past 64 bits) falls back to the standard
+    library's, so no document is refused that the server would accept.
 
     Args:
         store: where Services and Endpoints are read.
@@ -68,14 +79,15 @@ class WebhookClient:
     def __init__(self, store: Store, clock: Clock) -> None:
         self._store = store
         self._clock = clock
-        self._session: aiohttp.ClientSession | None = None
         self._contexts: dict[bytes, ssl.SSLContext] = {}
+        self._endpoints: dict[tuple[str, int, str, bytes], EndpointClient] = {}
+        self._urls: dict[str, tuple[str, int, str, str]] = {}
 
     async def close(self) -> None:
-        """Close the HTTP session (the server stops)."""
-        session, self._session = self._session, None
-        if session is not None:
-            await session.close()
+        """Close every endpoint's connections (the server stops)."""
+        endpoints, self._endpoints = self._endpoints, {}
+        for endpoint in endpoints.values():
+            await endpoint.close()
 
     def _context(self, ca_bundle: bytes) -> ssl.SSLContext:
         context = self._contexts.get(ca_bundle)
@@ -86,6 +98,32 @@ class WebhookClient:
             context.minimum_version = ssl.TLSVersion.TLSv1_2
             self._contexts[ca_bundle] = context
         return context
+
+    def _endpoint(self, target: _Target, ca_bundle: bytes) -> EndpointClient:
+        key = (target.address, target.port, target.server_name, ca_bundle)
+        endpoint = self._endpoints.get(key)
+        if endpoint is None:
+            endpoint = EndpointClient(
+                target.address,
+                target.port,
+                tls=self._context(ca_bundle),
+                server_hostname=target.server_name,
+                max_response_bytes=MAX_RESPONSE_BYTES,
+                connect_timeout=_CONNECT_SECONDS,
+            )
+            self._endpoints[key] = endpoint
+        return endpoint
+
+    def _url(self, url: str) -> tuple[str, int, str, str]:
+        """``(host, port, request target, Host header)`` of a webhook's URL, parsed once."""
+        parsed = self._urls.get(url)
+        if parsed is None:
+            parts = URL(url)
+            host = parts.host or ""
+            path = parts.raw_path_qs if parts.raw_path else "/"
+            parsed = (host, int(parts.port or 443), path, parts.raw_authority)
+            self._urls[url] = parsed
+        return parsed
 
     def display_url(self, client: ClientConfig, timeout: int, path: str = "") -> str:
         """The URL as the real server names it in errors (``https://svc.ns.svc:443/p?timeout=10s``)."""
@@ -104,9 +142,8 @@ class WebhookClient:
             CallError: the Service, its port or an endpoint for it is missing.
         """
         if client.url:
-            parts = URL(client.url)
-            host = parts.host or ""
-            return host, int(parts.port or 443), host
+            host, number, _, _ = self._url(client.url)
+            return host, number, host
         name, namespace = client.service_name, client.service_namespace
         service = self._store.get(_SERVICES, object_key(namespace, name))
         if service is None:
@@ -169,48 +206,36 @@ class WebhookClient:
 
     async def _call(self, client: ClientConfig, target: _Target, body: Mapping[str, Any]) -> Any:
         address, port, server_name = target.address, target.port, target.server_name
-        timeout, path = target.timeout, target.path
-        if self._session is None:
-            self._session = aiohttp.ClientSession(
-                timeout=aiohttp.ClientTimeout(total=None), auto_decompress=False
-            )
-        base = f"https://{_host(address)}:{port}"
         if client.url:
-            parts = URL(client.url)
-            request_path = parts.raw_path_qs if parts.raw_path else "/"
-            host_header = parts.raw_authority
+            _, _, request_path, host_header = self._url(client.url)
         else:
-            request_path = client.service_path or path or "/"
+            request_path = client.service_path or target.path or "/"
             host_header = f"{server_name}:{client.service_port}"
         separator = "&" if "?" in request_path else "?"
-        url = f"{base}{request_path}{separator}timeout={timeout}s"
         try:
-            async with self._session.post(
-                URL(url, encoded=True),
-                data=json.dumps(body).encode(),
+            status, raw = await self._endpoint(target, client.ca_bundle).request(
+                "POST",
+                f"{request_path}{separator}timeout={target.timeout}s",
                 headers={
+                    "Host": host_header,
                     "Content-Type": "application/json",
                     "Accept": "application/json, */*",
-                    "Host": host_header,
                 },
-                ssl=self._context(client.ca_bundle),
-                server_hostname=server_name,
-            ) as response:
-                raw = await response.content.read(MAX_RESPONSE_BYTES + 1)
-                if len(raw) > MAX_RESPONSE_BYTES:
-                    msg = f"the response is larger than {MAX_RESPONSE_BYTES} bytes"
-                    raise CallError(msg)
-                status = response.status
-        except aiohttp.ClientConnectorCertificateError as error:
-            raise CallError(f"tls: failed to verify certificate: {_x509(error)}") from None
-        except aiohttp.ClientConnectorError as error:
-            detail = (
-                "connection refused"
-                if isinstance(error.os_error, ConnectionRefusedError)
-                else str(error.os_error)
+                body=_encode(body),
             )
+        except ResponseTooLarge:
+            msg = f"the response is larger than {MAX_RESPONSE_BYTES} bytes"
+            raise CallError(msg) from None
+        except RequestNotSent as error:
+            cause = error.__cause__
+            if isinstance(cause, ssl.SSLCertVerificationError):
+                raise CallError(f"tls: failed to verify certificate: {_x509(cause)}") from None
+            if isinstance(cause, ConnectionRefusedError):
+                detail = "connection refused"
+            else:
+                detail = str(cause) or type(cause).__name__
             raise CallError(f"dial tcp {_host(address)}:{port}: connect: {detail}") from None
-        except (aiohttp.ClientError, OSError) as error:
+        except (TransportError, UnsafeRequest) as error:
             raise CallError(str(error) or type(error).__name__) from None
         return _decode(raw, status)
 
@@ -226,8 +251,8 @@ def _host(address: str) -> str:
     return f"[{address}]" if ":" in address else address
 
 
-def _x509(error: aiohttp.ClientConnectorCertificateError) -> str:
-    text = str(error.certificate_error)
+def _x509(error: ssl.SSLCertVerificationError) -> str:
+    text = str(error)
     if "unable to get local issuer" in text or "self-signed" in text or "self signed" in text:
         return "x509: certificate signed by unknown authority"
     if "Hostname mismatch" in text or "IP address mismatch" in text:
@@ -237,10 +262,24 @@ def _x509(error: aiohttp.ClientConnectorCertificateError) -> str:
     return f"x509: {text}"
 
 
+def _encode(body: Mapping[str, Any]) -> bytes:
+    try:
+        return orjson.dumps(body)
+    except TypeError:  # an integer past 64 bits: the standard library writes it
+        return json.dumps(body).encode()
+
+
+def _loads(raw: bytes) -> Any:
+    try:
+        return orjson.loads(raw)
+    except ValueError:  # what orjson refuses and the standard library reads (a huge integer)
+        return json.loads(raw)
+
+
 def _decode(raw: bytes, status: int) -> Any:
     """The JSON answer; a non-2xx status is the error client-go makes of it."""
     try:
-        document = json.loads(raw) if raw else None
+        document = _loads(raw) if raw else None
     except ValueError:
         document = None
     if 200 <= status < 300:
