@@ -193,6 +193,11 @@ class Pool:
         slots = self._slots
         if slots is None:
             return
+        if not slots.locked():
+            # A slot is free and nobody waits for one: acquire() returns without suspending,
+            # so there is nothing to bound (and no timer to arm and cancel per request).
+            await slots.acquire()
+            return
         try:
             async with asyncio.timeout_at(deadline):
                 await slots.acquire()

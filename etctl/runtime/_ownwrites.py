@@ -221,9 +221,10 @@ class OwnWrites:
         flight.count -= 1
         if flight.count <= 0 and self.flights.get(token.key) is flight:
             del self.flights[token.key]
-            for expected in self.expected.values():
-                if expected.flight is flight:
-                    expected.flight = None
+            # Only the key's own awaited event can name the flight (both are the key's).
+            expected = self.expected.get(token.key)
+            if expected is not None and expected.flight is flight:
+                expected.flight = None
 
     def _clear(self, token: WriteToken) -> bool:
         """Whether nothing seen so far contradicts applying a write's answer."""

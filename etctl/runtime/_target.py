@@ -35,6 +35,8 @@ _TOKEN: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _PATH: Final = re.compile(r"(?:/[A-Za-z0-9\-._~%!$&'()*+,;=:@]+)+")
 """An encoded absolute path: segments of RFC 3986 ``pchar``."""
 _DOT_SEGMENTS: Final = frozenset({"", ".", ".."})
+_UNRESERVED: Final = re.compile(r"[A-Za-z0-9_.~-]+")
+"""RFC 3986 unreserved characters: what ``quote(segment, safe="")`` never encodes."""
 
 
 def api_path(*segments: str) -> str:
@@ -48,7 +50,9 @@ def api_path(*segments: str) -> str:
         if segment in _DOT_SEGMENTS:
             msg = f"a path segment may not be {segment!r}: refused, it would address another path"
             raise UnsafeRequest(msg)
-        parts.append(quote(segment, safe=""))
+        # Most segments (names, plurals, versions) are unreserved characters only, which
+        # quote() keeps as they are: told by one match instead of quote()'s pass.
+        parts.append(segment if _UNRESERVED.fullmatch(segment) else quote(segment, safe=""))
     return "/" + "/".join(parts)
 
 
