@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -181,8 +182,13 @@ class Pool:
     def __init__(self, endpoint: Endpoint, *, limit: int, idle_timeout: float = 90.0) -> None:
         self.endpoint = endpoint
         self._idle_timeout = idle_timeout
-        # Slots for exchanges in flight; asyncio's semaphore hands them out first come first served.
-        self._slots = asyncio.Semaphore(limit) if limit else None
+        # Slots for exchanges in flight, handed out first come first served: ``_taken`` counts
+        # the slots in use, ``_queue`` the callers waiting for one (a freed slot passes straight
+        # to the first of them). Not asyncio.Semaphore: its acquire() scans its waiters even when
+        # a slot is free, and a request's own cost is counted in microseconds.
+        self._limit = limit
+        self._taken = 0
+        self._queue: deque[asyncio.Future[None]] = deque()
         self._idle: list[tuple[float, Connection]] = []  # (released at, connection), oldest first
         self._busy: set[Connection] = set()
         self._closed = False
@@ -190,24 +196,36 @@ class Pool:
     # -- slots
 
     async def _slot(self, deadline: float | None) -> None:
-        slots = self._slots
-        if slots is None:
+        if not self._limit:
             return
-        if not slots.locked():
-            # A slot is free and nobody waits for one: acquire() returns without suspending,
-            # so there is nothing to bound (and no timer to arm and cancel per request).
-            await slots.acquire()
+        if self._taken < self._limit and not self._queue:
+            self._taken += 1  # free, and nobody is ahead: nothing to wait for or to bound
             return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._queue.append(waiter)
         try:
             async with asyncio.timeout_at(deadline):
-                await slots.acquire()
-        except TimeoutError as exc:
-            msg = f"no free connection to {self.endpoint.authority} in time"
-            raise NotConnected(msg) from exc
+                await waiter
+        except BaseException as exc:
+            if waiter.done() and not waiter.cancelled():
+                self._free_slot()  # handed a slot just as it gave up: the next one gets it
+            elif waiter in self._queue:
+                self._queue.remove(waiter)
+            if isinstance(exc, TimeoutError):
+                msg = f"no free connection to {self.endpoint.authority} in time"
+                raise NotConnected(msg) from exc
+            raise
 
     def _free_slot(self) -> None:
-        if self._slots is not None:
-            self._slots.release()
+        if not self._limit:
+            return
+        queue = self._queue
+        while queue:
+            waiter = queue.popleft()
+            if not waiter.done():
+                waiter.set_result(None)  # the slot passes on: still taken
+                return
+        self._taken -= 1
 
     def release(self, connection: Connection) -> None:
         """End an exchange: keep the connection if it can carry another, else close it."""

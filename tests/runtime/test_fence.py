@@ -137,8 +137,7 @@ async def test_a_write_whose_fence_lapses_while_it_waits_for_a_connection_is_not
         await client.create(CONFIGMAPS, configmap(name), namespace="default")
         transport = client._caller.transport
         assert isinstance(transport, Transport)  # the client's own, pooled transport
-        slots = transport._api._slots
-        assert slots is not None
+        pool = transport._api
         refused: list[Fenced] = []
 
         async def late_write() -> None:
@@ -151,9 +150,9 @@ async def test_a_write_whose_fence_lapses_while_it_waits_for_a_connection_is_not
         async with asyncio.TaskGroup() as group:
             # The only connection is busy with a read the server holds.
             group.create_task(client.get(CONFIGMAPS, name, namespace="default"))
-            await eventually(slots.locked)
+            await eventually(lambda: pool._taken == 1)  # the only slot is in use
             group.create_task(late_write(), context=fenced_context(fence))
-            await eventually(lambda: bool(slots._waiters))  # checked, and waiting for a slot
+            await eventually(lambda: bool(pool._queue))  # checked, and waiting for a slot
             fence.reason = "renew deadline passed"
             before = writes(server)
             server.resume()

@@ -289,6 +289,25 @@ async def test_a_full_pool_makes_callers_wait_their_turn_within_their_timeout() 
         await pool.close()
 
 
+async def test_a_slot_freed_as_its_waiter_gives_up_passes_to_the_next_in_line() -> None:
+    pool = Pool(Endpoint("127.0.0.1", 1), limit=1)
+    await pool._slot(None)
+    quitter = asyncio.create_task(pool._slot(None))
+    next_in_line = asyncio.create_task(pool._slot(None))
+    await asyncio.sleep(0)  # both wait, in this order
+    pool._free_slot()  # handed to the quitter...
+    quitter.cancel()  # ...which gives up before it runs
+    with pytest.raises(asyncio.CancelledError):
+        await quitter
+    await asyncio.wait_for(next_in_line, 5)  # the slot was passed on, not lost
+    late = asyncio.create_task(pool._slot(None))
+    await asyncio.sleep(0)
+    assert not late.done()  # one slot, in use: not two
+    pool._free_slot()
+    await asyncio.wait_for(late, 5)
+    await pool.close()
+
+
 async def test_a_stream_is_read_as_it_arrives_and_times_out_when_silent() -> None:
     pause = asyncio.Event()
 
