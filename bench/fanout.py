@@ -37,6 +37,10 @@ creating the ConfigMaps with a plain aiohttp session (the cheapest client a kopf
 kopf is a benchmark-only dependency: ``pip install kopf``.
 
     .venv/bin/python bench/fanout.py [--parents N] [--rounds R] [--modes etctl,kopf,direct]
+
+A mode ``etctl@DIR`` runs the same etctl operator on the ``etctl`` package under ``DIR`` (another
+checkout, e.g. ``git archive <commit> | tar -x -C DIR``), with this bench and this server:
+``--modes etctl,etctl@DIR`` compares two runtimes in one alternating series.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ import argparse
 import asyncio
 import multiprocessing
 import os
+import re
 import signal
 import statistics
 import subprocess
@@ -199,10 +204,15 @@ def run_once(
         operator: subprocess.Popen[str] | None = None
         try:
             ours.recv()
+            kind, _, tree = mode.partition("@")
+            environment = None
+            if tree:  # the same operator on the etctl package of another checkout
+                environment = {**os.environ, "PYTHONPATH": str(Path(tree).resolve())}
             operator = subprocess.Popen(
-                [sys.executable, str(Path(__file__).with_name(OPERATORS[mode])), kubeconfig],
+                [sys.executable, str(Path(__file__).with_name(OPERATORS[kind])), kubeconfig],
                 stdout=subprocess.PIPE,
                 text=True,
+                env=environment,
             )
             assert operator.stdout is not None
             if operator.stdout.readline().strip() != "ready":
@@ -267,6 +277,7 @@ def run_once(
     requests = len(records)
     return {
         "cpu_ms_per_request": (cpu1 - cpu0) * 1000 / max(requests, 1),
+        "cpu_s": cpu1 - cpu0,
         "system_share": (sys1 - sys0) / max(cpu1 - cpu0, 1e-9),
         "requests": requests,
         "writes": _writes(records),
@@ -316,13 +327,13 @@ def main() -> None:
         for mode in order:
             profile = None
             if args.profile is not None and round_ == 0:
-                profile = args.profile.with_suffix(f".{mode}")
+                profile = args.profile.with_suffix("." + re.sub(r"[^A-Za-z0-9]+", "-", mode))
             result = run_once(mode, args.parents, latency, profile)
             results[mode].append(result)
             print(
                 f"   round {round_ + 1} {mode:<6} "
                 f"{result['cpu_ms_per_request']:.3f} ms/request, {result['requests']:.0f} "
-                f"requests, {result['converged_s']:.2f} s",
+                f"requests, {result['cpu_s']:.2f} s of CPU, {result['converged_s']:.2f} s",
                 flush=True,
             )
             if profile is not None:
@@ -351,6 +362,7 @@ def main() -> None:
             )
         print(f"   -- {mode} (median of {args.rounds})")
         figure("CPU per request", m["cpu_ms_per_request"] * 1000, "µs", compare=ratio)
+        figure("  CPU in all", m["cpu_s"] * 1000, "ms")
         figure("  of which in the kernel", 100 * m["system_share"], "%")
         figure(
             "requests",
