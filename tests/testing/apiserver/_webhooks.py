@@ -57,6 +57,8 @@ class HookServer:
     reviews: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     answer: Answer = field(default=lambda path, review: allow(review))
     hold: asyncio.Event | None = None
+    peers: set[Any] = field(default_factory=set)
+    """The client ends (address, port) reviews arrived from: one per connection."""
 
     @property
     def ca_bundle(self) -> str:
@@ -81,6 +83,8 @@ async def hook_server() -> AsyncIterator[HookServer]:
     async def handle(request: web.Request) -> web.StreamResponse:
         review = await request.json()
         hooks.reviews.append((request.path_qs, review))
+        if request.transport is not None:
+            hooks.peers.add(request.transport.get_extra_info("peername"))
         if hooks.hold is not None:
             await hooks.hold.wait()
         answer = hooks.answer(request.path, review)

@@ -137,6 +137,16 @@ async def test_warnings_reach_the_client_as_warning_headers(api: Api, hooks: Hoo
     assert reply.headers.getall("Warning") == ['299 - "colour is deprecated"']
 
 
+async def test_calls_to_a_webhook_reuse_one_kept_alive_connection(
+    api: Api, hooks: HookServer
+) -> None:
+    await validating(api, webhook("check.example.com", url_config(hooks)))
+    for name in ("a", "b", "c"):
+        assert (await api.post(CONFIGMAPS, configmap(name))).status == 201
+    assert len(hooks.reviews) == 3
+    assert len(hooks.peers) == 1  # one TLS handshake, not one per write
+
+
 async def test_a_webhook_that_cannot_be_reached_fails_the_request_under_fail(
     api: Api, hooks: HookServer
 ) -> None:
