@@ -36,7 +36,6 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
 from etctl._apimachinery.schemapath import INT_OR_STRING, JUNCTORS
-from etctl._apimachinery.structural import structural_errors
 from etctl.errors import ConfigError
 
 __all__ = ["KnownKeys", "openapi_schema", "schema_at", "schema_problems"]
@@ -104,6 +103,10 @@ def schema_problems(schema: Mapping[str, Any], *, root: bool = True) -> list[str
             that hold only at a CRD's root (on ``metadata``, ``apiVersion`` and ``kind``) are not
             applied to a model that will sit below it.
     """
+    # Imported here: the structural rules (a validator, defaulting, Go formats) serve CRD
+    # generation and its checks, which an operator that only reconciles never runs.
+    from etctl._apimachinery.structural import structural_errors  # noqa: PLC0415
+
     if root:
         return structural_errors(schema) + _titles(schema, "openAPIV3Schema")
     field = "openAPIV3Schema.properties[model]"
