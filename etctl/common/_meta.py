@@ -59,6 +59,9 @@ class KubeModel(BaseModel):
         extra="ignore",
         use_attribute_docstrings=True,
         use_enum_values=False,
+        # A model's validator and serializer are built at its first use, not at import: an
+        # operator loads every kind's models and, idle, uses few of them.
+        defer_build=True,
     )
 
     def to_dict(self) -> dict[str, Any]:
