@@ -97,7 +97,7 @@ def _job_changes(
     if set(after.targets) != set(before.targets):
         out.append(Change(subject, _membership("workers", before.targets, after.targets)))
     if set(after.members) != set(before.members):
-        out.append(Change(subject, _membership("hostfile", before.members, after.members)))
+        out.append(Change(subject, _membership(after.members_in, before.members, after.members)))
     return out
 
 

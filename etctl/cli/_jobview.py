@@ -87,8 +87,10 @@ class JobView:
             only the status reports.
         targets: elastic kinds: the members the job should have, from the status field its
             plugin records them in (``status.targetWorkers`` for TrainingJob).
-        members: elastic kinds: the members in use (the hostfile), likewise
-            (``status.currentWorkers``).
+        members: elastic kinds: the members in use, likewise (``status.currentWorkers``).
+        members_in: what a person knows the members in use as: the file the kind publishes
+            them in (``hostfile``, ``discover_hosts.sh``), else ``members`` (a PyTorchJob's
+            torchrun world is in no file).
         created: ``metadata.creationTimestamp``.
     """
 
@@ -99,6 +101,7 @@ class JobView:
     replicas: tuple[ReplicaView, ...] = ()
     targets: tuple[str, ...] = ()
     members: tuple[str, ...] = ()
+    members_in: str = "members"
     created: str = ""
 
     @property
@@ -341,6 +344,7 @@ def _job_view(kind: JobKind, job: ObjectView) -> JobView:
         replicas=_replicas(kind, parsed, status),
         targets=_names(status.get(fields.targets)) if fields else (),
         members=_names(status.get(fields.current)) if fields else (),
+        members_in=next((f.key for f in kind.files(parsed)), "members"),
         created=_text(objects.meta(job).get("creationTimestamp")),
     )
 

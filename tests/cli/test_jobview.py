@@ -11,6 +11,8 @@ from etctl.cli._jobkinds import JobKind
 from etctl.cli._jobview import Snapshot, pod_status, selects
 from etctl.cli._jobview import snapshot as look
 from etctl.cli._timeline import Tone
+from etctl.jobs.mpijob import MPIJobPlugin
+from etctl.jobs.pytorchjob import PyTorchJobPlugin
 from etctl.jobs.tfjob import TFJobPlugin
 from etctl.jobs.trainingjob import TrainingJobPlugin
 
@@ -182,6 +184,34 @@ def test_job_changes_name_the_phase_transition_and_the_membership() -> None:
     ]
     gone = Snapshot(job=None, pods={}, scalers={})
     assert changes(after, gone, SUBJECT) == [Change("trainingjob/tj", "deleted", Tone.WARN)]
+
+
+def elastic_job(kind: str, spec: dict[str, Any], members: tuple[str, ...]) -> dict[str, Any]:
+    status = {"targetWorkers": list(members), "currentWorkers": list(members)}
+    return {"kind": kind, "metadata": {"name": JOB}, "spec": spec, "status": status}
+
+
+def test_the_members_in_use_are_named_as_each_kind_publishes_them() -> None:
+    template = {"spec": {"containers": [{"name": "main", "image": "trainer"}]}}
+    mpi = {
+        "mpiReplicaSpecs": {
+            "Launcher": {"replicas": 1, "template": template},
+            "Worker": {"replicas": 2, "template": template},
+        }
+    }
+    torch = {
+        "elasticPolicy": {"minReplicas": 1, "maxReplicas": 3},
+        "pytorchReplicaSpecs": {"Worker": {"replicas": 2, "template": template}},
+    }
+    for plugin, kind, spec, said in (
+        (MPIJobPlugin(), "MPIJob", mpi, "discover_hosts.sh"),
+        (PyTorchJobPlugin(), "PyTorchJob", torch, "members"),
+    ):
+        view = JobKind.of(plugin, kind.lower())
+        before = look(view, JOB, elastic_job(kind, spec, ("w-0", "w-1")), [], [])
+        after = look(view, JOB, elastic_job(kind, spec, ("w-0",)), [], [])
+        subject = f"{kind.lower()}/{JOB}"
+        assert changes(before, after, subject)[-1] == Change(subject, f"{said} -w-1")
 
 
 def test_pod_changes_in_name_order_with_the_node_once() -> None:
