@@ -66,7 +66,11 @@ from etctl.common._phases import Phases
 from etctl.common._plan import Announcement
 from etctl.common._plugin import Capabilities, JobPlugin, JobSettings
 from etctl.common._podgroups import controlled_podgroup
-from etctl.common._scaling.elastic import replicas_path
+from etctl.common._scaling.api import SCALEINS, SCALEOUTS
+from etctl.common._scaling.elastic import read_members, replicas_path
+from etctl.common._scaling.observe import parse_scaler
+from etctl.common._scaling.rendering import scaling_change
+from etctl.common._scaling.scaler import Direction, Scaler
 from etctl.common._status import (
     ConditionChange,
     compute_status,
@@ -77,7 +81,7 @@ from etctl.common._status import (
 from etctl.common._tracking import ChildEventHandler
 from etctl.common._validation import parse_problems
 from etctl.common._writer import JobWriter
-from etctl.errors import ConfigError
+from etctl.errors import ConfigError, EtctlError
 from etctl.log import get_logger
 from etctl.runtime import (
     DEFAULT_TTL,
@@ -250,6 +254,7 @@ class JobController(Generic[JobT]):
         if outcome.job_deleted:
             self._forget(Request(seen.namespace, seen.name))
             return Result()
+        elastic = self.capabilities.elastic
         judged = judge(
             seen,
             plans,
@@ -257,6 +262,8 @@ class JobController(Generic[JobT]):
             outcome,
             phases=self.phases,
             ledger=self.ledger,
+            scaling=self._scaling(job, seen.name),
+            phase_field=elastic.elastic.fields.phase if elastic is not None else None,
         )
         patch = status_patch(stored_status(raw), judged.status, judged.extra)
         if patch is not None:
@@ -274,6 +281,24 @@ class JobController(Generic[JobT]):
         return Result(requeue_after=min(decision.timers)) if decision.timers else Result()
 
     # -- read
+
+    def _scaling(self, job: JobT, name: str) -> ConditionChange | None:
+        """The ``Scaling`` condition an elastic job should show (None: no change)."""
+        elastic = self.capabilities.elastic
+        if elastic is None:
+            return None
+        members = read_members(job.status, elastic.elastic.fields)
+        return scaling_change(self.kind, name, members, job.status.conditions, self._scaler)
+
+    def _scaler(self, direction: Direction, namespace: str, name: str) -> Scaler | None:
+        """A scaler from the cache (None: not there, or scalers are not cached)."""
+        res = SCALEOUTS if direction is Direction.OUT else SCALEINS
+        try:
+            raw = self._cache.get(res, name, namespace=namespace)
+        except EtctlError:
+            return None
+        parsed = parse_scaler(raw) if raw is not None else None
+        return parsed.scaler if parsed is not None else None
 
     def _warn(self, seen: Observed[JobT], plans: Plans) -> None:
         """Send the plan's warnings, once per job generation."""

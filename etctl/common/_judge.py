@@ -22,11 +22,15 @@ condition              origin
                        :func:`created`: True from pods of the type that exist once creation is over
 ``ReplicaFailure``     :func:`refused`: a pod the server refused as invalid; it goes once pods are
                        created again
+``Scaling``            an elastic kind's scaler field, which the scaling controller writes, and
+                       the scaler it names (:mod:`etctl.common._scaling.rendering`)
 =====================  =========================================================================
 
 Conditions are applied in the order the steps established their facts, then the judgement, then
-``Restarting`` and ``ReplicaFailure`` (:func:`judge`); the status fields the controller owns are
-computed by :mod:`etctl.common._status` and the plugin's own fields added from the outcome.
+``Scaling``, ``Restarting`` and ``ReplicaFailure`` (:func:`judge`); the status fields the controller
+owns are computed by :mod:`etctl.common._status` and the plugin's own fields added from the
+outcome (and an elastic kind's phase field, :class:`~etctl.common.MemberFields`, kept equal to the
+latest condition that holds when the plugin does not write it).
 
 A :class:`~etctl.common._status.StatusDelta` is the part of the status that records what the
 writes did and that the world no longer shows (restarts counted, a failure enforced by deleting
@@ -60,6 +64,7 @@ from etctl.common._plan import (
 )
 from etctl.common._plugin import Gate, JobState
 from etctl.common._replicas import restarting
+from etctl.common._scaling.api import phase_of
 from etctl.common._status import ConditionChange, StatusDelta, compute_status
 from etctl.errors import Invalid
 from etctl.runtime import objects
@@ -167,8 +172,14 @@ def judge(
     *,
     phases: Phases[Any],
     ledger: WriteLedger,
+    scaling: ConditionChange | None = None,
+    phase_field: str | None = None,
 ) -> Judgement:
-    """The status after ``decision`` was applied with ``outcome`` (see the module docstring)."""
+    """The status after ``decision`` was applied with ``outcome`` (see the module docstring).
+
+    ``scaling`` is the ``Scaling`` condition an elastic job should show, and ``phase_field`` the
+    status field of its phase, if its kind has one.
+    """
     counted = restarted(seen, decision, outcome)
     for said in counted.announced:
         announce(ledger, seen, said)
@@ -189,6 +200,8 @@ def judge(
                 verdict.condition, ConditionStatus.TRUE, verdict.reason, verdict.message
             )
         )
+    if scaling is not None:
+        changes.append(scaling)
     if counted.change is not None:
         changes.append(counted.change)
     if (failure := refused(seen, outcome.refused)) is not None:
@@ -210,9 +223,12 @@ def judge(
         conditions=tuple(acted),
         forget_completions=counted.whole,
     )
+    extra = _extended(seen, status, state, phases)
+    if phase_field is not None and phase_field not in extra:
+        extra[phase_field] = phase_of(status.conditions)
     return Judgement(
         status=status,
-        extra=_extended(seen, status, state, phases),
+        extra=extra,
         restarts=counted.restarts,
         delta=delta,
         state=state,

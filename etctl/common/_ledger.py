@@ -40,14 +40,15 @@ name is never hit, and a delete that finds the object gone (or replaced) succeed
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from etctl.common._fieldguard import guarded_ops, overlaid, stale_fields
 from etctl.common._labels import JOB_NAME, OPERATOR_NAME, matches
 from etctl.common._plan import JobEvent
-from etctl.common._readback import AMBIGUOUS, read_back
-from etctl.errors import AlreadyExists, Conflict, EtctlError, NotFound
+from etctl.common._readback import AMBIGUOUS, carries, read_back
+from etctl.errors import AlreadyExists, Conflict, EtctlError, Invalid, NotFound
 from etctl.log import get_logger
 from etctl.runtime import (
     DEFAULT_TTL,
@@ -57,6 +58,7 @@ from etctl.runtime import (
     EventType,
     KubeObject,
     ObjectView,
+    PatchType,
     Resource,
     objects,
 )
@@ -122,6 +124,8 @@ class WriteLedger:
         self._clock = clock
         self._ttl = ttl
         self._read_back: dict[tuple[Resource, str, str], str] = {}
+        # The owned status fields last written to an object: (its uid, field -> value or None).
+        self._own: dict[tuple[Resource, str, str], tuple[str, dict[str, Any]]] = {}
         self._pending: dict[str, list[_Pending]] = {}
 
     # -- reads
@@ -129,10 +133,24 @@ class WriteLedger:
     async def read(self, res: Resource, namespace: str, name: str) -> ObjectView | None:
         """The object, from the cache unless it is behind a write of it that was read back.
 
+        The status fields this ledger last wrote with :meth:`patch_own_status` show the values
+        written, until the cache shows them (see :func:`~etctl.common._fieldguard.overlaid`).
+
         Raises:
             EtctlError: the read from the API server failed (other than NotFound: None).
         """
         key = (res, namespace, name)
+        found = await self._read(key)
+        own = self._own.get(key)
+        if own is None or found is None:
+            return found
+        shown = overlaid(found, *own)
+        if shown is found:
+            self._own.pop(key, None)  # the cache shows them (or the object is another one)
+        return shown
+
+    async def _read(self, key: tuple[Resource, str, str]) -> ObjectView | None:
+        res, namespace, name = key
         cached = self.cache.get(res, name, namespace=namespace or None)
         written = self._read_back.get(key)
         if written is None:
@@ -180,6 +198,7 @@ class WriteLedger:
     def forget(self, res: Resource, namespace: str, name: str, *, owner_uid: str = "") -> None:
         """Drop what was remembered of an object that is gone (and of its children's writes)."""
         self._read_back.pop((res, namespace, name), None)
+        self._own.pop((res, namespace, name), None)
         if owner_uid:
             self._pending.pop(owner_uid, None)
 
@@ -225,6 +244,76 @@ class WriteLedger:
             )
         except AMBIGUOUS as exc:
             return self._remember(res, await read_back(self.client, res, obj, body, exc))
+
+    async def patch_own_status(
+        self,
+        res: Resource,
+        obj: ObjectView,
+        status: Mapping[str, Any],
+        *,
+        owned: Collection[str],
+    ) -> KubeObject:
+        """Write the status merge patch ``status`` to ``obj``, guarded by the ``owned`` fields.
+
+        For a status with more than one writer, each owning its fields: a concurrent write of
+        another writer's fields is no conflict, a change of an owned field since ``obj`` was read
+        is (:mod:`etctl.common._fieldguard`).
+
+        Raises:
+            Conflict: an owned field changed since ``obj`` was read (and does not carry the write).
+            NotFound: the object is gone, or another object by now holds its name.
+            TransportError: the write's outcome is unknown: no answer, and no read back.
+        """
+        name, namespace = objects.name(obj), objects.namespace(obj) or None
+        ops = guarded_ops(obj, status, owned)
+        merge = {"status": dict(status)}
+        try:
+            if ops is None:
+                body = {"metadata": {"uid": objects.uid(obj)}, **merge}
+                written = await self.client.patch_status(res, name, body, namespace=namespace)
+            else:
+                written = await self.client.patch_status(
+                    res, name, ops, namespace=namespace, patch_type=PatchType.JSON
+                )
+        except Invalid as exc:
+            written = self._remember(res, await self._judge_refusal(res, obj, merge, owned, exc))
+        except AMBIGUOUS as exc:
+            written = self._remember(res, await read_back(self.client, res, obj, merge, exc))
+        # This ledger's reconciles are the only writer of these fields: until the cache shows
+        # them, its reads show what was written (two writers' overlapping writes of one object
+        # may reach the cache only through the watch).
+        key = (res, objects.namespace(written), objects.name(written))
+        stored = written.get("status")
+        values: Mapping[str, Any] = stored if isinstance(stored, Mapping) else {}
+        self._own[key] = (objects.uid(written), {f: values.get(f) for f in owned})
+        return written
+
+    async def _judge_refusal(
+        self,
+        res: Resource,
+        obj: ObjectView,
+        merge: Mapping[str, Any],
+        owned: Collection[str],
+        error: Invalid,
+    ) -> KubeObject:
+        """Tell a failed guard from an invalid write (both are 422), from the object read again.
+
+        A retry after a lost answer finds its own write there: that is a success.
+        """
+        try:
+            fresh = await self.client.get(
+                res, objects.name(obj), namespace=objects.namespace(obj) or None
+            )
+        except NotFound:
+            raise NotFound(f"{objects.name(obj)} is gone") from error
+        if objects.uid(fresh) != objects.uid(obj):
+            raise NotFound(f"{objects.name(obj)} is another object by now") from error
+        if carries(fresh, merge):
+            return fresh
+        if stale := stale_fields(obj, fresh, owned):
+            msg = f"{objects.name(obj)}: {', '.join(stale)} changed since it was read"
+            raise Conflict(msg) from error
+        raise error
 
     def _remember(self, res: Resource, written: KubeObject) -> KubeObject:
         # The cache shows a write when its answer comes; this one's was lost, so the object read

@@ -16,16 +16,17 @@ __all__ = ["WORKER_FIELDS", "MemberFields", "Members"]
 class MemberFields:
     """Where an elastic kind records its members in a job's status, as JSON field names.
 
-    The scaling machinery writes only these fields (merge patches of ``/status``, guarded by the
-    version read), besides the ``Scaling`` condition; each is a top-level field of ``status``.
+    The scaling machinery writes only these fields (patches of ``/status`` guarded by their values
+    as read, :meth:`owned`), and is their only writer; each is a top-level field of ``status``.
+    The job controller renders the ``Scaling`` condition and the phase from them.
 
     Attributes:
         targets: the list of members the job should have (the plan pods are created from).
         current: the list of members in use (the hostfile), in index order.
         last_index: the highest member index ever used (an integer).
         scaler: the scaler being executed (``<Kind>:<namespace>/<name>``).
-        phase: a phase field the machinery keeps equal to the latest condition that holds when it
-            writes conditions (et-operator's ``phase``), or None when the kind has none.
+        phase: a phase field the job controller keeps equal to the latest condition that holds
+            (et-operator's ``phase``), or None when the kind has none.
         replaced: a counter of the members replaced under new names (failed or vanished), written
             in the same patch as the targets that replace them, so it is exact and survives an
             operator restart (a kind whose restart budget spans replacements reads it), or None.
@@ -37,6 +38,11 @@ class MemberFields:
     scaler: str
     phase: str | None = None
     replaced: str | None = None
+
+    def owned(self) -> tuple[str, ...]:
+        """The fields the scaling machinery writes (the phase is the job controller's)."""
+        names = (self.targets, self.current, self.last_index, self.scaler, self.replaced)
+        return tuple(name for name in names if name is not None)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -7,18 +7,21 @@ before it, and does not repeat decisions the write recorded (a restart counted t
 set twice); a write whose answer was lost and that was read back (below) is the one the cache
 cannot know of, and the ledger serves the job from the API server until the cache holds it.
 
-**Writing.** The status is written as one merge patch to the ``/status`` subresource carrying the
-``resourceVersion`` the reconcile read, so it applies only to the version that was judged. A
-Conflict (the job changed meanwhile) is not an error: nothing is logged above debug, and the key
-is requeued shortly (the change's own watch event usually gets there first). A Conflict may also
-be the write itself, committed by an attempt whose answer was lost: the ledger reads it back first
-(:mod:`etctl.common._readback`), and a job that carries the patch counts as written.
+**Writing.** The status is written once per reconcile to the ``/status`` subresource, guarded by
+the fields the job controller owns (:data:`~etctl.common._status.OWNED_FIELDS`) as the reconcile
+read them (:mod:`etctl.common._fieldguard`): it applies only if none of them changed, while a
+concurrent write of fields another writer owns (the scaling controller's membership) is no
+conflict. A Conflict (an owned field changed meanwhile) is not an error: nothing is logged above
+debug, and the key is requeued shortly (the change's own watch event usually gets there first). A
+failure may also be the write itself, committed by an attempt whose answer was lost: the ledger
+reads it back first (:mod:`etctl.common._readback`), and a job that carries the patch counts as
+written.
 
 **Recording what was done.** A reconcile that acted before its status write (deleted a failed pod
 for a restart, deleted every pod to enforce a limit) cannot leave the record of it to the next
 reconcile: the deleted pods no longer show it. On a Conflict, :meth:`JobWriter.record` re-reads
 the job and applies the reconcile's :class:`~etctl.common._status.StatusDelta` to the status as it
-is now, guarded by the version just read, a few times over if the job keeps changing. So a
+is now, guarded by the owned fields just read, a few times over if the job keeps changing. So a
 restart is counted exactly once whatever else writes the job. The one window left is a process
 that dies between the act and the write: that restart is not counted (the pod it replaced is gone
 with its history), which errs on the side of one more restart, never of a lost job.
@@ -31,7 +34,7 @@ and the job counters of :mod:`etctl.common._jobmetrics`. Conditions turning Fals
 (Running once the job finished) are logged at debug; a ReplicaFailure that went away (pods are
 created again) is logged at info. A reconcile that writes nothing announces nothing, so a
 transition is logged once however often the job is reconciled. Restarting is announced where the
-restart happens, pod by pod.
+restart happens, pod by pod, and Scaling by the scaling controller as it starts and ends a scaler.
 """
 
 from __future__ import annotations
@@ -43,7 +46,13 @@ from typing import Any
 from etctl.common import _jobmetrics as jobmetrics
 from etctl.common._api import ConditionStatus, JobCondition, JobConditionType
 from etctl.common._ledger import WriteLedger
-from etctl.common._status import StatusDelta, parse_status, status_patch, stored_status
+from etctl.common._status import (
+    OWNED_FIELDS,
+    StatusDelta,
+    parse_status,
+    status_patch,
+    stored_status,
+)
 from etctl.errors import Conflict, NotFound
 from etctl.log import get_logger
 from etctl.runtime import EventType, KubeObject, ObjectView, Request, Resource, objects
@@ -58,6 +67,12 @@ _RECORD_ATTEMPTS = 5
 
 # Conditions whose turning True is announced as a Warning Event (the rest: Normal).
 _WARNINGS = frozenset({JobConditionType.FAILED.value, JobConditionType.REPLICA_FAILURE.value})
+
+# Conditions whose transitions are announced where they happen: a restart pod by pod, scaling by
+# the scaling controller when it starts or ends a scaler (the job controller only renders it).
+_ANNOUNCED_ELSEWHERE = frozenset(
+    {JobConditionType.RESTARTING.value, JobConditionType.SCALING.value}
+)
 
 _COUNTERS = {
     JobConditionType.CREATED.value: jobmetrics.JOBS_CREATED,
@@ -76,7 +91,6 @@ def _transition(cond_type: str, status: ConditionStatus, *, resumed: bool) -> st
         JobConditionType.SUCCEEDED.value: "succeeded",
         JobConditionType.FAILED.value: "failed",
         JobConditionType.SUSPENDED.value: "suspended",
-        JobConditionType.SCALING.value: "scaling",
         JobConditionType.REPLICA_FAILURE.value: "cannot create its pods",
     }
     if status is ConditionStatus.TRUE and cond_type in words:
@@ -107,7 +121,7 @@ class JobWriter:
         return await self._ledger.fresh(self._resource, job)
 
     async def write_status(self, job: ObjectView, patch: Mapping[str, Any]) -> KubeObject | None:
-        """Apply a status merge patch guarded by the job's resourceVersion; None on a conflict.
+        """Apply a status merge patch guarded by the owned fields as read; None on a conflict.
 
         A failure that does not say whether the patch was applied (a Conflict met by the retry of
         a write whose answer was lost, no answer, a 5xx) is read back first by the ledger: a job
@@ -118,7 +132,9 @@ class JobWriter:
             EtctlError: the write failed otherwise, or its outcome is unknown.
         """
         try:
-            return await self._ledger.patch_status(self._resource, job, patch)
+            return await self._ledger.patch_own_status(
+                self._resource, job, patch, owned=OWNED_FIELDS
+            )
         except NotFound:
             return None
         except Conflict:
@@ -131,7 +147,7 @@ class JobWriter:
         """Apply ``delta`` to the job's status as the server has it now, after a Conflict.
 
         Each attempt reads the job, applies the delta to its status and writes the result guarded
-        by the version read; the transitions it makes are announced as :meth:`announce` does.
+        by the owned fields read; the transitions it makes are announced as :meth:`announce` does.
 
         Args:
             job: the job as the reconcile read it (its uid identifies the job).
@@ -182,7 +198,7 @@ class JobWriter:
                 and old.reason == condition.reason
             ):
                 continue
-            if condition.type == JobConditionType.RESTARTING:
+            if condition.type in _ANNOUNCED_ELSEWHERE:
                 continue
             resumed = (
                 condition.type == JobConditionType.SUSPENDED

@@ -372,13 +372,14 @@ async def test_a_restart_whose_status_answer_was_lost_is_counted_once(tmp_path: 
         await h.step("train")
         await h.set_phase("train-worker-0", "Failed", exit_code=1)
         # The status write recording the restart is committed; its answer is lost, so the
-        # client's retry meets that very write as a Conflict.
+        # client's retry meets that very write as a failed guard (the conditions it tests are
+        # the ones it wrote over).
         lost = h.server.inject(
             Fault(
                 verb="patch",
                 resource="simplejobs",
                 subresource="status",
-                body_contains='"restartCount":1',
+                body_contains='"/status/restartCount","value":1',
                 drop_answer=True,
             )
         )

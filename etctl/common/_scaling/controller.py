@@ -278,7 +278,9 @@ class ScalingController:
             self._recorder.event(seen.raw, "Warning", f"{self.kind}{rtype}NotReplaced", message)
         if not fields:
             return
-        seen.refresh(await self._writer.patch_status(self.jobs, seen.raw, fields))
+        seen.refresh(
+            await self._writer.patch_own_status(self.jobs, seen.raw, fields, owned=names.owned())
+        )
         for swap in settled.replaced:
             message = (
                 f"{rtype.lower()} {swap.old} of {self.kind} {seen.name} "

@@ -3,8 +3,9 @@
 :class:`ScalerSteps` is the part of the scaling controller that changes scalers:
 
 * **picking**: with none active, the oldest pending adopted scaler becomes active (FIFO); the
-  job's scaler field and its ``Scaling`` condition are written before it starts, and a named
-  scaler that finished (or vanished) without the job's write after it is closed first;
+  job's scaler field is written before it starts (the job controller renders the ``Scaling``
+  condition from it), and a named scaler that finished (or vanished) without the job's write
+  after it is closed first;
 * **applying** a transition of the state machine (:func:`~etctl.common._scaling.machine.advance`):
   its decision to the scaler's status first, then its targets to the job's membership, its desired
   count to the job's spec, its events; then its script on the launcher (``pods/exec``, hard
@@ -12,17 +13,17 @@
   written over a fresh read of the scaler if it changed meanwhile (only this reconcile knows the
   outcome); an exec refused before the script started (429, 5xx, no connection) is tried again
   with backoff, since it ran nothing, while anything that may have started is never repeated; a
-  finished scaler clears the job's scaler field and turns ``Scaling`` False with the outcome as
-  reason. The process remembers the scalers whose marker it wrote without sending the exec (the
-  marker's write failed, so the exec was withheld): :meth:`ScalerSteps.unsent` lets it send the
-  script when it finds the marker stored after all, where any other process judges it
-  interrupted;
+  finished scaler clears the job's scaler field (``Scaling`` turns False with the outcome as
+  reason, :mod:`~etctl.common._scaling.rendering`). The process remembers the scalers whose
+  marker it wrote without sending the exec (the marker's write failed, so the exec was withheld):
+  :meth:`ScalerSteps.unsent` lets it send the script when it finds the marker stored after all,
+  where any other process judges it interrupted;
 * **closing**: a finished job fails its unfinished scalers (reason ``JobFinished``), and so does
   a job whose members are fixed (a kind's static job, ``MemberPolicy.fixed``: reason
   ``JobNotElastic``), which no scaler could ever resize: it never waits for one to start.
 
-Every write is guarded by the version read; a Conflict propagates to the controller, which ends
-the reconcile quietly.
+Every write is guarded: a scaler's by the version read, the job's by the fields the machinery owns
+as read; a Conflict propagates to the controller, which ends the reconcile quietly.
 """
 
 from __future__ import annotations
@@ -32,14 +33,15 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from etctl.common._api import ConditionStatus, JobConditionType
-from etctl.common._conditions import get_condition, set_condition, set_job_condition
+from etctl.common._conditions import set_condition
 from etctl.common._ledger import Recorder, WriteLedger
 from etctl.common._scaling import metrics
-from etctl.common._scaling.api import SCALEINS, SCALEOUTS, ScaleStep, phase_of
+from etctl.common._scaling.api import SCALEINS, SCALEOUTS, ScaleStep
 from etctl.common._scaling.desired import DesiredCount
 from etctl.common._scaling.journal import scaler_changed
 from etctl.common._scaling.machine import awaits_outcome, script_finished
 from etctl.common._scaling.observe import Observation, ObservedScaler, parse_scaler
+from etctl.common._scaling.rendering import ended, gone, started
 from etctl.common._scaling.scaler import Direction, Note, Outcome, Scaler, ScriptRun, Transition
 from etctl.common._scaling.selection import fifo
 from etctl.errors import (
@@ -117,8 +119,8 @@ class ScalerSteps:
                 # It finished, but the job's write after it did not happen (a conflict).
                 await self._announce_end(seen, found.scaler)
             else:
-                message = f"{named} was deleted before it finished; what it did stays done"
-                await self._set_current(seen, None, "ScalerGone", message)
+                change = gone(named)
+                await self._set_current(seen, None, change.reason, change.message)
         fixed = seen.elasticity.fixed
         if fixed is not None:
             await self._fail_pending(
@@ -137,31 +139,19 @@ class ScalerSteps:
         if not pending:
             return None
         chosen = pending[fifo(pending)[0]]
-        message = f"{self.kind} {seen.name} runs {chosen.scaler.full_name}"
-        await self._set_current(seen, chosen.scaler.full_name, "ScalingStart", message)
-        self._recorder.event(seen.raw, "Normal", "ScalingStart", message)
+        change = started(self.kind, seen.name, chosen.scaler.full_name)
+        await self._set_current(seen, chosen.scaler.full_name, change.reason, change.message)
+        self._recorder.event(seen.raw, "Normal", change.reason, change.message)
         return chosen
 
     async def _set_current(
         self, seen: Observation, scaler: str | None, reason: str, message: str
     ) -> None:
-        status = ConditionStatus.TRUE if scaler is not None else ConditionStatus.FALSE
-        conditions = set_job_condition(
-            seen.conditions,
-            JobConditionType.SCALING,
-            status,
-            reason=reason,
-            message=message,
-            now=seen.now,
-        )
         names = seen.members.fields
-        fields: dict[str, Any] = {
-            names.scaler: scaler,
-            "conditions": [c.to_dict() for c in conditions],
-        }
-        if names.phase is not None:
-            fields[names.phase] = phase_of(conditions)
-        seen.refresh(await self._writer.patch_status(self.jobs, seen.raw, fields))
+        written = await self._writer.patch_own_status(
+            self.jobs, seen.raw, {names.scaler: scaler}, owned=names.owned()
+        )
+        seen.refresh(written)
         failed = scaler is None and not reason.endswith("Succeeded")
         (log.warning if failed else log.info)(
             "job scaling" if scaler is not None else "job scaling ended",
@@ -338,21 +328,12 @@ class ScalerSteps:
 
     async def _announce_end(self, seen: Observation, scaler: Scaler) -> None:
         """Clear the job's scaler; ``Scaling`` turns False with the finished scaler's outcome."""
-        verb = "Out" if scaler.direction is Direction.OUT else "In"
-        conditions = scaler.status.conditions
-        succeeded = get_condition(conditions, JobConditionType.SCALE_SUCCEEDED)
-        failed = get_condition(conditions, JobConditionType.SCALE_FAILED)
-        if succeeded is not None and succeeded.status is ConditionStatus.TRUE:
-            reason = f"Scaling{verb}Succeeded"
-            message = f"{scaler.full_name} succeeded: {succeeded.message}"
-            await self._set_current(seen, None, reason, message)
-            self._recorder.event(seen.raw, "Normal", reason, message)
-            return
-        detail = failed.message if failed is not None else "it did not complete"
-        reason = f"Scaling{verb}Failed"
-        message = f"{scaler.full_name} failed: {detail}"
-        await self._set_current(seen, None, reason, message)
-        self._recorder.event(seen.raw, "Warning", reason, message)
+        change = ended(scaler)
+        await self._set_current(seen, None, change.reason, change.message)
+        failed = change.reason.endswith("Failed")
+        self._recorder.event(
+            seen.raw, "Warning" if failed else "Normal", change.reason, change.message
+        )
 
     async def close(self, seen: Observation) -> None:
         """A finished job: fail its unfinished adopted scalers and clear the job's scaler."""
@@ -362,8 +343,10 @@ class ScalerSteps:
             lambda scaler: f"{self.kind} {seen.name} finished before {scaler} completed",
         )
         if seen.members.scaler:
-            field = seen.members.fields.scaler
-            await self._writer.patch_status(self.jobs, seen.raw, {field: None})
+            names = seen.members.fields
+            await self._writer.patch_own_status(
+                self.jobs, seen.raw, {names.scaler: None}, owned=names.owned()
+            )
 
     async def _fail_pending(
         self, seen: Observation, reason: str, message_of: Callable[[str], str]

@@ -1,0 +1,129 @@
+"""A status write guarded by the fields its writer owns, not by the whole object's version.
+
+A job's status has two writers in one operator: the job controller (conditions, replica counts,
+times, the plugin's fields) and, for an elastic kind, the scaling controller (the membership and
+the scaler being run). Each field has exactly one of them as its writer. Guarding each write by
+the job's ``resourceVersion`` made every write of one refuse the other's concurrent write of
+*other* fields: a 409, a requeue and the whole reconcile again, for nothing a stale read could
+have got wrong. What a stale read can get wrong is the writer's own fields: a counter incremented
+twice, a condition list rewritten from an older one, a decision written over a newer one. So the
+guard covers exactly those.
+
+The write is an RFC 6902 JSON patch of ``/status`` (what kube-apiserver accepts for a custom
+resource and its status subresource):
+
+1. ``test`` of ``/metadata/uid``: the object read, not a successor of the same name;
+2. ``test`` of every field the writer owns, as it was read (a field absent when read is not
+   tested: JSON patch cannot test an absence; it is a field this writer never wrote to this
+   object, or wrote from a read a stale cache could not have shown);
+3. an ``add`` of each field the write changes, its whole new value: the merge patch the writer
+   computed, applied to the field as read (a field the patch removes is added, then removed, so
+   one that went meanwhile is no error).
+
+A job whose status is still absent when read cannot be patched below ``/status`` (JSON patch has
+no "add if absent", and an ``add`` of ``/status`` would replace what another writer wrote since),
+so its first write is a merge patch guarded by the uid only: RFC 7386 merges it into whatever the
+status holds by then, and both writers' first writes land whole, in either order.
+
+One writer's reconciles see its own last write of its fields even before the cache does
+(:func:`overlaid`): the cache reads this process's writes, but two writers' overlapping writes of
+one object reach it only through the watch, and a read without its own last write would fail its
+own guard.
+
+A failed ``test`` is answered 422 by kube-apiserver (``the server rejected our request due to an
+error in our request``), as an invalid object is: :func:`stale_fields` tells them apart from the
+object read again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from etctl.runtime import ObjectView, objects
+
+__all__ = ["guarded_ops", "merged", "overlaid", "stale_fields"]
+
+
+def _pointer(*parts: str) -> str:
+    """The RFC 6901 JSON pointer of ``parts``."""
+    return "".join("/" + part.replace("~", "~0").replace("/", "~1") for part in parts)
+
+
+def _status_of(obj: ObjectView) -> Mapping[str, Any] | None:
+    status = obj.get("status")
+    return status if isinstance(status, Mapping) and status else None
+
+
+def merged(old: Any, patch: Any) -> Any:
+    """``old`` with the RFC 7386 merge patch ``patch`` applied (None: the field goes)."""
+    if not isinstance(patch, Mapping):
+        return patch
+    out = dict(old) if isinstance(old, Mapping) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = merged(out.get(key), value)
+    return out
+
+
+def guarded_ops(
+    obj: ObjectView, status: Mapping[str, Any], owned: Collection[str]
+) -> list[dict[str, Any]] | None:
+    """The JSON patch writing the status merge patch ``status`` to ``obj`` (see the module docs).
+
+    Args:
+        obj: the object as read (its uid, and its owned fields as the guard).
+        status: the merge patch of the status the writer computed (top-level keys are fields).
+        owned: the status fields the writer owns.
+
+    Returns:
+        The operations, or None when ``obj`` has no status yet (the caller merges instead).
+    """
+    stored = _status_of(obj)
+    if stored is None:
+        return None
+    ops: list[dict[str, Any]] = [{"op": "test", "path": "/metadata/uid", "value": objects.uid(obj)}]
+    ops += [
+        {"op": "test", "path": _pointer("status", name), "value": stored[name]}
+        for name in sorted(owned)
+        if stored.get(name) is not None
+    ]
+    for name, change in status.items():
+        value = merged(stored.get(name), change)
+        path = _pointer("status", name)
+        if value is not None:
+            ops.append({"op": "add", "path": path, "value": value})
+        elif stored.get(name) is not None:
+            # An add first: a field gone meanwhile (one the guard does not test) is no error.
+            ops += [{"op": "add", "path": path, "value": None}, {"op": "remove", "path": path}]
+    return ops
+
+
+def stale_fields(read: ObjectView, fresh: ObjectView, owned: Collection[str]) -> list[str]:
+    """The owned fields whose value in ``fresh`` differs from ``read``'s (a failed guard)."""
+    before = _status_of(read) or {}
+    after = _status_of(fresh) or {}
+    return [
+        name
+        for name in sorted(owned)
+        if before.get(name) is not None and before.get(name) != after.get(name)
+    ]
+
+
+def overlaid(obj: ObjectView, uid: str, written: Mapping[str, Any]) -> ObjectView:
+    """``obj`` showing the owned status fields ``written`` (a None value: the field is absent).
+
+    ``obj`` itself when it shows them already, or when it is another object (not ``uid``): a
+    copy otherwise. Sound because the writer is the only one of these fields: whatever version
+    of the object is read, its value of them is the writer's last write.
+    """
+    if objects.uid(obj) != uid:
+        return obj
+    status = _status_of(obj) or {}
+    if all(status.get(name) == value for name, value in written.items()):
+        return obj
+    shown = {k: v for k, v in status.items() if k not in written}
+    shown.update({k: v for k, v in written.items() if v is not None})
+    return {**obj, "status": shown}
