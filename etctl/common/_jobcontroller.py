@@ -66,11 +66,11 @@ from etctl.common._phases import Phases
 from etctl.common._plan import Announcement
 from etctl.common._plugin import Capabilities, JobPlugin, JobSettings
 from etctl.common._podgroups import controlled_podgroup
+from etctl.common._scaling.adoption import SELECTOR_INDEX
 from etctl.common._scaling.api import SCALEINS, SCALEOUTS
 from etctl.common._scaling.elastic import read_members, replicas_path
-from etctl.common._scaling.observe import parse_scaler
+from etctl.common._scaling.observe import ObservedScaler, parse_scaler
 from etctl.common._scaling.rendering import scaling_change
-from etctl.common._scaling.scaler import Direction, Scaler
 from etctl.common._status import (
     ConditionChange,
     compute_status,
@@ -164,7 +164,9 @@ class JobController(Generic[JobT]):
         # Warnings of the plan phase already sent, by job: (generation, what was said).
         self._warned: dict[tuple[str, str], tuple[int, set[tuple[str, str]]]] = {}
         self._applier = Applier(self.ledger, self.resource)
-        self._writer = JobWriter(self.resource, self.ledger)
+        elastic = self.capabilities.elastic
+        decided = elastic.elastic.fields.decided() if elastic is not None else ()
+        self._writer = JobWriter(self.resource, self.ledger, guarded=decided)
         for res in self.child_resources:
             _index_by_job(cache, res)
 
@@ -262,7 +264,7 @@ class JobController(Generic[JobT]):
             outcome,
             phases=self.phases,
             ledger=self.ledger,
-            scaling=self._scaling(job, seen.name),
+            scaling=self._scaling(job, raw),
             phase_field=elastic.elastic.fields.phase if elastic is not None else None,
         )
         patch = status_patch(stored_status(raw), judged.status, judged.extra)
@@ -282,23 +284,29 @@ class JobController(Generic[JobT]):
 
     # -- read
 
-    def _scaling(self, job: JobT, name: str) -> ConditionChange | None:
+    def _scaling(self, job: JobT, raw: ObjectView) -> ConditionChange | None:
         """The ``Scaling`` condition an elastic job should show (None: no change)."""
         elastic = self.capabilities.elastic
         if elastic is None:
             return None
         members = read_members(job.status, elastic.elastic.fields)
-        return scaling_change(self.kind, name, members, job.status.conditions, self._scaler)
+        name = objects.name(raw)
+        return scaling_change(self.kind, name, members, job.status.conditions, self._scalers(raw))
 
-    def _scaler(self, direction: Direction, namespace: str, name: str) -> Scaler | None:
-        """A scaler from the cache (None: not there, or scalers are not cached)."""
-        res = SCALEOUTS if direction is Direction.OUT else SCALEINS
-        try:
-            raw = self._cache.get(res, name, namespace=namespace)
-        except EtctlError:
-            return None
-        parsed = parse_scaler(raw) if raw is not None else None
-        return parsed.scaler if parsed is not None else None
+    def _scalers(self, raw: ObjectView) -> list[ObservedScaler]:
+        """The scalers the job controls, from the cache (none when scalers are not cached)."""
+        key, uid = f"{objects.namespace(raw)}/{objects.name(raw)}", objects.uid(raw)
+        found = []
+        for res in (SCALEOUTS, SCALEINS):
+            try:
+                named = self._cache.by_index(res, SELECTOR_INDEX, key)
+            except EtctlError:
+                return []
+            for obj in named:
+                parsed = parse_scaler(obj) if objects.controller_ref(obj) == uid else None
+                if parsed is not None:
+                    found.append(parsed)
+        return found
 
     def _warn(self, seen: Observed[JobT], plans: Plans) -> None:
         """Send the plan's warnings, once per job generation."""

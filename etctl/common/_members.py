@@ -44,6 +44,18 @@ class MemberFields:
         names = (self.targets, self.current, self.last_index, self.scaler, self.replaced)
         return tuple(name for name in names if name is not None)
 
+    def decided(self) -> tuple[str, ...]:
+        """The fields of the machinery's decisions on the members, which the job controller reads.
+
+        They say which pods to have and whether a failed one is replaced. The job controller's
+        status write is guarded by them too: a verdict from targets the machinery changed
+        meanwhile (a failed worker just replaced) would be wrong, and a failure is final. The
+        members in use and the scaler are not among them: what the job controller renders from
+        those, the next reconcile renders again.
+        """
+        names = (self.targets, self.last_index, self.replaced)
+        return tuple(name for name in names if name is not None)
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Members:

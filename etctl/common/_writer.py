@@ -39,7 +39,7 @@ restart happens, pod by pod, and Scaling by the scaling controller as it starts 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -103,14 +103,17 @@ class JobWriter:
 
     Args:
         resource: the job resource.
-        client: the API client.
-        reader: the cache.
-        recorder: where transition events go.
+        ledger: reads and guarded writes.
+        guarded: status fields another writer owns that the job controller's judgement reads:
+            its writes are guarded by them too (an elastic kind's member decisions).
     """
 
-    def __init__(self, resource: Resource, ledger: WriteLedger) -> None:
+    def __init__(
+        self, resource: Resource, ledger: WriteLedger, *, guarded: Collection[str] = ()
+    ) -> None:
         self._resource = resource
         self._ledger = ledger
+        self._guard = (*OWNED_FIELDS, *guarded)
 
     async def read(self, request: Request) -> ObjectView | None:
         """The job, from the cache unless the cache is behind a write of it that was read back."""
@@ -133,7 +136,7 @@ class JobWriter:
         """
         try:
             return await self._ledger.patch_own_status(
-                self._resource, job, patch, owned=OWNED_FIELDS
+                self._resource, job, patch, owned=self._guard
             )
         except NotFound:
             return None

@@ -16,11 +16,9 @@ async def test_a_conflicting_status_write_requeues_quietly(tmp_path: Path) -> No
         await h.submit(simplejob("train", workers=1))
         await h.step("train")
         await h.set_phase("train-worker-0", "Succeeded", exit_code=0)
-        await h.cache.refresh()
-        # The job changes behind the cache's back: the status write must not apply.
-        await h.client.patch(
-            SIMPLEJOBS, "train", {"metadata": {"labels": {"x": "y"}}}, namespace=h.ns
-        )
+        # The conditions, which the job controller owns, change behind the cache's back (another
+        # writer): the status write must not apply.
+        await behind_the_cache(h, "train")
         result = await h.step("train", refresh=False)
         assert result.requeue_after == 1.0
         assert "Succeeded" not in await h.conditions("train")
@@ -45,10 +43,40 @@ async def test_the_controller_reads_its_own_writes(tmp_path: Path) -> None:
         assert sorted(await h.pods()) == ["train-worker-0", "train-worker-1"]
 
 
+FOREIGN = {"type": "Audited", "status": "True", "reason": "Audit", "message": "seen"}
+
+
 async def behind_the_cache(h: Harness, name: str) -> None:
-    """Refresh the cache, then change the job on the server: the next status write conflicts."""
+    """Refresh the cache, then change the job's conditions on the server: the write conflicts.
+
+    The other writer is another process (an operator that lost its lease, say). A change of
+    fields the job controller does not own would not: its writes are guarded by its own fields."""
     await h.cache.refresh()
-    await h.client.patch(SIMPLEJOBS, name, {"metadata": {"labels": {"x": "y"}}}, namespace=h.ns)
+    job = await h.job(name)
+    conditions = [*job["status"]["conditions"], FOREIGN]
+    await h.client.patch_status(
+        SIMPLEJOBS, name, {"status": {"conditions": conditions}}, namespace=h.ns
+    )
+
+
+async def test_a_change_of_fields_the_controller_does_not_own_is_no_conflict(
+    tmp_path: Path,
+) -> None:
+    async with harness(tmp_path) as h:
+        await h.submit(simplejob("train", workers=1))
+        await h.step("train")
+        await h.set_phase("train-worker-0", "Succeeded", exit_code=0)
+        await h.cache.refresh()
+        await h.client.patch(
+            SIMPLEJOBS, "train", {"metadata": {"labels": {"x": "y"}}}, namespace=h.ns
+        )
+        result = await h.step("train", refresh=False)
+        assert result.requeue_after is None
+        assert (await h.conditions("train"))["Succeeded"][0] == "True"
+        job = await h.job("train")
+        assert job["metadata"]["labels"] == {"x": "y"}
+        assert not h.server.requests.find(verb="patch", subresource="status", code=409)
+        assert not h.server.requests.find(verb="patch", subresource="status", code=422)
 
 
 async def test_a_restart_is_counted_even_when_the_status_write_conflicts(tmp_path: Path) -> None:
@@ -63,7 +91,7 @@ async def test_a_restart_is_counted_even_when_the_status_write_conflicts(tmp_pat
         job = await h.job("train")
         # One recreation plus the two in-place restarts the deleted pod took with it.
         assert job["status"]["restartCount"] == 3
-        assert job["metadata"]["labels"] == {"x": "y"}
+        assert FOREIGN["type"] in {c["type"] for c in job["status"]["conditions"]}
         assert (await h.conditions("train"))["Restarting"] == ("True", "SimpleJobRestarting")
         await h.step("train")
         assert sorted(await h.pods()) == ["train-worker-0", "train-worker-1"]
