@@ -112,18 +112,24 @@ def stale_fields(read: ObjectView, fresh: ObjectView, owned: Collection[str]) ->
     ]
 
 
-def overlaid(obj: ObjectView, uid: str, written: Mapping[str, Any]) -> ObjectView:
-    """``obj`` showing the owned status fields ``written`` (a None value: the field is absent).
+def overlaid(obj: ObjectView, written: ObjectView, owned: Collection[str]) -> ObjectView:
+    """``obj`` showing the ``owned`` status fields as ``written`` while ``obj`` is older than it.
 
-    ``obj`` itself when it shows them already, or when it is another object (not ``uid``): a
-    copy otherwise. Sound because the writer is the only one of these fields: whatever version
-    of the object is read, its value of them is the writer's last write.
+    ``written`` is the answer of the writer's last write of those fields. ``obj`` itself once it
+    is that version or a later one (what it shows of the fields is then the truth, another
+    writer's later change included), or another object (a successor of the same name); a copy
+    otherwise. Older is told by the versions as integers (what kube-apiserver's are); versions
+    that are not integers are never overlaid. Sound because the writer is the only one of these
+    fields in its process: a version before its write has its fields as they were before it,
+    which the write replaced.
     """
-    if objects.uid(obj) != uid:
+    if objects.uid(obj) != objects.uid(written):
+        return obj
+    have, wrote = objects.resource_version(obj), objects.resource_version(written)
+    if not (have.isdigit() and wrote.isdigit() and int(have) < int(wrote)):
         return obj
     status = _status_of(obj) or {}
-    if all(status.get(name) == value for name, value in written.items()):
-        return obj
-    shown = {k: v for k, v in status.items() if k not in written}
-    shown.update({k: v for k, v in written.items() if v is not None})
+    values = _status_of(written) or {}
+    shown = {k: v for k, v in status.items() if k not in owned}
+    shown.update({k: v for k, v in values.items() if k in owned})
     return {**obj, "status": shown}

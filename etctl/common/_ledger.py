@@ -124,8 +124,8 @@ class WriteLedger:
         self._clock = clock
         self._ttl = ttl
         self._read_back: dict[tuple[Resource, str, str], str] = {}
-        # The owned status fields last written to an object: (its uid, field -> value or None).
-        self._own: dict[tuple[Resource, str, str], tuple[str, dict[str, Any]]] = {}
+        # The answer of the last write of owned status fields of an object, and those fields.
+        self._own: dict[tuple[Resource, str, str], tuple[ObjectView, tuple[str, ...]]] = {}
         self._pending: dict[str, list[_Pending]] = {}
 
     # -- reads
@@ -134,7 +134,8 @@ class WriteLedger:
         """The object, from the cache unless it is behind a write of it that was read back.
 
         The status fields this ledger last wrote with :meth:`patch_own_status` show the values
-        written, until the cache shows them (see :func:`~etctl.common._fieldguard.overlaid`).
+        written while the cache holds a version before that write
+        (:func:`~etctl.common._fieldguard.overlaid`).
 
         Raises:
             EtctlError: the read from the API server failed (other than NotFound: None).
@@ -146,7 +147,7 @@ class WriteLedger:
             return found
         shown = overlaid(found, *own)
         if shown is found:
-            self._own.pop(key, None)  # the cache shows them (or the object is another one)
+            self._own.pop(key, None)  # the cache is past the write (or holds another object)
         return shown
 
     async def _read(self, key: tuple[Resource, str, str]) -> ObjectView | None:
@@ -283,9 +284,7 @@ class WriteLedger:
         # them, its reads show what was written (two writers' overlapping writes of one object
         # may reach the cache only through the watch).
         key = (res, objects.namespace(written), objects.name(written))
-        stored = written.get("status")
-        values: Mapping[str, Any] = stored if isinstance(stored, Mapping) else {}
-        self._own[key] = (objects.uid(written), {f: values.get(f) for f in owned})
+        self._own[key] = (written, tuple(owned))
         return written
 
     async def _judge_refusal(
