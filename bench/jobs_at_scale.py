@@ -22,7 +22,9 @@ condition. Three workloads, each on a fresh server and operator:
 
 The operator's writes are counted from the server's request log, by verb and resource: creates
 against the objects it had to make, and its status writes against the changes they made to the
-jobs (the job watch sees each), so a write that changed nothing shows. The server's watch events
+jobs (the job watch sees each), so a write that changed nothing shows, and so does a write the
+server refused (the operator's own count of answers 409, a Conflict, and 422, a failed ``test`` of
+a guarded JSON patch or an invalid object). The server's watch events
 are as late as a lightly loaded real server's (``python -m etctl.testing``'s default).
 
 The comparison is the floor: the very objects the operator created (read back from the server,
@@ -199,6 +201,7 @@ class Run:
     writes: Counter[str] = field(default_factory=Counter)
     job_changes: int = 0
     conflicts: int = 0
+    refused: int = 0
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -281,15 +284,11 @@ async def run_operator(
             run.notes += _controllers(await op.metrics(session))
         run.written = await _children(session, server.url)
         run.writes = request_counts(log, user_agent="etctl/", skip=skip)
-        run.conflicts = int(
-            sum(
-                value
-                for (name, code), value in metric_sums(
-                    await op.metrics(session), ("rest_client_requests_total",), label="code"
-                ).items()
-                if code == "409"
-            )
+        codes = metric_sums(
+            await op.metrics(session), ("rest_client_requests_total",), label="code"
         )
+        run.conflicts = int(sum(value for (_, code), value in codes.items() if code == "409"))
+        run.refused = int(sum(value for (_, code), value in codes.items() if code == "422"))
         run.job_changes = len(progress.versions) - workload.jobs  # each job's creation aside
         return run
 
@@ -508,11 +507,12 @@ def _writes(run: Run, workload: Workload) -> str:
         if verb == "create" and resource in made:
             parts.append(f"{name} {count} (objects to make: {made[resource]})")
         elif resource == f"{workload.plural}/status":
-            idle = max(count - run.job_changes - run.conflicts, 0)
+            idle = max(count - run.job_changes - run.conflicts - run.refused, 0)
             parts.append(
                 f"{name} {count} ({count / workload.jobs:.2f} per job; {run.job_changes} "
-                f"changed the job, {idle} changed nothing; the operator's Conflicts, all "
-                f"resources: {run.conflicts})"
+                f"changed the job, {idle} changed nothing; the operator's refused writes, all "
+                f"resources: {run.conflicts} Conflicts (409), {run.refused} failed guards or "
+                "invalid objects (422))"
             )
         else:
             parts.append(f"{name} {count}")

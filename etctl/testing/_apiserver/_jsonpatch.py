@@ -61,6 +61,9 @@ def _child(node: dict[str, Any] | list[Any], part: str) -> Any:
     return node[index] if 0 <= index < len(node) else MISSING
 
 
+_SCALARS: Final = frozenset({str, int, float, bool})
+
+
 def _json_equal(have: Any, want: Any) -> bool:
     """The library's equality for ``test``: members of ``have`` must match ``want``'s."""
     if isinstance(have, dict):
@@ -74,6 +77,8 @@ def _json_equal(have: Any, want: Any) -> bool:
             and len(have) == len(want)
             and all(_json_equal(a, b) for a, b in zip(have, want, strict=True))
         )
+    if type(have) is type(want) and type(have) in _SCALARS:
+        return bool(have == want)  # equal scalars of one type encode alike: no encoding needed
     return not isinstance(want, dict | list) and go_json(have) == go_json(want)
 
 
