@@ -16,6 +16,12 @@ place that covers the rest, because every write goes through it:
 * **a write whose answer was lost** (a guarded patch read back, :mod:`etctl.common._readback`):
   the cache cannot know of it, so the version read back is remembered, and :meth:`read` serves the
   object from the API server until the cache holds that version (or a newer one);
+* **a status with two writers** (an elastic job's: the job controller's fields and the scaling
+  controller's): :meth:`WriteLedger.patch_own_status` guards a write by the fields its writer
+  judged from, not by the object's version, so the other writer's concurrent write is no conflict
+  (:mod:`etctl.common._fieldguard`); and until the cache holds a version past such a write, the
+  ledger's reads show the fields as written (two writers' overlapping writes of one object reach
+  the cache through the watch only);
 * **adopting an orphan**: a job may adopt only while it exists and is not being deleted, which
   another client may have changed unseen by the cache; :meth:`fresh` is the one read that asks the
   API server, and claiming uses it once per reconcile before any adoption. Adoption and release
