@@ -61,7 +61,29 @@ def _scaling(env: Cluster, name: str, res: Resource) -> tuple[str, str] | None:
     return env.condition(name, "Scaling", res)
 
 
-async def test_jobs_scaled_while_they_start_make_no_conflicting_status_write(
+async def _resize(
+    env: Cluster, trainingjobs: list[str], pytorchjobs: list[str], *, grow: bool
+) -> None:
+    """One worker more (``grow``) or less for every job, and wait until each got there."""
+    kind, suffix = ("ScaleOut", "out") if grow else ("ScaleIn", "in")
+    spec = {"toAdd": {"count": 1}} if grow else {"toDelete": {"count": 1}}
+    for name in trainingjobs:
+        env.apply(_scaler(kind, f"{name}-{suffix}", name, spec))
+    for name in pytorchjobs:
+        await env.scale(name, 3 if grow else 1, PYTORCHJOBS)
+    reason = "ScalingOutSucceeded" if grow else "ScalingInSucceeded"
+    res = SCALEOUTS if grow else SCALEINS
+    await eventually(
+        lambda: (
+            all(env.scaler_done(res, f"{n}-{suffix}") for n in trainingjobs)
+            and all(_scaling(env, n, PYTORCHJOBS) == ("False", reason) for n in pytorchjobs)
+        ),
+        what=f"every job {'grown' if grow else 'shrunk'}",
+        timeout=60,
+    )
+
+
+async def test_jobs_created_and_scaled_make_no_refused_status_write(
     tmp_path: Path,
 ) -> None:
     async with (
@@ -88,36 +110,8 @@ async def test_jobs_scaled_while_they_start_make_no_conflicting_status_write(
             timeout=60,
         )
         # Scale each job out, then in: TrainingJobs by scalers, PyTorchJobs through /scale.
-        for name in trainingjobs:
-            env.apply(_scaler("ScaleOut", f"{name}-out", name, {"toAdd": {"count": 1}}))
-        for name in pytorchjobs:
-            await env.scale(name, 3, PYTORCHJOBS)
-        await eventually(
-            lambda: (
-                all(env.scaler_done(SCALEOUTS, f"{n}-out") for n in trainingjobs)
-                and all(
-                    len(env.status(n, PYTORCHJOBS).get("currentWorkers", [])) == 3
-                    for n in pytorchjobs
-                )
-            ),
-            what="every job grown",
-            timeout=60,
-        )
-        for name in trainingjobs:
-            env.apply(_scaler("ScaleIn", f"{name}-in", name, {"toDelete": {"count": 1}}))
-        for name in pytorchjobs:
-            await env.scale(name, 1, PYTORCHJOBS)
-        await eventually(
-            lambda: (
-                all(env.scaler_done(SCALEINS, f"{n}-in") for n in trainingjobs)
-                and all(
-                    _scaling(env, n, PYTORCHJOBS) == ("False", "ScalingInSucceeded")
-                    for n in pytorchjobs
-                )
-            ),
-            what="every job shrunk",
-            timeout=60,
-        )
+        await _resize(env, trainingjobs, pytorchjobs, grow=True)
+        await _resize(env, trainingjobs, pytorchjobs, grow=False)
         await eventually(
             lambda: all(
                 _scaling(env, n, TRAININGJOBS) == ("False", "ScalingInSucceeded")
