@@ -37,12 +37,12 @@ object read again.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from etctl.runtime import ObjectView, objects
 
-__all__ = ["guarded_ops", "merged", "overlaid", "stale_fields"]
+__all__ = ["field_ops", "guarded_ops", "merged", "overlaid", "stale_fields", "value_at"]
 
 
 def _pointer(*parts: str) -> str:
@@ -98,6 +98,30 @@ def guarded_ops(
         elif stored.get(name) is not None:
             # An add first: a field gone meanwhile (one the guard does not test) is no error.
             ops += [{"op": "add", "path": path, "value": None}, {"op": "remove", "path": path}]
+    return ops
+
+
+def value_at(obj: ObjectView, path: Sequence[str]) -> Any:
+    """The value at ``path`` (JSON keys from the root), or None when it is absent."""
+    node: Any = obj
+    for key in path:
+        node = node.get(key) if isinstance(node, Mapping) else None
+    return node
+
+
+def field_ops(obj: ObjectView, path: Sequence[str], value: Any) -> list[dict[str, Any]] | None:
+    """The JSON patch setting the field at ``path`` to ``value``, guarded by its value as read.
+
+    None when a map on the way is absent (the caller merges instead): JSON patch cannot add
+    below a missing member.
+    """
+    if value_at(obj, path[:-1]) is None:
+        return None
+    pointer = _pointer(*path)
+    ops: list[dict[str, Any]] = [{"op": "test", "path": "/metadata/uid", "value": objects.uid(obj)}]
+    if (current := value_at(obj, path)) is not None:
+        ops.append({"op": "test", "path": pointer, "value": current})
+    ops.append({"op": "add", "path": pointer, "value": value})
     return ops
 
 

@@ -46,11 +46,17 @@ name is never hit, and a delete that finds the object gone (or replaced) succeed
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from etctl.common._fieldguard import guarded_ops, overlaid, stale_fields
+from etctl.common._fieldguard import (
+    field_ops,
+    guarded_ops,
+    overlaid,
+    stale_fields,
+    value_at,
+)
 from etctl.common._labels import JOB_NAME, OPERATOR_NAME, matches
 from etctl.common._plan import JobEvent
 from etctl.common._readback import AMBIGUOUS, carries, read_back
@@ -293,6 +299,54 @@ class WriteLedger:
         self._own[key] = (written, tuple(owned))
         return written
 
+    async def patch_field(
+        self, res: Resource, obj: ObjectView, path: Sequence[str], value: Any
+    ) -> KubeObject:
+        """Set the field at ``path`` (JSON keys from the root) of ``obj``, guarded by its value.
+
+        For a field of the object (not its status) with one writer in this process, such as an
+        elastic job's desired member count: its status writes are no conflict, a change of the
+        field since ``obj`` was read (a user's ``kubectl scale``) is.
+
+        Raises:
+            Conflict: the field changed since ``obj`` was read (and does not hold ``value``).
+            NotFound: the object is gone, or another object by now holds its name.
+            TransportError: the write's outcome is unknown: no answer, and no read back.
+        """
+        name, namespace = objects.name(obj), objects.namespace(obj) or None
+        merge: Any = value
+        for key in reversed(path):
+            merge = {key: merge}
+        ops = field_ops(obj, path, value)
+        try:
+            if ops is None:
+                return await self.patch(res, obj, merge)
+            return await self.client.patch(
+                res, name, ops, namespace=namespace, patch_type=PatchType.JSON
+            )
+        except Invalid as exc:
+            fresh = await self._fresh_or_gone(res, obj, exc)
+            if carries(fresh, merge):
+                return self._remember(res, fresh)
+            if value_at(fresh, path) != value_at(obj, path):
+                msg = f"{objects.name(obj)}: {'.'.join(path)} changed since it was read"
+                raise Conflict(msg) from exc
+            raise
+        except AMBIGUOUS as exc:
+            return self._remember(res, await read_back(self.client, res, obj, merge, exc))
+
+    async def _fresh_or_gone(self, res: Resource, obj: ObjectView, error: Invalid) -> KubeObject:
+        """``obj`` read again after ``error``; NotFound when it is gone or another object."""
+        try:
+            fresh = await self.client.get(
+                res, objects.name(obj), namespace=objects.namespace(obj) or None
+            )
+        except NotFound:
+            raise NotFound(f"{objects.name(obj)} is gone") from error
+        if objects.uid(fresh) != objects.uid(obj):
+            raise NotFound(f"{objects.name(obj)} is another object by now") from error
+        return fresh
+
     async def _judge_refusal(
         self,
         res: Resource,
@@ -305,14 +359,7 @@ class WriteLedger:
 
         A retry after a lost answer finds its own write there: that is a success.
         """
-        try:
-            fresh = await self.client.get(
-                res, objects.name(obj), namespace=objects.namespace(obj) or None
-            )
-        except NotFound:
-            raise NotFound(f"{objects.name(obj)} is gone") from error
-        if objects.uid(fresh) != objects.uid(obj):
-            raise NotFound(f"{objects.name(obj)} is another object by now") from error
+        fresh = await self._fresh_or_gone(res, obj, error)
         if carries(fresh, merge):
             return fresh
         if stale := stale_fields(obj, fresh, owned):

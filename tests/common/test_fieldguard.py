@@ -150,3 +150,29 @@ async def test_a_retry_that_meets_its_own_lost_write_is_a_success(tmp_path: Path
         assert lost.fired == 1
         assert written["status"]["restartCount"] == 2
         assert objects.uid(written) == objects.uid(read)
+
+
+REPLICAS = ("spec", "replicaSpecs", "Worker", "replicas")
+
+
+async def test_a_field_write_meets_status_writes_without_conflict_and_a_change_of_it_with_one(
+    tmp_path: Path,
+) -> None:
+    async with cluster(tmp_path, SimpleJobPlugin(), raw=True) as env:
+        cache = FrozenCache()
+        ledger = WriteLedger(env.client, cache, clock=env.clock)
+        read = await created(env, ledger, cache)
+        # Another writer's status write moves the version on: no conflict for the count.
+        await ledger.patch_own_status(SIMPLEJOBS, read, {"restartCount": 1}, owned=MINE)
+        written = await ledger.patch_field(SIMPLEJOBS, read, REPLICAS, 3)
+        assert written["spec"]["replicaSpecs"]["Worker"]["replicas"] == 3
+        # A user changes the count after it was read: that is one.
+        await env.client.patch(
+            SIMPLEJOBS,
+            "j",
+            {"spec": {"replicaSpecs": {"Worker": {"replicas": 5}}}},
+            namespace=env.ns,
+        )
+        with pytest.raises(Conflict, match="replicas changed"):
+            await ledger.patch_field(SIMPLEJOBS, written, REPLICAS, 4)
+        assert not env.server.requests.find(verb="patch", code=409)

@@ -19,9 +19,11 @@ several workers):
 4. **/scale**: with no scaler in flight, the desired count is clamped into its bounds or turned
    into a scaler (:mod:`~etctl.common._scaling.desired`).
 
-Every write is guarded by the version read; a Conflict ends the reconcile quietly and the object's
-own event brings the job back. The reconcile asks to be requeued when the active scaler's timeout
-expires, so timeouts fire without polling.
+Every write is guarded: a scaler's by the version read, the job's by the fields the machinery
+owns (its membership, :class:`~etctl.common.MemberFields`) or the desired count as read, so the
+job controller's concurrent status writes are no conflict; a Conflict ends the reconcile quietly
+and the object's own event brings the job back. The reconcile asks to be requeued when the active
+scaler's timeout expires, so timeouts fire without polling.
 
 **Stopping** (SIGTERM, a rolling update): once the controller begins to stop
 (:func:`~etctl.runtime.stop_requested`), no new decision is written: the reconcile ends before the

@@ -52,11 +52,13 @@ class DesiredCount:
         self._recorder = recorder
 
     async def write(self, seen: Observation, replicas: int) -> None:
-        """Write ``replicas`` to the job's desired worker count (guarded by the version read)."""
-        patch: Any = replicas
-        for key in reversed(seen.elasticity.replicas_path):
-            patch = {key: patch}
-        seen.refresh(await self._writer.patch(self.jobs, seen.raw, patch))
+        """Write ``replicas`` to the job's desired worker count, guarded by the count read.
+
+        Not by the job's version: the job's status writes, of both its writers, are no conflict,
+        while a user's or an autoscaler's change of the count since it was read is.
+        """
+        path = seen.elasticity.replicas_path
+        seen.refresh(await self._writer.patch_field(self.jobs, seen.raw, path, replicas))
 
     async def sync(self, seen: Observation) -> None:
         """With no scaler in flight, clamp the desired count or create the scaler it asks for."""
