@@ -14,10 +14,11 @@ certificate weigh about a megabyte, which an operator nobody scrapes never needs
   (4 KiB by default, thrown away by handlers that need none; 413 beyond, 411 for a chunked one).
   Malformed requests get 400, a major version other than 1 gets 505. Every such error answer
   closes the connection and is logged with its reason.
-* **Answers.** Every answer carries ``Content-Length`` (and ``Date``); a ``HEAD`` answer has the
-  headers ``GET`` would have and no body. An unknown path is 404, a method the listener does not
-  serve 405 with ``Allow`` listing those it does. A handler that raises answers 500 (and is
-  logged); the connection lives on.
+* **Answers.** Every answer carries ``Content-Length`` (and ``Date``) and is written at once (one
+  TLS record, one wake-up of its client); a ``HEAD`` answer has the headers ``GET`` would have
+  and no body. An unknown path is 404, a method the listener does not serve 405 with ``Allow``
+  listing those it does. A handler that raises answers 500 (and is logged); the connection lives
+  on.
 * **Keep-alive.** HTTP/1.1 connections stay open unless the request says ``Connection: close``;
   HTTP/1.0 ones close unless it says ``Connection: keep-alive``. Pipelined requests are answered
   in order.
@@ -370,9 +371,10 @@ class Listener:
             lines.append("Connection: close")
         elif keep_alive_header:
             lines.append("Connection: keep-alive")
-        writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
-        if not head_only:
-            writer.write(response.body)
+        head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        # One write: one TLS record and one segment, so the client wakes once for the whole
+        # answer (a head sent alone woke it for nothing, and it waited again for the body).
+        writer.write(head if head_only or not response.body else head + response.body)
         async with asyncio.timeout(self._timeout):
             await writer.drain()
 

@@ -10,8 +10,13 @@ import pytest
 
 from etctl.errors import ConfigError
 from etctl.runtime._health import Checks, HttpServer, SecureServing
-from etctl.runtime._http_server import Request, Response, text
-from etctl.runtime._tls import directory_context, self_signed_context, self_signed_pem
+from etctl.runtime._http_server import Listener, Request, Response, text
+from etctl.runtime._tls import (
+    directory_context,
+    self_signed_context,
+    self_signed_pem,
+    serving_context,
+)
 
 
 async def allow(_request: Request) -> Response | None:
@@ -109,3 +114,57 @@ def test_secure_metrics_cannot_share_the_probes_address() -> None:
             readyz=Checks("/readyz"),
             secure=SecureServing(allow),
         )
+
+
+async def _records_of_answer(address: tuple[str, int], trust: bytes, request: bytes) -> list[bytes]:
+    """The plaintext of each TLS record the answer to ``request`` came in (one read each)."""
+    context = ssl.create_default_context(cadata=trust.decode())
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = context.wrap_bio(incoming, outgoing, server_hostname="localhost")
+    reader, writer = await asyncio.open_connection(*address)
+    try:
+
+        async def exchange() -> None:
+            writer.write(outgoing.read())
+            await writer.drain()
+            data = await reader.read(65536)
+            assert data, "the server closed the connection"
+            incoming.write(data)
+
+        while True:
+            try:
+                tls.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                await exchange()
+        tls.write(request)
+        writer.write(outgoing.read())
+        records: list[bytes] = []
+        while not b"".join(records).endswith(b"\r\n\r\nok\n"):
+            try:
+                records.append(tls.read(65536))  # OpenSSL reads one record at a time
+            except ssl.SSLWantReadError:
+                await exchange()
+        return records
+    finally:
+        writer.close()
+
+
+async def test_an_answer_is_one_tls_record() -> None:
+    # Written at once, an answer wakes its client once: a head written alone woke it for nothing
+    # and left it waiting for the body (a webhook's caller is the API server, on every write).
+    cert, key = self_signed_pem("etctl test", names=("localhost",), addresses=("127.0.0.1",))
+    context = serving_context(cert, key)
+
+    async def tls() -> ssl.SSLContext:
+        return context
+
+    listener = Listener(lambda _path: lambda _request: text(200, "ok\n"), tls=tls)
+    address = await listener.start("127.0.0.1", 0)
+    try:
+        request = b"GET /ok HTTP/1.1\r\nHost: localhost\r\n\r\n"
+        records = await _records_of_answer(address, cert, request)
+    finally:
+        await listener.close()
+    assert len(records) == 1
+    assert records[0].startswith(b"HTTP/1.1 200 OK\r\n")
