@@ -13,7 +13,8 @@ address outside a cluster.
 The server verifies the webhook's certificate against ``caBundle`` (the system's roots when
 there is none), for the host it called, over TLS 1.2 or later. Each call has the webhook's
 ``timeoutSeconds`` on the server's clock (so a ``FakeClock`` decides when a slow webhook times
-out) and passes it on as ``?timeout=<n>s``. Failures are :class:`CallError`\\ s worded as Go's
+out) and passes it on as ``?timeout=<n>s``; on the real clock that is a timer of the event loop
+around the call, made in the caller's task. Failures are :class:`CallError`\\ s worded as Go's
 HTTP client words them (``Post "https://...": dial tcp 127.0.0.1:1: connect: connection
 refused``, ``context deadline exceeded``, ``x509: certificate signed by unknown authority``).
 """
@@ -31,7 +32,7 @@ import orjson
 from yarl import URL
 
 from etctl.errors import RequestNotSent, ResponseTooLarge, TransportError, UnsafeRequest
-from etctl.runtime import Clock, EndpointClient
+from etctl.runtime import Clock, EndpointClient, RealClock
 from etctl.testing._apiserver.store import Store, object_key
 from etctl.testing._apiserver.webhookconfigs import ClientConfig
 
@@ -188,6 +189,16 @@ class WebhookClient:
         except CallError as error:
             raise CallError(f'Post "{shown}": {error}') from None
         target = _Target(address, port, server_name, timeout, path)
+        if isinstance(self._clock, RealClock):
+            # The loop's own timer: the call runs in the caller's task, with no task to start
+            # for it and none to sleep beside it (each a turn of the loop, on every write).
+            try:
+                async with asyncio.timeout(timeout):
+                    return await self._call(client, target, body)
+            except TimeoutError:
+                raise CallError(f'Post "{shown}": context deadline exceeded') from None
+            except CallError as error:
+                raise CallError(f'Post "{shown}": {error}') from None
         call = asyncio.ensure_future(self._call(client, target, body))
         deadline = asyncio.ensure_future(self._clock.sleep(timeout))
         try:

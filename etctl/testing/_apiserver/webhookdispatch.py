@@ -243,6 +243,9 @@ class RequestAdmission:
         ]
         if not invocations:
             return
+        if len(invocations) == 1:  # in this task: gather would start one for it
+            await self._call_validating(invocations[0], attributes)
+            return
         results = await asyncio.gather(
             *(self._call_validating(invocation, attributes) for invocation in invocations),
             return_exceptions=True,

@@ -10,9 +10,12 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from etctl.runtime import FakeClock
+from etctl.runtime import FakeClock, RealClock
 from etctl.testing import ApiServer
+from etctl.testing._apiserver.store import Store
 from etctl.testing._apiserver.tls import serving_certificate
+from etctl.testing._apiserver.webhookclient import CallError, WebhookClient
+from etctl.testing._apiserver.webhookconfigs import ClientConfig
 from tests.testing.apiserver._client import Api, configmap
 from tests.testing.apiserver._webhooks import (
     VALIDATING,
@@ -350,3 +353,31 @@ async def test_deletes_send_the_stored_object_as_old_object(api: Api, hooks: Hoo
     assert reply.body["message"].startswith('configmaps "Unknown" is forbidden')
     assert "name" not in hooks.requests()[-1]
     assert (await api.get(f"{CONFIGMAPS}/b")).status == 200
+
+
+async def test_on_the_real_clock_a_slow_webhook_times_out_on_the_loops_timer(
+    hooks: HookServer,
+) -> None:
+    # A real server's deadline is a timer of its event loop around the call: the same failure,
+    # after the webhook's timeoutSeconds of real time.
+    hooks.hold = asyncio.Event()
+    client = WebhookClient(Store(), RealClock())
+    config = ClientConfig(url=hooks.url(), ca_bundle=hooks.certificate.ca_pem)
+    review = {"kind": "AdmissionReview", "request": {"uid": "u"}}
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    try:
+        with pytest.raises(CallError) as failed:
+            await client.post(config, review, timeout=1)
+    finally:
+        await client.close()
+    assert str(failed.value) == f'Post "{hooks.url()}?timeout=1s": context deadline exceeded'
+    assert hooks.paths() == ["/validate?timeout=1s"]
+    assert 1 <= loop.time() - started < 5
+    hooks.hold.set()
+    client = WebhookClient(Store(), RealClock())
+    try:
+        answered = await client.post(config, review, timeout=1)
+    finally:
+        await client.close()
+    assert answered["response"] == {"uid": "u", "allowed": True}
