@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import inspect
 import re
 import ssl
@@ -317,21 +318,19 @@ class Listener:
         Raises:
             _Reject: the request cannot be served (408 when it was begun but not finished in time).
         """
-        deadline = asyncio.get_running_loop().time() + self._timeout
+        first = b""
         try:
-            async with asyncio.timeout_at(deadline):
+            async with asyncio.timeout(self._timeout):  # one timer for the whole request
                 first = await reader.read(1)  # silence until here is idleness, not a request
-        except TimeoutError:
-            return None
-        if not first:
-            return None
-        try:
-            async with asyncio.timeout_at(deadline):
+                if not first:
+                    return None
                 line = await _request_line(reader, first)
                 if line is None:
                     raise _Reject(400)  # the client ended inside its request line
                 return await _read_request(reader, line, self._max_body)
         except TimeoutError:
+            if not first:
+                return None
             raise _Reject(408, "the request was not sent in time") from None
 
     async def _answer(self, request: Request) -> Response:
@@ -362,7 +361,7 @@ class Listener:
     ) -> None:
         lines = [
             f"HTTP/1.1 {response.status} {_reason(response.status)}",
-            f"Date: {_http_date(time.time())}",
+            f"Date: {_http_date(int(time.time()))}",
             f"Content-Type: {response.content_type}",
             f"Content-Length: {len(response.body)}",
         ]
@@ -500,6 +499,7 @@ def _error(status: int, reason: str = "") -> Response:
     return text(status, f"{status} {_reason(status)}" + (f": {reason}" if reason else "") + "\n")
 
 
+@functools.lru_cache(maxsize=64)
 def _reason(status: int) -> str:
     try:
         return HTTPStatus(status).phrase
@@ -507,8 +507,12 @@ def _reason(status: int) -> str:
         return "Unknown"
 
 
-def _http_date(now: float) -> str:
-    """RFC 9110's IMF-fixdate, without the locale that ``time.strftime`` would use."""
+@functools.lru_cache(maxsize=2)
+def _http_date(now: int) -> str:
+    """RFC 9110's IMF-fixdate, without the locale that ``time.strftime`` would use.
+
+    Made once a second (each answer of that second reads it from the cache).
+    """
     t = time.gmtime(now)
     return (
         f"{_DAYS[t.tm_wday]}, {t.tm_mday:02d} {_MONTHS[t.tm_mon - 1]} {t.tm_year} "

@@ -204,8 +204,8 @@ def _instrumented(path: str, handler: WebhookHandler, timeout: float) -> Webhook
     """``handler`` bounded by ``timeout`` and counted under controller-runtime's metrics."""
     latency = metrics.WEBHOOK_LATENCY.labels(path)
     in_flight = metrics.WEBHOOK_REQUESTS_IN_FLIGHT.labels(path)
-    for code in ("200", "500"):  # the series controller-runtime creates up front
-        metrics.WEBHOOK_REQUESTS.labels(path, code)
+    # The series controller-runtime creates up front; others as they are answered.
+    counted = {code: metrics.WEBHOOK_REQUESTS.labels(path, str(code)) for code in (200, 500)}
 
     async def serve(request: Request) -> Response:
         started = time.perf_counter()
@@ -222,7 +222,12 @@ def _instrumented(path: str, handler: WebhookHandler, timeout: float) -> Webhook
         finally:
             in_flight.dec()
         latency.observe(time.perf_counter() - started)
-        metrics.WEBHOOK_REQUESTS.labels(path, str(response.status)).inc()
+        counter = counted.get(response.status)
+        if counter is None:
+            counter = counted[response.status] = metrics.WEBHOOK_REQUESTS.labels(
+                path, str(response.status)
+            )
+        counter.inc()
         return response
 
     return serve
