@@ -17,6 +17,13 @@ two-core machine), the webhook server's own time per review (its
 rest of the difference being the API server's calls and the processes taking turns on the
 cores), and its throughput: reviews per second answered when ``--clients`` clients post
 AdmissionReviews to it directly.
+
+Latency on a shared machine moves with everyone else's load; CPU time much less, so the CPU each
+side spends on the webhooks is reported too (nanoseconds the kernel counts per thread, every
+thread of the process): the webhook server's per admitted create (its two reviews, TLS and HTTP
+included, over the alternating rounds, where it does nothing else), and what an admitted create
+costs the API server over a plain one (``--writes`` creates of each in a row, then the difference
+per create): the calls, their TLS, and the reviews it builds and reads.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import contextlib
 import copy
 import ssl
 import statistics
@@ -63,6 +71,15 @@ _TFJOB: dict[str, Any] = {
         },
     },
 }
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU seconds of every thread of a process, to the nanosecond (``/proc/<pid>/schedstat``)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(FileNotFoundError):  # a thread that ended meanwhile
+            total += int((task / "schedstat").read_text().split()[0])
+    return total / 1e9
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -170,6 +187,19 @@ async def _writes(api: Api, count: int, prefix: str) -> dict[str, list[float]]:
     return latencies
 
 
+async def _added_cpu(api: Api, server: int, count: int) -> float:
+    """CPU seconds the API server spends on an admitted create beyond a plain one."""
+    per_create = {}
+    for namespace in (_PLAIN, _ADMITTED):
+        before = cpu_seconds(server)
+        for index in range(count):
+            job = copy.deepcopy(_TFJOB)
+            job["metadata"]["name"] = f"cpu-{index}"
+            await api.create(f"/apis/kubeflow.org/v1/namespaces/{namespace}/tfjobs", job)
+        per_create[namespace] = (cpu_seconds(server) - before) / count
+    return per_create[_ADMITTED] - per_create[_PLAIN]
+
+
 async def _reviews_per_second(port: int, ca: bytes, count: int, clients: int) -> float:
     """AdmissionReviews answered per second by the webhook server, posted directly to it."""
     context = ssl.create_default_context(cadata=ca.decode())
@@ -233,7 +263,9 @@ async def main(writes: int, rounds: int, clients: int) -> None:
                 await _writes(api, max(writes // 10, 5), "warm-up")  # both paths, once
                 for round_ in range(rounds):
                     before = await _server_time(session, metrics)
+                    operator_cpu = cpu_seconds(operator.pid)
                     latencies = await _writes(api, writes, f"round-{round_}")
+                    operator_cpu = cpu_seconds(operator.pid) - operator_cpu
                     after = await _server_time(session, metrics)
                     plain, admitted = latencies[_PLAIN], latencies[_ADMITTED]
                     for name, value in (
@@ -244,8 +276,10 @@ async def main(writes: int, rounds: int, clients: int) -> None:
                         ("added p50", percentile(admitted, 0.5) - percentile(plain, 0.5)),
                         ("added p99", percentile(admitted, 0.99) - percentile(plain, 0.99)),
                         ("server", (after[0] - before[0]) / max(after[1] - before[1], 1)),
+                        ("operator cpu", operator_cpu / len(admitted) * 1e3),
                     ):
                         figures.setdefault(name, []).append(value * ms)
+                added_cpu = await _added_cpu(api, server.process.pid, writes)
                 _, secret = await api.send(
                     "GET", f"/api/v1/namespaces/{_NAMESPACE}/secrets/etctl-webhook-server-cert"
                 )
@@ -265,6 +299,13 @@ async def main(writes: int, rounds: int, clients: int) -> None:
         compare=f"target {_TARGET_MS:g} ms",
     )
     _median("webhook server's own time per review, mean", figures["server"], "ms")
+    _median("webhook server's CPU per admitted create", figures["operator cpu"], "µs")
+    _report.figure(
+        "API server's CPU added per admitted create",
+        added_cpu * 1e6,
+        "µs",
+        compare=f"{writes} creates of each in a row",
+    )
     _report.figure("reviews answered per second", rate, "/s", compare=f"{clients} clients, direct")
 
 
