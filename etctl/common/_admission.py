@@ -130,7 +130,12 @@ class ModelAdmission(Generic[ModelT]):
         parsed = self._parse(obj, request)
         if isinstance(parsed, list) or not isinstance(obj.get("spec"), dict):
             return obj  # the validator (or the schema) refuses it, with the reason
-        dumped = parsed.model_dump(by_alias=True, exclude_none=True, mode="json")
+        # The spec alone: the rest is never written back (metadata and its managedFields cost
+        # as much to dump again as the spec, on every review). A model whose spec field has
+        # another name (read through an alias) is dumped whole.
+        dumped = parsed.model_dump(by_alias=True, exclude_none=True, mode="json", include={"spec"})
+        if "spec" not in dumped:
+            dumped = parsed.model_dump(by_alias=True, exclude_none=True, mode="json")
         if isinstance(dumped.get("spec"), dict):
             obj["spec"] = _overlay(obj["spec"], dumped["spec"])
         return obj

@@ -6,6 +6,7 @@ import copy
 from typing import Any
 
 import pytest
+from pydantic import BaseModel, ConfigDict, Field
 
 from etctl.common import (
     SCALEIN,
@@ -15,6 +16,7 @@ from etctl.common import (
     validate_scaler_update,
 )
 from etctl.common._admission import field_error
+from etctl.common._crd import CRDVersion, CustomResource
 from etctl.errors import Invalid
 from etctl.jobs.tfjob import TFJOB, TFJobPlugin
 from etctl.runtime import AdmissionRequest, FieldError, KubeObject
@@ -221,3 +223,30 @@ async def test_a_scaler_naming_no_job_is_refused_and_a_started_one_is_frozen() -
     await scalers.validate_update(
         adopted, recounted, review(recounted, version="v1alpha1", operation="UPDATE")
     )
+
+
+class _Widgets(BaseModel):
+    size: int = 3
+
+
+class _Aliased(BaseModel):
+    """A kind whose model reads ``spec`` into a field of another name."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    kind: str = "Gadget"
+    body: _Widgets = Field(default_factory=_Widgets, alias="spec")
+
+
+async def test_a_spec_read_through_an_alias_is_defaulted_too() -> None:
+    gadgets = CustomResource(
+        group="example.com",
+        kind="Gadget",
+        plural="gadgets",
+        versions=(CRDVersion(name="v1", model=_Aliased),),
+    )
+    sent: KubeObject = {"apiVersion": "example.com/v1", "kind": "Gadget", "spec": {"other": 1}}
+    defaulted = await ModelAdmission(gadgets, lambda _gadget: []).default(
+        copy.deepcopy(sent), review(sent)
+    )
+    assert defaulted["spec"] == {"size": 3, "other": 1}
