@@ -23,7 +23,9 @@ side spends on the webhooks is reported too (nanoseconds the kernel counts per t
 thread of the process): the webhook server's per admitted create (its two reviews, TLS and HTTP
 included, over the alternating rounds, where it does nothing else), and what an admitted create
 costs the API server over a plain one (``--writes`` creates of each in a row, then the difference
-per create): the calls, their TLS, and the reviews it builds and reads.
+per create): the calls, their TLS, and the reviews it builds and reads. Beside it, how long the
+webhook server waited, runnable, for a core per admitted create: the other developers' share of
+the tail.
 """
 
 from __future__ import annotations
@@ -73,13 +75,22 @@ _TFJOB: dict[str, Any] = {
 }
 
 
-def cpu_seconds(pid: int) -> float:
-    """CPU seconds of every thread of a process, to the nanosecond (``/proc/<pid>/schedstat``)."""
-    total = 0
+def scheduled(pid: int) -> tuple[float, float]:
+    """Seconds every thread of a process ran, and waited runnable for a core, to the nanosecond.
+
+    From ``/proc/<pid>/task/*/schedstat``: what the kernel counts per thread.
+    """
+    ran = waited = 0
     for task in Path(f"/proc/{pid}/task").iterdir():
         with contextlib.suppress(FileNotFoundError):  # a thread that ended meanwhile
-            total += int((task / "schedstat").read_text().split()[0])
-    return total / 1e9
+            fields = (task / "schedstat").read_text().split()
+            ran, waited = ran + int(fields[0]), waited + int(fields[1])
+    return ran / 1e9, waited / 1e9
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU seconds of every thread of a process, to the nanosecond."""
+    return scheduled(pid)[0]
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -263,9 +274,13 @@ async def main(writes: int, rounds: int, clients: int) -> None:
                 await _writes(api, max(writes // 10, 5), "warm-up")  # both paths, once
                 for round_ in range(rounds):
                     before = await _server_time(session, metrics)
-                    operator_cpu = cpu_seconds(operator.pid)
+                    operator_before = scheduled(operator.pid)
                     latencies = await _writes(api, writes, f"round-{round_}")
-                    operator_cpu = cpu_seconds(operator.pid) - operator_cpu
+                    operator_after = scheduled(operator.pid)
+                    operator_cpu, operator_wait = (
+                        after_ - before_
+                        for after_, before_ in zip(operator_after, operator_before, strict=True)
+                    )
                     after = await _server_time(session, metrics)
                     plain, admitted = latencies[_PLAIN], latencies[_ADMITTED]
                     for name, value in (
@@ -277,6 +292,7 @@ async def main(writes: int, rounds: int, clients: int) -> None:
                         ("added p99", percentile(admitted, 0.99) - percentile(plain, 0.99)),
                         ("server", (after[0] - before[0]) / max(after[1] - before[1], 1)),
                         ("operator cpu", operator_cpu / len(admitted) * 1e3),
+                        ("operator wait", operator_wait / len(admitted) * 1e3),
                     ):
                         figures.setdefault(name, []).append(value * ms)
                 added_cpu = await _added_cpu(api, server.process.pid, writes)
@@ -300,6 +316,7 @@ async def main(writes: int, rounds: int, clients: int) -> None:
     )
     _median("webhook server's own time per review, mean", figures["server"], "ms")
     _median("webhook server's CPU per admitted create", figures["operator cpu"], "µs")
+    _median("webhook server's wait for a core per create", figures["operator wait"], "µs")
     _report.figure(
         "API server's CPU added per admitted create",
         added_cpu * 1e6,
