@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import signal
@@ -19,7 +20,7 @@ import yaml
 from etctl.cli import _run as run_command
 from etctl.cli import main
 from etctl.cli._registry import Registry, discover
-from etctl.cli._run import serve
+from etctl.cli._run import freeze_startup_heap, serve
 from etctl.cli._settings import OPTIONS, RunSettings
 from etctl.common import crd_manifest
 from etctl.errors import CacheSyncError
@@ -181,6 +182,49 @@ async def test_the_operator_process_never_loads_aiohttp(tmp_path: Path) -> None:
             _, err = await asyncio.wait_for(process.communicate(), timeout=20)
     assert process.returncode == 0, err.decode()
     assert "LOADED []" in err.decode().splitlines()[-1]
+
+
+async def test_the_operator_process_freezes_its_heap_once_started(tmp_path: Path) -> None:
+    """What the started process holds is left out of the cycle collector's later walks."""
+    prelude = (
+        "import atexit, gc, sys\n"
+        "atexit.register(lambda: print('FROZEN', gc.get_freeze_count(), file=sys.stderr))"
+    )
+    async with cluster_target(tmp_path, crds=[crd_manifest(TFJOB)], namespace="team") as target:
+        probes = free_port()
+        async with etctl_process(
+            "run",
+            *_QUIET,
+            f"--kubeconfig={target.kubeconfig}",
+            f"--health-probe-bind-address=127.0.0.1:{probes}",
+            "--metrics-bind-address=0",
+            f"--namespace={target.namespace}",
+            "--jobs=tfjob",
+            prelude=prelude,
+        ) as process:
+
+            async def ready() -> bool:
+                return (await get(f"http://127.0.0.1:{probes}/readyz"))[0] == 200
+
+            # Ready means started: the freeze was scheduled before the first probe could pass.
+            await eventually(ready, timeout=20)
+            process.send_signal(signal.SIGTERM)
+            _, err = await asyncio.wait_for(process.communicate(), timeout=20)
+    assert process.returncode == 0, err.decode()
+    lines = err.decode().splitlines()
+    frozen = int(lines[-1].split()[1])
+    assert frozen > 10_000  # the modules, models and plugins at least
+    assert any('"startup heap frozen"' in line for line in lines)
+
+
+async def test_the_library_leaves_the_collector_alone_and_the_freeze_is_whole() -> None:
+    assert gc.get_freeze_count() == 0  # no Manager, serve() or test before froze anything
+    try:
+        await freeze_startup_heap()
+        assert gc.get_freeze_count() > 10_000
+        assert gc.isenabled()  # later objects are collected as before
+    finally:
+        gc.unfreeze()
 
 
 _WEBHOOK_CODE = (
