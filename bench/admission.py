@@ -34,7 +34,6 @@ import argparse
 import asyncio
 import base64
 import contextlib
-import copy
 import ssl
 import statistics
 import sys
@@ -47,32 +46,12 @@ from typing import Any
 import aiohttp
 
 import _report
+from _admission import ADMITTED_LABELS, PLURALS, configurations, tfjob
 from _cluster import api_server, free_port, stop
-from etctl.cli._manifest_docs import labels
-from etctl.cli._render_webhooks import webhook_configuration_documents
-from etctl.jobs.tfjob import TFJobPlugin
 
 _TARGET_MS = 2.0
 _NAMESPACE = "etctl-system"
 _ADMITTED, _PLAIN = "admitted", "plain"
-_KINDS = {
-    "MutatingWebhookConfiguration": "mutatingwebhookconfigurations",
-    "ValidatingWebhookConfiguration": "validatingwebhookconfigurations",
-}
-_TFJOB: dict[str, Any] = {
-    "apiVersion": "kubeflow.org/v1",
-    "kind": "TFJob",
-    "metadata": {"name": ""},
-    "spec": {
-        "runPolicy": {"suspend": True},
-        "tfReplicaSpecs": {
-            "Worker": {
-                "replicas": 2,
-                "template": {"spec": {"containers": [{"name": "tensorflow", "image": "tf:2"}]}},
-            }
-        },
-    },
-}
 
 
 def scheduled(pid: int) -> tuple[float, float]:
@@ -150,17 +129,11 @@ async def _operator(
 
 async def _install(api: Api, port: int) -> None:
     """Namespaces, and URL-based configurations that admit one labelled namespace only."""
-    for name, extra in ((_NAMESPACE, {}), ("idle", {}), (_ADMITTED, {"bench": "admitted"})):
+    for name, extra in ((_NAMESPACE, {}), ("idle", {}), (_ADMITTED, ADMITTED_LABELS)):
         await api.create("/api/v1/namespaces", {"metadata": {"name": name, "labels": extra}})
     await api.create("/api/v1/namespaces", {"metadata": {"name": _PLAIN}})
-    documents = webhook_configuration_documents(
-        [TFJobPlugin()], _NAMESPACE, labels(), url=f"https://127.0.0.1:{port}"
-    )
-    for document in documents:
-        for hook in document["webhooks"]:
-            hook["namespaceSelector"] = {"matchLabels": {"bench": "admitted"}}
-        plural = _KINDS[document["kind"]]
-        await api.create(f"/apis/admissionregistration.k8s.io/v1/{plural}", document)
+    for path, document in configurations(_NAMESPACE, f"https://127.0.0.1:{port}"):
+        await api.create(path, document)
 
 
 async def _injected(api: Api, process: asyncio.subprocess.Process) -> None:
@@ -171,7 +144,7 @@ async def _injected(api: Api, process: asyncio.subprocess.Process) -> None:
             msg = f"the operator exited with {process.returncode}"
             raise RuntimeError(msg)
         bundles = []
-        for plural in _KINDS.values():
+        for plural in PLURALS.values():
             path = f"/apis/admissionregistration.k8s.io/v1/{plural}"
             _, listed = await api.send("GET", path)
             bundles += [
@@ -190,8 +163,7 @@ async def _writes(api: Api, count: int, prefix: str) -> dict[str, list[float]]:
     latencies: dict[str, list[float]] = {_ADMITTED: [], _PLAIN: []}
     for index in range(count):
         for namespace in (_ADMITTED, _PLAIN) if index % 2 else (_PLAIN, _ADMITTED):
-            job = copy.deepcopy(_TFJOB)
-            job["metadata"]["name"] = f"{prefix}-{index}"
+            job = tfjob(f"{prefix}-{index}")
             started = time.perf_counter()
             await api.create(f"/apis/kubeflow.org/v1/namespaces/{namespace}/tfjobs", job)
             latencies[namespace].append(time.perf_counter() - started)
@@ -204,8 +176,7 @@ async def _added_cpu(api: Api, server: int, count: int) -> float:
     for namespace in (_PLAIN, _ADMITTED):
         before = cpu_seconds(server)
         for index in range(count):
-            job = copy.deepcopy(_TFJOB)
-            job["metadata"]["name"] = f"cpu-{index}"
+            job = tfjob(f"cpu-{index}")
             await api.create(f"/apis/kubeflow.org/v1/namespaces/{namespace}/tfjobs", job)
         per_create[namespace] = (cpu_seconds(server) - before) / count
     return per_create[_ADMITTED] - per_create[_PLAIN]
@@ -214,7 +185,8 @@ async def _added_cpu(api: Api, server: int, count: int) -> float:
 async def _reviews_per_second(port: int, ca: bytes, count: int, clients: int) -> float:
     """AdmissionReviews answered per second by the webhook server, posted directly to it."""
     context = ssl.create_default_context(cadata=ca.decode())
-    job = {**copy.deepcopy(_TFJOB), "metadata": {"name": "direct", "namespace": _ADMITTED}}
+    job = tfjob("direct")
+    job["metadata"]["namespace"] = _ADMITTED
     gvk = {"group": "kubeflow.org", "version": "v1", "kind": "TFJob"}
     gvr = {"group": "kubeflow.org", "version": "v1", "resource": "tfjobs"}
     url = f"https://127.0.0.1:{port}/validate-kubeflow-org-v1-tfjob"

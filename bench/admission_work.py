@@ -25,7 +25,6 @@ import argparse
 import asyncio
 import base64
 import contextlib
-import copy
 import datetime
 import gc
 import os
@@ -43,33 +42,14 @@ from typing import Any
 import aiohttp
 
 import _report
+from _admission import ADMITTED_LABELS, configurations, tfjob
 from etctl._certificates import issue_serving_certificate, new_ca
-from etctl.cli._manifest_docs import labels
-from etctl.cli._render_webhooks import webhook_configuration_documents
 from etctl.common import crd_manifest, setup_job_webhooks
 from etctl.jobs.tfjob import TFJOB, TFJobPlugin
 from etctl.runtime import WebhookServer, WebhookServerOptions
 from etctl.testing import ApiServer
 
 _ADMITTED, _PLAIN = "admitted", "plain"
-_KINDS = {
-    "MutatingWebhookConfiguration": "mutatingwebhookconfigurations",
-    "ValidatingWebhookConfiguration": "validatingwebhookconfigurations",
-}
-_TFJOB: dict[str, Any] = {
-    "apiVersion": "kubeflow.org/v1",
-    "kind": "TFJob",
-    "metadata": {"name": ""},
-    "spec": {
-        "runPolicy": {"suspend": True},
-        "tfReplicaSpecs": {
-            "Worker": {
-                "replicas": 2,
-                "template": {"spec": {"containers": [{"name": "tensorflow", "image": "tf:2"}]}},
-            }
-        },
-    },
-}
 _COUNTS = ((10, 10), (60, 10), (10, 60))
 """The (plain, admitted) creates of the three runs under callgrind."""
 
@@ -96,8 +76,7 @@ class Writes:
             started = time.process_time()
             for _ in range(count):
                 self.created += 1
-                job = copy.deepcopy(_TFJOB)
-                job["metadata"]["name"] = f"job-{self.created}"
+                job = tfjob(f"job-{self.created}")
                 await self.post(f"/apis/kubeflow.org/v1/namespaces/{namespace}/tfjobs", job)
             return (time.process_time() - started) / max(count, 1)
         finally:
@@ -132,21 +111,15 @@ async def admitting(workdir: Path) -> AsyncIterator[Writes]:
                     running.result()
                 await asyncio.sleep(0.01)
             writes = Writes(session, server.url)
-            for name, extra in (("etctl-system", {}), (_ADMITTED, {"bench": "admitted"})):
+            for name, extra in (("etctl-system", {}), (_ADMITTED, ADMITTED_LABELS)):
                 await writes.post(
                     "/api/v1/namespaces", {"metadata": {"name": name, "labels": extra}}
                 )
             await writes.post("/api/v1/namespaces", {"metadata": {"name": _PLAIN}})
             url = f"https://127.0.0.1:{hooks.address[1]}"
             bundle = base64.b64encode(ca.cert_pem).decode()
-            for document in webhook_configuration_documents(
-                [TFJobPlugin()], "etctl-system", labels(), url=url
-            ):
-                for hook in document["webhooks"]:
-                    hook["namespaceSelector"] = {"matchLabels": {"bench": "admitted"}}
-                    hook["clientConfig"]["caBundle"] = bundle
-                plural = _KINDS[document["kind"]]
-                await writes.post(f"/apis/admissionregistration.k8s.io/v1/{plural}", document)
+            for path, document in configurations("etctl-system", url, bundle):
+                await writes.post(path, document)
             await writes.block(_ADMITTED, 30)  # both paths warm: models built, connection open
             await writes.block(_PLAIN, 30)
             yield writes
