@@ -96,7 +96,12 @@ class Connection(AnswerParser, asyncio.Protocol):
         self._waiter: asyncio.Future[None] | None = None
         self._error: BaseException | None = None
         self.closed = False
+        # The whole exchange's bound: ``_due`` is the exchange's deadline (None between
+        # exchanges), ``_deadline`` one timer armed for ``_armed``, kept from one exchange to the
+        # next and moved on when it fires early (see :meth:`_expire`).
+        self._due: float | None = None
         self._deadline: asyncio.TimerHandle | None = None
+        self._armed = 0.0
         self._read_timeout: float | None = None
         self._last_read = 0.0
         self._idle_timer: asyncio.TimerHandle | None = None
@@ -185,7 +190,17 @@ class Connection(AnswerParser, asyncio.Protocol):
 
     def _expire(self) -> None:
         self._deadline = None
+        due = self._due
+        if due is None:
+            return  # armed for an exchange that is over, and none in flight
+        if due > self._armed:  # armed for an earlier exchange: this one's bound is later
+            self._arm(due)
+            return
         self.fail(TimeoutError())
+
+    def _arm(self, when: float) -> None:
+        self._armed = when
+        self._deadline = self._loop.call_at(when, self._expire)
 
     def _check_idle(self) -> None:
         self._idle_timer = None
@@ -224,8 +239,18 @@ class Connection(AnswerParser, asyncio.Protocol):
         """
         self.expect(head_only=head_only, upgrade=upgrade, limit=limit)
         self._collecting = False
+        # One timer per connection, not one per exchange: an exchange whose bound is later than
+        # the timer's (the usual case, every request having the same timeout) leaves it armed,
+        # and the timer moves on when it fires. Arming and cancelling a timer per request cost
+        # each request a handle, a push onto the event loop's heap and, later, its removal.
+        self._due = deadline
         if deadline is not None:
-            self._deadline = self._loop.call_at(deadline, self._expire)
+            timer = self._deadline
+            if timer is None:
+                self._arm(deadline)
+            elif deadline < self._armed:
+                timer.cancel()
+                self._arm(deadline)
         if timeout.read is not None:
             self._read_timeout = timeout.read
             self._last_read = self._loop.time()
@@ -283,7 +308,11 @@ class Connection(AnswerParser, asyncio.Protocol):
         """True when the answer was read to its end and the connection may carry another."""
         if self.state != DONE or self.pieces or self.closed:
             return False
-        self._cancel_timers()
+        self._due = None  # its deadline timer stays armed for the next exchange (``send``)
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+            self._idle_timer = None
+        self._read_timeout = None
         self.state = IDLE
         return self.keep_alive
 

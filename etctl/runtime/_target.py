@@ -19,6 +19,7 @@ Invariants:
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from typing import Final
@@ -26,7 +27,14 @@ from urllib.parse import quote, urlencode
 
 from etctl.errors import UnsafeRequest
 
-__all__ = ["Query", "api_path", "check_method", "header_line", "request_target"]
+__all__ = [
+    "Query",
+    "api_path",
+    "check_method",
+    "constant_header_line",
+    "header_line",
+    "request_target",
+]
 
 Query = Sequence[tuple[str, str]]
 """Query parameters in order; a key may repeat (exec's ``command``)."""
@@ -37,6 +45,8 @@ _PATH: Final = re.compile(r"(?:/[A-Za-z0-9\-._~%!$&'()*+,;=:@]+)+")
 _DOT_SEGMENTS: Final = frozenset({"", ".", ".."})
 _UNRESERVED: Final = re.compile(r"[A-Za-z0-9_.~-]+")
 """RFC 3986 unreserved characters: what ``quote(segment, safe="")`` never encodes."""
+_UNRESERVED_PATH: Final = re.compile(r"(?:/(?!\.\.?(?:/|$))[A-Za-z0-9_.~-]+)+")
+"""An absolute path of unreserved segments, none of them ``.`` or ``..``: nothing to encode."""
 
 
 def api_path(*segments: str) -> str:
@@ -45,13 +55,17 @@ def api_path(*segments: str) -> str:
     Raises:
         UnsafeRequest: an empty segment, or ``.`` or ``..``.
     """
+    path = "/" + "/".join(segments)
+    # Most paths (names, plurals, versions) are unreserved characters only, which quote() keeps
+    # as they are: told by one match of the whole path, the count of slashes saying that no
+    # segment held one of its own.
+    if path.count("/") == len(segments) and _UNRESERVED_PATH.fullmatch(path):
+        return path
     parts = []
     for segment in segments:
         if segment in _DOT_SEGMENTS:
             msg = f"a path segment may not be {segment!r}: refused, it would address another path"
             raise UnsafeRequest(msg)
-        # Most segments (names, plurals, versions) are unreserved characters only, which
-        # quote() keeps as they are: told by one match instead of quote()'s pass.
         parts.append(segment if _UNRESERVED.fullmatch(segment) else quote(segment, safe=""))
     return "/" + "/".join(parts)
 
@@ -78,6 +92,7 @@ def request_target(prefix: str, path: str, query: Query = ()) -> str:
     return target
 
 
+@functools.lru_cache(maxsize=64)
 def check_method(method: str) -> str:
     """``method``, when it is a token (no space, control character or anything outside ASCII).
 
@@ -104,3 +119,15 @@ def header_line(name: str, value: str) -> str:
         msg = f"the {name} header holds a control character or non-ASCII: refused"
         raise UnsafeRequest(msg)
     return f"{name}: {value}\r\n"
+
+
+@functools.lru_cache(maxsize=256)
+def constant_header_line(name: str, value: str) -> str:
+    """:func:`header_line` of a header whose values repeat (``Accept``, ``Content-Type``).
+
+    Each value is checked once; what it refuses is refused every time (an error is not kept).
+
+    Raises:
+        UnsafeRequest: as :func:`header_line`.
+    """
+    return header_line(name, value)

@@ -68,7 +68,13 @@ from etctl.runtime._http import (
 )
 from etctl.runtime._kubeconfig import ClusterConfig
 from etctl.runtime._metrics import REST_CLIENT_REQUESTS
-from etctl.runtime._target import Query, check_method, header_line, request_target
+from etctl.runtime._target import (
+    Query,
+    check_method,
+    constant_header_line,
+    header_line,
+    request_target,
+)
 from etctl.runtime._websocket import WebSocket, accept_key, handshake_headers
 
 if TYPE_CHECKING:
@@ -91,6 +97,9 @@ _UNANSWERED = (NotConnected, *_NO_ANSWER)
 _ERROR_BODY_LIMIT = 64 * 1024
 _JSON_OPTIONS = orjson.OPT_NON_STR_KEYS  # json.dumps turns int keys into strings too
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+_JSON = "application/json"
+_NO_BODY_METHODS = frozenset({"GET", "HEAD", "DELETE", "OPTIONS"})
+"""Methods sent without ``Content-Length`` when they carry no body."""
 
 
 def _retry_after(headers: Mapping[str, str]) -> float | None:
@@ -406,13 +415,11 @@ class Transport:
         return self._netrc
 
     async def _head(
-        self,
-        method: str,
-        path: str,
-        query: Query,
-        extra: Mapping[str, str],
+        self, method: str, path: str, query: Query, extra: str
     ) -> tuple[bytes, str | None]:
         """The request line and headers, ending blank line included, and the credential sent.
+
+        ``extra`` is the request's own header lines, each built by :mod:`._target`.
 
         Raises:
             UnsafeRequest: the method, the target or a header cannot be sent safely.
@@ -423,8 +430,7 @@ class Transport:
         authorization = await self._authorization()
         if authorization:
             head += f"Authorization: {authorization}\r\n"
-        head += "".join(header_line(name, value) for name, value in extra.items())
-        return (head + "\r\n").encode("ascii"), authorization
+        return (head + extra + "\r\n").encode("ascii"), authorization
 
     def _answered(self, status: int, method: str, credential: str | None) -> None:
         """Count an answer; remember a refused credential."""
@@ -472,13 +478,15 @@ class Transport:
         if request.stream:
             return await self._open_stream(request)
         method, path = request.method, request.path
-        extra = {"Accept": request.accept}
-        payload = request.body or b""
-        if request.body is not None:
-            extra["Content-Type"] = request.content_type or "application/json"
-            extra["Content-Length"] = str(len(payload))
-        elif method not in ("GET", "HEAD", "DELETE", "OPTIONS"):
-            extra["Content-Length"] = "0"
+        extra = constant_header_line("Accept", request.accept)
+        payload = request.body
+        if payload is not None:
+            extra += constant_header_line("Content-Type", request.content_type or _JSON)
+            extra += f"Content-Length: {len(payload)}\r\n"
+        else:
+            payload = b""
+            if method not in _NO_BODY_METHODS:
+                extra += "Content-Length: 0\r\n"
         head, credential = await self._head(method, path, request.query, extra)
         try:
             response, data = await self._api.request(
@@ -495,7 +503,7 @@ class Transport:
 
     async def _open_stream(self, request: HttpRequest) -> HttpResponse:
         path = request.path
-        accept = {"Accept": request.accept}
+        accept = constant_header_line("Accept", request.accept)
         head, credential = await self._head("GET", path, request.query, accept)
         try:
             stream = await self._watch_api.stream(head, request.timeout)
@@ -544,7 +552,8 @@ class Transport:
         headers, key = handshake_headers(tuple(protocols))
         limits = Timeout(connect=timeout, total=timeout)
         what = f"exec {path}"
-        head, credential = await self._head("GET", path, query, headers)
+        lines = "".join(header_line(name, value) for name, value in headers.items())
+        head, credential = await self._head("GET", path, query, lines)
         try:
             answer = await self._ws_api.upgrade(head, limits, before_send=before_send)
         except _UNANSWERED as exc:

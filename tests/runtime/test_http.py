@@ -260,6 +260,36 @@ async def test_a_server_that_never_answers_times_out_and_the_slot_is_freed() -> 
     silent.set()
 
 
+@pytest.mark.parametrize(("first", "second"), [(0.05, 0.4), (5.0, 0.05)])
+async def test_each_exchange_on_a_kept_alive_connection_has_its_own_bound(
+    first: float, second: float
+) -> None:
+    # One deadline timer serves a connection's successive exchanges: the second request's bound
+    # is its own, whether it ends before the first's (the timer moves earlier) or after it (the
+    # timer, firing at the first's, is moved on instead of failing the second).
+    silent = asyncio.Event()
+
+    def make(server: RawServer) -> Handler:
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await server.read_request(reader)
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            await server.read_request(reader)
+            await silent.wait()
+
+        return handle
+
+    async with serving(make) as (server, pool):
+        assert (await pool.request(request(), Timeout(connect=5, total=first)))[1] == b"ok"
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        with pytest.raises(TimeoutError):
+            await pool.request(request(), Timeout(connect=5, total=second))
+        waited = loop.time() - began
+        assert server.connections == 1
+    silent.set()
+    assert second <= waited < second + 2.0
+
+
 async def test_a_full_pool_makes_callers_wait_their_turn_within_their_timeout() -> None:
     release = asyncio.Event()
     answer = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
