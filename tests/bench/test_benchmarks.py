@@ -29,6 +29,8 @@ SMALL: dict[str, list[str]] = {
     "cache_memory.py": ["--pods", "200"],
     # cel-python is the comparison, not a dependency: cel-expr-python's side runs here.
     "cel_libraries.py": ["--evals", "50"],
+    # The client's requests on this checkout, twice over as two trees (how runtimes are compared).
+    "client_requests.py": ["--parents", "20", "--rounds", "1", "--trees", ".,."],
     "client_watch.py": ["--events", "500"],
     "cluster_noise.py": ["--pods", "100", "--secrets", "50", "--configmaps", "20", "--jobs", "1"],
     # kopf is a benchmark-only dependency: etctl's side runs here, and on this checkout's etctl
