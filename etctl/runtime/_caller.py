@@ -130,11 +130,10 @@ class Caller:
         in which the process can be paused past its renew deadline.
         """
         before_send = None
-        if method not in _READS:
+        if method not in _READS and current_fence() is not None:  # no fence: nothing to check
             what = f"{method} {path}"
             check_fence(what)
-            if current_fence() is not None:
-                before_send = partial(check_fence, what)
+            before_send = partial(check_fence, what)
         request = HttpRequest(
             method=method,
             path=path,

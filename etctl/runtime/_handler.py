@@ -229,14 +229,16 @@ class EnqueueingHandler:
     def on_add(self, obj: ObjectView, *, is_in_initial_list: bool) -> None:
         """Enqueue what the create maps to, if every predicate passes it."""
         event = CreateEvent(obj, is_in_initial_list)
-        if all(p.create(event) for p in self._predicates):
+        predicates = self._predicates
+        if not predicates or all(p.create(event) for p in predicates):
             low = is_in_initial_list or self._new_objects_low
             self._enqueue(self._handler.create(event), low=low)
 
     def on_update(self, old: ObjectView, new: ObjectView) -> None:
         """Enqueue what the update (or resync) maps to, if every predicate passes it."""
         event = UpdateEvent(old, new)
-        if all(p.update(event) for p in self._predicates):
+        predicates = self._predicates
+        if not predicates or all(p.update(event) for p in predicates):
             self._enqueue(self._handler.update(event), low=event.is_resync)
 
     def on_delete(self, obj: ObjectView | Tombstone) -> None:
@@ -245,7 +247,8 @@ class EnqueueingHandler:
             event = DeleteEvent(obj.obj, state_unknown=True)
         else:
             event = DeleteEvent(obj)
-        if all(p.delete(event) for p in self._predicates):
+        predicates = self._predicates
+        if not predicates or all(p.delete(event) for p in predicates):
             self._enqueue(self._handler.delete(event))
 
     def _enqueue(self, requests: Iterable[Request], *, low: bool = False) -> None:

@@ -195,11 +195,18 @@ class Pool:
 
     # -- slots
 
-    async def _slot(self, deadline: float | None) -> None:
+    def _free(self) -> bool:
+        """Take a slot when one is free and nobody is ahead (always, without a limit)."""
         if not self._limit:
-            return
+            return True
         if self._taken < self._limit and not self._queue:
-            self._taken += 1  # free, and nobody is ahead: nothing to wait for or to bound
+            self._taken += 1  # nothing to wait for or to bound
+            return True
+        return False
+
+    async def _slot(self, deadline: float | None) -> None:
+        """A slot: a free one at once, else the next freed, in turn, until ``deadline``."""
+        if self._free():
             return
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._queue.append(waiter)
@@ -238,8 +245,8 @@ class Pool:
 
     # -- connections
 
-    async def _connection(self, timeout: Timeout, deadline: float | None) -> Connection:
-        loop = asyncio.get_running_loop()
+    def _reused(self, loop: asyncio.AbstractEventLoop) -> Connection | None:
+        """An idle connection to carry the next exchange, if one is still good."""
         idle = self._idle
         if idle:
             stale = loop.time() - self._idle_timeout
@@ -249,6 +256,11 @@ class Pool:
                 connection = idle.pop()[1]  # the most recently used: the likeliest to be alive
                 if not connection.closed:
                     return connection
+        return None
+
+    async def _connection(self, timeout: Timeout, deadline: float | None) -> Connection:
+        """A new connection (when :meth:`_reused` had none), opened within the bounds."""
+        loop = asyncio.get_running_loop()
         if self._closed:
             msg = "the connection pool is closed"
             raise NotConnected(msg)
@@ -342,9 +354,11 @@ class Pool:
         """
         loop = asyncio.get_running_loop()
         deadline = None if timeout.total is None else loop.time() + timeout.total
-        await self._slot(deadline)
+        # A free slot and a kept-alive connection, the usual case, are taken without awaiting.
+        if not self._free():
+            await self._slot(deadline)
         try:
-            connection = await self._connection(timeout, deadline)
+            connection = self._reused(loop) or await self._connection(timeout, deadline)
         except BaseException:
             self._free_slot()
             raise

@@ -272,9 +272,9 @@ class Connection(AnswerParser, asyncio.Protocol):
 
     async def head(self) -> Response:
         """The answer's status line and headers (for a 101, the switch)."""
-        while self.response is None:
+        while (response := self.response) is None:
             await self._wait()
-        return self.response
+        return response
 
     def _take(self) -> bytes:
         pieces = self.pieces

@@ -147,8 +147,10 @@ def is_terminating(obj: ObjectView) -> bool:
 
 def key_of(obj: ObjectView) -> str:
     """The cache key: ``namespace/name``, or ``name`` for cluster-scoped objects."""
-    ns = namespace(obj)
-    return f"{ns}/{name(obj)}" if ns else name(obj)
+    metadata = meta(obj)
+    ns = str(metadata.get("namespace") or "")
+    nm = str(metadata.get("name") or "")
+    return f"{ns}/{nm}" if ns else nm
 
 
 def split_key(key: str) -> tuple[str, str]:

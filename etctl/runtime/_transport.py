@@ -408,7 +408,11 @@ class Transport:
         config = self._config
         if _BEARER in config.api_key:
             # Runs the credential's refresh hook first, as kubernetes_asyncio does per request.
-            token: str | None = await config.get_api_key_with_prefix(_BEARER)
+            token: str | None
+            if config.refresh_api_key_hook is None and not config.api_key_prefix:
+                token = config.api_key[_BEARER]  # what it would return, without its coroutine
+            else:
+                token = await config.get_api_key_with_prefix(_BEARER)
             if token and token is not self._checked_token:
                 self._checked_token = _checked_credential(token)
             return token or None
