@@ -74,6 +74,10 @@ class _Beyond(Exception):
     """A second answer began after the answer was complete: parsing stops there."""
 
 
+_get = dict.get
+_set = dict.__setitem__
+
+
 class Headers(dict[str, str]):
     """Response headers, looked up regardless of case (stored under lower-case names).
 
@@ -225,19 +229,26 @@ class AnswerParser:
         self._reason = b""
         self._headers = Headers()
 
+    # The head's size is counted inline in the two callbacks below (not by a helper): they run
+    # once per header of every answer.
+
     def on_status(self, reason: bytes) -> None:  # may come in pieces
         self._reason += reason
-        self._count(len(reason))
+        self._head_bytes += len(reason)
+        if self._head_bytes > MAX_HEAD:
+            self._head_too_large()
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self._count(len(name) + len(value) + 4)
+        self._head_bytes += len(name) + len(value) + 4
+        if self._head_bytes > MAX_HEAD:
+            self._head_too_large()
         if self.state != HEAD:
             return  # a trailer: bounded, and of no use to the client
         key = name.decode("latin-1").lower()
         text = value.decode("latin-1")
         headers = self._headers
-        previous = dict.get(headers, key)
-        dict.__setitem__(headers, key, text if previous is None else f"{previous}, {text}")
+        previous = _get(headers, key)
+        _set(headers, key, text if previous is None else f"{previous}, {text}")
 
     def on_headers_complete(self) -> None:
         parser = self._parser
@@ -267,13 +278,13 @@ class AnswerParser:
             self._stale = self._head_only
             return
         headers = response.headers
-        coding = dict.get(headers, "transfer-encoding")
+        coding = _get(headers, "transfer-encoding")
         if coding is not None:
             if coding.rsplit(",", 1)[-1].strip().lower() != "chunked":
                 msg = f"unsupported transfer-encoding {coding!r}"
                 raise Broken(msg)
         else:
-            length = dict.get(headers, "content-length")
+            length = _get(headers, "content-length")
             if length is None:
                 self._to_eof = True  # framed by the end of the connection
                 self.keep_alive = False
@@ -301,12 +312,11 @@ class AnswerParser:
 
     # -- helpers
 
-    def _count(self, size: int) -> None:
-        self._head_bytes += size
-        if self._head_bytes > MAX_HEAD:
-            msg = f"answer headers exceed {MAX_HEAD} bytes"
-            raise Broken(msg)
+    @staticmethod
+    def _head_too_large() -> None:
+        msg = f"answer headers exceed {MAX_HEAD} bytes"
+        raise Broken(msg)
 
     def _answer(self, status: int) -> Response:
-        headers, self._headers = self._headers, Headers()
-        return Response(status, self._reason.decode("latin-1"), headers)
+        # The answer keeps its headers: the next message starts with new ones (on_message_begin).
+        return Response(status, self._reason.decode("latin-1"), self._headers)
