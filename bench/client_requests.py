@@ -16,7 +16,7 @@ only, a warm-up left out). A tree of ``--trees`` is a directory holding an ``etc
 (``.`` for this checkout, another checkout's ``git archive`` for a comparison); runs alternate
 between the trees (a, b, b, a, ...), so a machine that slows down mid-series hurts all alike, and
 each tree's median and spread (lowest, quartiles, highest) is printed, with the ratio of medians
-to the first tree.
+to the first tree and the median of each round's ratio to the first tree's run of that round.
 
     .venv/bin/python bench/client_requests.py [--parents N] [--rounds R] [--trees .,DIR]
 """
@@ -262,13 +262,19 @@ def main() -> None:
     finally:
         ours.send("stop")
         server.join(timeout=30)
-    first = statistics.median(per_request[trees[0]])
+    base = per_request[trees[0]]
     for tree, values in per_request.items():
         median = statistics.median(values)
         compare = f"lowest [quartiles] highest: {spread(values)}"
         if tree != trees[0]:
-            compare += f"; {median / first:.3f}x {trees[0]}"
+            compare += f"; {median / statistics.median(base):.3f}x {trees[0]}"
         figure(f"CPU per request ({tree})", median, "µs", compare=compare)
+        if tree != trees[0]:  # each round's run against the first tree's run of the same round
+            paired = [mine / theirs for mine, theirs in zip(values, base, strict=True)]
+            print(
+                f"     x {trees[0]} in the same round: median {statistics.median(paired):.3f}, "
+                f"{spread(paired, 3)}"
+            )
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ informers, caches and metrics. The well-known built-in resources etctl uses are 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from etctl.runtime._target import api_path
@@ -74,18 +75,27 @@ class Resource:
         Raises:
             UnsafeRequest: a segment is empty, ``.`` or ``..``.
         """
-        segments = ["apis", self.group, self.version] if self.group else ["api", self.version]
-        if self.namespaced and namespace:
-            segments += ["namespaces", namespace]
-        segments.append(self.plural)
-        if name is not None:
-            segments.append(name)
-            if subresource:
-                segments.append(subresource)
-        return api_path(*segments)
+        collection = _collection_path(self, namespace if self.namespaced and namespace else None)
+        if name is None:
+            return collection
+        return collection + (api_path(name, subresource) if subresource else api_path(name))
 
     def __str__(self) -> str:
         return f"{self.group_resource}/{self.version}"
+
+
+@functools.lru_cache(maxsize=1024)
+def _collection_path(res: Resource, namespace: str | None) -> str:
+    """The path of ``res``'s collection (in ``namespace``), built once for each pair that recurs.
+
+    Raises:
+        UnsafeRequest: a segment is empty, ``.`` or ``..`` (never kept).
+    """
+    segments = ["apis", res.group, res.version] if res.group else ["api", res.version]
+    if namespace is not None:
+        segments += ["namespaces", namespace]
+    segments.append(res.plural)
+    return api_path(*segments)
 
 
 PODS = Resource("", "v1", "pods", "Pod")
