@@ -49,7 +49,7 @@ from etctl.errors import ApiError, CacheSyncError, EtctlError, TerminalError
 from etctl.log import bind_context, get_logger
 from etctl.runtime import _metrics as metrics
 from etctl.runtime._clock import Clock
-from etctl.runtime._fence import check_fence
+from etctl.runtime._fence import check_fence, current_fence
 from etctl.runtime._handler import EnqueueingHandler, EventHandler, PriorityFunc
 from etctl.runtime._predicate import Predicate
 from etctl.runtime._ratelimit import RateLimiter
@@ -325,7 +325,8 @@ class Controller:
     async def _call(self, request: Request) -> Result:
         # A fenced leader (its renew deadline passed) starts no reconcile: one woken when the
         # process resumes from a pause must not act before the election loop notices the loss.
-        check_fence(f"reconcile of {request}")
+        if current_fence() is not None:  # the message is built only when there is a fence
+            check_fence(f"reconcile of {request}")
         try:
             if self._reconcile_timeout is None:
                 result = await self._reconciler.reconcile(request)
