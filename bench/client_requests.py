@@ -19,6 +19,11 @@ each tree's median and spread (lowest, quartiles, highest) is printed, with the 
 to the first tree and the median of each round's ratio to the first tree's run of that round.
 
     .venv/bin/python bench/client_requests.py [--parents N] [--rounds R] [--trees .,DIR]
+
+``--instructions`` counts instead what the client executes per request, under valgrind's
+callgrind (two runs per tree, ``--parents`` apart, subtracted so that start-up cancels out): a
+count that the machine's load does not change, for telling a few percent apart on a shared
+machine. It runs some fifty times slower; a few hundred parents are enough.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import asyncio
 import json
 import multiprocessing
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -227,11 +233,59 @@ def _run(tree: str, kubeconfig: Path, parents: int) -> dict[str, Any]:
     return result
 
 
+def _instructions(tree: str, kubeconfig: Path, parents: int) -> int:
+    """Instructions a client run on ``tree`` executes in all (valgrind's callgrind counts them)."""
+    environment = {**os.environ, "PYTHONPATH": str(Path(tree).resolve()), "PYTHONHASHSEED": "0"}
+    out = subprocess.run(
+        [
+            "valgrind",
+            "--tool=callgrind",
+            "--callgrind-out-file=/dev/null",
+            sys.executable,
+            __file__,
+            "--client",
+            str(kubeconfig),
+            "--parents",
+            str(parents),
+        ],
+        env=environment,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    found = re.search(r"Collected : (\d+)", out.stderr)
+    if found is None:
+        msg = f"callgrind printed no count for {tree}: {out.stderr[-500:]}"
+        raise RuntimeError(msg)
+    return int(found.group(1))
+
+
+def count_instructions(trees: list[str], kubeconfig: Path, parents: int) -> None:
+    """Instructions per request of each tree: two runs, ``parents`` apart, subtracted.
+
+    What both runs share (start-up, imports, the warm-up) cancels out; an instruction count does
+    not depend on what else the machine runs, so one round tells a few percent apart.
+    """
+    first = 0.0
+    for tree in trees:
+        small = _instructions(tree, kubeconfig, WARM_UP)
+        large = _instructions(tree, kubeconfig, WARM_UP + parents)
+        per_request = (large - small) / (parents * (CHILDREN + 1))
+        first = first or per_request
+        compare = f"{per_request / first:.3f}x {trees[0]}" if tree != trees[0] else ""
+        figure(f"instructions per request ({tree})", per_request / 1000, "k", compare=compare)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--parents", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--trees", default=".")
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count instructions per request under valgrind (deterministic; needs valgrind)",
+    )
     parser.add_argument("--client", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.client:
@@ -253,6 +307,9 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             kubeconfig = Path(tmp) / "kubeconfig"
             _kubeconfig(kubeconfig, port)
+            if args.instructions:
+                count_instructions(trees, kubeconfig, args.parents)
+                return
             for round_ in range(args.rounds):
                 for tree in trees if round_ % 2 == 0 else trees[::-1]:
                     result = _run(tree, kubeconfig, args.parents)
