@@ -47,6 +47,9 @@ quartiles, highest), and against kopf both as the ratio of the medians (the targ
 as the median of each round's ratio to kopf's run of the same round: on a shared machine, runs of
 one round met the same load. Telling a difference of a few percent apart takes many short rounds
 (``--parents 500 --rounds 10``); ``client_requests.py`` measures the client's requests alone.
+``--instructions`` counts instead what each etctl mode's operator executes per request, under
+valgrind (a run of ``--parents`` and one of three times as many, subtracted): a figure the
+machine's load does not move.
 """
 
 from __future__ import annotations
@@ -201,9 +204,18 @@ def _top(collapsed: Path, limit: int = 25) -> None:
 
 
 def run_once(
-    mode: str, parents: int, latency: WatchLatency, profile: Path | None = None
+    mode: str,
+    parents: int,
+    latency: WatchLatency,
+    profile: Path | None = None,
+    *,
+    counted: bool = False,
 ) -> dict[str, Any]:
-    """One run of ``mode`` against a fresh server: the figures of :func:`main`'s table."""
+    """One run of ``mode`` against a fresh server: the figures of :func:`main`'s table.
+
+    ``counted`` runs the operator under valgrind's callgrind and adds ``instructions``: what the
+    operator process executed in all, from its start to its exit.
+    """
     context = multiprocessing.get_context("spawn")
     with tempfile.TemporaryDirectory() as tmp:
         kubeconfig = str(Path(tmp) / "kubeconfig")
@@ -214,11 +226,24 @@ def run_once(
         try:
             ours.recv()
             kind, _, tree = mode.partition("@")
-            environment = None
+            environment = {**os.environ, "PYTHONHASHSEED": "0"} if counted else None
             if tree:  # the same operator on the etctl package of another checkout
-                environment = {**os.environ, "PYTHONPATH": str(Path(tree).resolve())}
+                environment = {
+                    **(environment or os.environ),
+                    "PYTHONPATH": str(Path(tree).resolve()),
+                }
+            command = [sys.executable, str(Path(__file__).with_name(OPERATORS[kind])), kubeconfig]
+            log = Path(tmp) / "callgrind.log"
+            if counted:
+                command = [
+                    "valgrind",
+                    "--tool=callgrind",
+                    "--callgrind-out-file=/dev/null",
+                    f"--log-file={log}",
+                    *command,
+                ]
             operator = subprocess.Popen(
-                [sys.executable, str(Path(__file__).with_name(OPERATORS[kind])), kubeconfig],
+                command,
                 stdout=subprocess.PIPE,
                 text=True,
                 env=environment,
@@ -281,6 +306,7 @@ def run_once(
                 operator.wait(timeout=30)
             ours.send(("stop",))
             server.join(timeout=30)
+        instructions = _collected(log) if counted else 0
     if children != CHILDREN * parents or owners != parents:
         msg = f"{mode}: {children} ConfigMaps for {owners} parents"
         raise RuntimeError(msg)
@@ -297,7 +323,38 @@ def run_once(
         "converged_s": converged,
         "idle_rss_mb": idle_rss / 2**20,
         "peak_rss_mb": peak / 2**20,
+        "instructions": instructions,
     }
+
+
+def _collected(log: Path) -> int:
+    """The instruction count callgrind wrote to ``log`` as its process exited."""
+    found = re.search(r"Collected : (\d+)", log.read_text())
+    if found is None:
+        msg = f"callgrind wrote no count: {log.read_text()[-300:]}"
+        raise RuntimeError(msg)
+    return int(found.group(1))
+
+
+def count_instructions(modes: list[str], parents: int, latency: WatchLatency) -> None:
+    """Instructions per request of each etctl mode: runs of ``parents`` and 3x, subtracted.
+
+    The operator runs under valgrind (some fifty times slower), so what it does before and after
+    the load (start-up, the cache's sync, the idle windows, the exit) is the same in both runs and
+    cancels out. The count does not change with the machine's load, so one run of each tells a
+    few percent apart where CPU time needs many rounds.
+    """
+    first = 0.0
+    for mode in modes:
+        if mode.partition("@")[0] != "etctl":
+            continue
+        small = run_once(mode, parents, latency, counted=True)
+        large = run_once(mode, 3 * parents, latency, counted=True)
+        added = large["requests"] - small["requests"]
+        per_request = (large["instructions"] - small["instructions"]) / max(added, 1)
+        first = first or per_request
+        compare = f"{per_request / first:.3f}x the first" if per_request != first else ""
+        figure(f"instructions per request ({mode})", per_request / 1000, "k", compare=compare)
 
 
 def main() -> None:
@@ -324,6 +381,12 @@ def main() -> None:
         help="record the first run of each mode with py-spy into PATH.MODE and print its top "
         "(samples while the operator holds the GIL: its Python's CPU, not its waits)",
     )
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count the etctl modes' instructions per request under valgrind instead "
+        "(deterministic; --parents and 3x, subtracted; needs valgrind)",
+    )
     args = parser.parse_args()
     modes = args.modes.split(",")
     latency = WatchLatency(delay=args.watch_delay, interval=args.watch_interval)
@@ -332,6 +395,9 @@ def main() -> None:
         f"{args.rounds} alternating rounds, watch events {latency.delay * 1000:g} ms late "
         f"(dispatched every {latency.interval * 1000:g} ms)"
     )
+    if args.instructions:
+        count_instructions(modes, args.parents, latency)
+        return
     results: dict[str, list[dict[str, Any]]] = {mode: [] for mode in modes}
     for round_ in range(args.rounds):
         order = modes if round_ % 2 == 0 else modes[::-1]
