@@ -1,6 +1,6 @@
 """One HTTP/1.1 connection of the client: a request written, its answer parsed as it arrives.
 
-A :class:`Connection` is an :class:`asyncio.Protocol` carrying one exchange at a time. The task
+A :class:`Connection` is an :class:`asyncio.BufferedProtocol` carrying one exchange at a time. The task
 that sent the request waits for the head, then for body pieces; :meth:`Connection.data_received`
 hands whatever arrived to llhttp (:class:`~etctl.runtime._http_parser.AnswerParser`, which the
 connection is) and wakes it once per arrival. The pools that own connections are
@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+import threading
 from dataclasses import dataclass
 from typing import Final
 
@@ -43,6 +44,12 @@ from etctl.runtime._http_parser import (
 __all__ = ["Broken", "Connection", "Headers", "Response", "Timeout", "TooLarge", "Tunnel"]
 
 _HIGH_WATER: Final = 2**21
+# What one read takes at most. asyncio's plain Protocol reads into a fresh 256 KiB object every
+# time (its transports' max_size), which glibc maps and unmaps per read (mmap, mremap to the size
+# read, munmap: three system calls and a page fault on each answer); a buffered protocol reads
+# into one buffer instead, and what was read is copied out at its own size. Below glibc's mmap
+# threshold (128 KiB), so the copy comes from the heap.
+_READ_SIZE: Final = 2**16
 _KEEPALIVE_SECONDS: Final = 30
 
 
@@ -79,7 +86,21 @@ def _keep_alive(transport: asyncio.Transport) -> None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, _KEEPALIVE_SECONDS)
 
 
-class Connection(AnswerParser, asyncio.Protocol):
+class _ReadBuffer(threading.local):
+    """The buffer a thread's connections read into.
+
+    One per thread: each read is copied out in the same callback that filled it, so the
+    connections of one event loop share it.
+    """
+
+    def __init__(self) -> None:
+        self.view = memoryview(bytearray(_READ_SIZE))
+
+
+_BUFFER = _ReadBuffer()
+
+
+class Connection(AnswerParser, asyncio.BufferedProtocol):
     """One connection: writes a request, parses its answer as the bytes arrive.
 
     The consumer (the task that sent the request) waits on :attr:`_waiter` for the head, then for
@@ -112,6 +133,12 @@ class Connection(AnswerParser, asyncio.Protocol):
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
         _keep_alive(transport)
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return _BUFFER.view
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self.data_received(bytes(_BUFFER.view[:nbytes]))
 
     def data_received(self, data: bytes) -> None:
         state = self.state
