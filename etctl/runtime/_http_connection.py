@@ -1,9 +1,10 @@
 """One HTTP/1.1 connection of the client: a request written, its answer parsed as it arrives.
 
-A :class:`Connection` is an :class:`asyncio.BufferedProtocol` carrying one exchange at a time. The task
-that sent the request waits for the head, then for body pieces; :meth:`Connection.data_received`
-hands whatever arrived to llhttp (:class:`~etctl.runtime._http_parser.AnswerParser`, which the
-connection is) and wakes it once per arrival. The pools that own connections are
+A :class:`Connection` is an :class:`asyncio.BufferedProtocol` carrying one exchange at a time.
+The task that sent the request waits for the head, then for body pieces;
+:meth:`Connection.data_received` hands whatever arrived to llhttp
+(:class:`~etctl.runtime._http_parser.AnswerParser`, which the connection is) and wakes it once per
+arrival. The pools that own connections are
 :mod:`etctl.runtime._http`.
 
 Invariants:
