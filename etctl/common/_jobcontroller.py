@@ -66,8 +66,7 @@ from etctl.common._phases import Phases
 from etctl.common._plan import Announcement
 from etctl.common._plugin import Capabilities, JobPlugin, JobSettings
 from etctl.common._podgroups import controlled_podgroup
-from etctl.common._scaling.adoption import SELECTOR_INDEX
-from etctl.common._scaling.api import SCALEINS, SCALEOUTS
+from etctl.common._scaling.adoption import controlled_scalers
 from etctl.common._scaling.elastic import read_members, replicas_path
 from etctl.common._scaling.observe import ObservedScaler, parse_scaler
 from etctl.common._scaling.rendering import scaling_change
@@ -295,18 +294,11 @@ class JobController(Generic[JobT]):
 
     def _scalers(self, raw: ObjectView) -> list[ObservedScaler]:
         """The scalers the job controls, from the cache (none when scalers are not cached)."""
-        key, uid = f"{objects.namespace(raw)}/{objects.name(raw)}", objects.uid(raw)
-        found = []
-        for res in (SCALEOUTS, SCALEINS):
-            try:
-                named = self._cache.by_index(res, SELECTOR_INDEX, key)
-            except EtctlError:
-                return []
-            for obj in named:
-                parsed = parse_scaler(obj) if objects.controller_ref(obj) == uid else None
-                if parsed is not None:
-                    found.append(parsed)
-        return found
+        try:
+            controlled = [obj for _, obj in controlled_scalers(self._cache, raw)]
+        except EtctlError:
+            return []
+        return [parsed for obj in controlled if (parsed := parse_scaler(obj)) is not None]
 
     def _warn(self, seen: Observed[JobT], plans: Plans) -> None:
         """Send the plan's warnings, once per job generation."""

@@ -31,12 +31,14 @@ others to their kind's:
 
 The owner reference is added with a patch guarded by the scaler's ``resourceVersion``, so a scaler
 changed meanwhile is adopted from its new version. Nothing here lists scalers: the index answers
-"which scalers name this job" (et-operator listed every scaler of the cluster on each reconcile).
+"which scalers name this job" (et-operator listed every scaler of the cluster on each reconcile),
+and :func:`controlled_scalers` keeps those the job controls, for the scaling controller and for the
+job controller, which renders the ``Scaling`` condition from them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 
 from pydantic import ValidationError
@@ -46,6 +48,8 @@ from etctl.common._conditions import get_condition, set_condition
 from etctl.common._ledger import Recorder, WriteLedger
 from etctl.common._meta import format_timestamp, to_timestamp
 from etctl.common._scaling.api import (
+    SCALEINS,
+    SCALEOUTS,
     ScaleIn,
     ScaleOut,
     ScaleStep,
@@ -57,7 +61,7 @@ from etctl.errors import Conflict, NotFound
 from etctl.log import get_logger
 from etctl.runtime import CacheReader, Client, Clock, ObjectView, Request, Resource, Result, objects
 
-__all__ = ["SELECTOR_INDEX", "ScalerAdoption", "selector_index"]
+__all__ = ["SELECTOR_INDEX", "ScalerAdoption", "controlled_scalers", "selector_index"]
 
 log = get_logger(__name__)
 
@@ -78,6 +82,21 @@ def selector_index(obj: ObjectView) -> list[str]:
     if selector is None:
         return []
     return [f"{objects.namespace(obj)}/{selector.name}"]
+
+
+def controlled_scalers(
+    cache: CacheReader, job: ObjectView
+) -> Iterator[tuple[Resource, ObjectView]]:
+    """The cached ScaleOuts, then ScaleIns, that ``job`` controls (being deleted or not).
+
+    Raises:
+        EtctlError: the cache does not hold scalers (or lacks :data:`SELECTOR_INDEX`).
+    """
+    key, uid = f"{objects.namespace(job)}/{objects.name(job)}", objects.uid(job)
+    for res in (SCALEOUTS, SCALEINS):
+        for obj in cache.by_index(res, SELECTOR_INDEX, key):
+            if objects.controller_ref(obj) == uid:
+                yield res, obj
 
 
 def _created(obj: ObjectView) -> datetime | None:

@@ -48,8 +48,8 @@ from etctl.common._conditions import is_finished
 from etctl.common._ledger import Recorder, WriteLedger
 from etctl.common._plugin import Capabilities, JobPlugin, JobSettings
 from etctl.common._scaling import metrics
-from etctl.common._scaling.adoption import SELECTOR_INDEX, selector_index
-from etctl.common._scaling.api import SCALEINS, SCALEOUTS, scaler_targets
+from etctl.common._scaling.adoption import controlled_scalers, selector_index
+from etctl.common._scaling.api import scaler_targets
 from etctl.common._scaling.desired import DesiredCount
 from etctl.common._scaling.elastic import replicas_path
 from etctl.common._scaling.machine import advance
@@ -182,16 +182,14 @@ class ScalingController:
 
     async def _observe(self, raw: ObjectView, job: Any) -> Observation:
         uid = objects.uid(raw)
-        key = f"{objects.namespace(raw)}/{objects.name(raw)}"
         scalers = []
-        for res in (SCALEOUTS, SCALEINS):
-            for obj in self._cache.by_index(res, SELECTOR_INDEX, key):
-                if objects.controller_ref(obj) != uid or objects.is_terminating(obj):
-                    continue
-                fresh = await self._writer.read(res, objects.namespace(obj), objects.name(obj))
-                parsed = parse_scaler(fresh) if fresh is not None else None
-                if parsed is not None:
-                    scalers.append(parsed)
+        for res, obj in controlled_scalers(self._cache, raw):
+            if objects.is_terminating(obj):
+                continue
+            fresh = await self._writer.read(res, objects.namespace(obj), objects.name(obj))
+            parsed = parse_scaler(fresh) if fresh is not None else None
+            if parsed is not None:
+                scalers.append(parsed)
         return Observation(
             self._capabilities,
             crd=self._crd,
