@@ -4,6 +4,10 @@ Embedded resources (``x-kubernetes-embedded-resource``) must carry a valid ``api
 ``kind`` (and, here, a name and generateName usable as a path segment); lists declared
 ``x-kubernetes-list-type: set`` must not repeat an element and ``map`` lists must not repeat a key.
 Paths are built as apimachinery's ``field.Path`` prints them: ``spec.items[2]``, ``spec.m[key]``.
+
+On update kube-apiserver checks embedded resources as on create, but reports list-type errors
+only when the old object has none (``customResourceStrategy.ValidateUpdate``): so does
+:func:`check_list_types` given the old object, without walking what the update left unchanged.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import Any
 
 from etctl._apimachinery.fielderror import FieldError, duplicate, invalid, required
 from etctl._apimachinery.gofmt import go_json, go_v
+from etctl._apimachinery.jsonvalues import identical
 from etctl._apimachinery.schemapath import Schema, child_path
 
 __all__ = ["check_embedded_resources", "check_list_types"]
@@ -142,18 +147,31 @@ def _list_map_errors(value: list[Any], schema: Schema, path: str) -> list[FieldE
     return [duplicate(f"{path}[{i}]", entries[i]) for i in _duplicates(entries)]
 
 
-def _walk_list_types(value: Any, schema: Schema | None, path: str) -> list[FieldError]:
-    if schema is None:
+_NO_OLD: Any = object()
+
+
+def _walk_list_types(
+    value: Any, schema: Schema | None, path: str, old: Any = _NO_OLD
+) -> list[FieldError]:
+    """The list-type errors of ``value``, less those of subtrees identical to ``old``'s.
+
+    ``old`` is the value at the same path of the old object (by property name and map key; list
+    items are not correlated). An identical subtree has exactly the errors the old object has
+    there, so it is not walked.
+    """
+    if schema is None or (old is not _NO_OLD and identical(value, old)):
         return []
     errors: list[FieldError] = []
     if isinstance(value, dict):
         properties: Mapping[str, Schema] = schema.get("properties") or {}
         extra = schema.get("additionalProperties")
+        olds: Mapping[str, Any] = old if isinstance(old, dict) else {}
         for key, item in value.items():
+            previous = olds.get(key, _NO_OLD)
             if isinstance(extra, Mapping):
-                errors += _walk_list_types(item, extra, f"{path}[{key}]")
+                errors += _walk_list_types(item, extra, f"{path}[{key}]", previous)
             if key in properties:
-                errors += _walk_list_types(item, properties[key], child_path(path, key))
+                errors += _walk_list_types(item, properties[key], child_path(path, key), previous)
     elif isinstance(value, list):
         list_type = schema.get("x-kubernetes-list-type")
         if list_type == "set" and len(value) > 1:
@@ -172,6 +190,17 @@ def check_embedded_resources(obj: Any, schema: Schema) -> list[FieldError]:
     return _walk_embedded(obj, schema, "")
 
 
-def check_list_types(obj: Any, schema: Schema) -> list[FieldError]:
-    """Errors of duplicate elements in set lists and duplicate keys in map lists."""
-    return _walk_list_types(obj, schema, "")
+def check_list_types(obj: Any, schema: Schema, *, old: Any = _NO_OLD) -> list[FieldError]:
+    """Errors of duplicate elements in set lists and duplicate keys in map lists.
+
+    Given the ``old`` object of an update, the errors are reported only if ``old`` has none, as
+    kube-apiserver does. Then every error is in a subtree the update changed (an unchanged one has
+    the old object's errors there: none), so only those are walked, and ``old`` is walked only
+    when there are errors to excuse.
+    """
+    if old is _NO_OLD:
+        return _walk_list_types(obj, schema, "")
+    errors = _walk_list_types(obj, schema, "", old)
+    if errors and _walk_list_types(old, schema, ""):
+        return []
+    return errors

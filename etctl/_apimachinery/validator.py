@@ -4,6 +4,15 @@ One :class:`_Validator` walk mirrors ``validate.SchemaValidator`` (type, allOf/a
 string, format, number, array, enum, object, in that order) and apiextensions'
 ``kubeOpenAPIResultToFieldErrors`` (which cause type each failure becomes, which value it shows);
 two further walks mirror the embedded-resource and list-type checks that follow it.
+
+On update the walk is given the old object and ratchets as apiextensions-apiserver does with
+``CRDValidationRatcheting`` (KEP-4008; beta and on by default since Kubernetes 1.30, GA in 1.33;
+``ratchetingValueValidator`` and ``common.CorrelatedObject``): a value correlated with an old value
+that it is identical to (:func:`~etctl._apimachinery.jsonvalues.identical`, JSON types included)
+reports no errors, so it is not walked at all. Correlation follows object properties and map keys
+by name, and the items of ``x-kubernetes-list-type: map`` lists by their keys; other lists are
+correlated only as a whole. The root's ``apiVersion`` and ``kind`` are never correlated (the real
+server cannot see a change to them), and the embedded-resource check is never ratcheted.
 """
 
 from __future__ import annotations
@@ -25,12 +34,16 @@ from etctl._apimachinery.fielderror import (
 )
 from etctl._apimachinery.formats import check_format, is_known_format
 from etctl._apimachinery.gofmt import go_json, go_quote, go_v
+from etctl._apimachinery.jsonvalues import identical
 from etctl._apimachinery.resourcechecks import check_embedded_resources, check_list_types
 
 __all__ = ["validate_object", "validate_value"]
 
 Schema = Mapping[str, Any]
 _NIL_PATH = "<nil>"
+_NO_OLD: Any = object()
+"""The old value of a node that has none it can be correlated with (validated as on create)."""
+_TYPE_META = ("apiVersion", "kind")
 
 
 def _field(name: str) -> str:
@@ -124,21 +137,28 @@ class _Validator:
         name = name.removeprefix(".")
         return f"{self._root}.{name}" if self._root else name
 
-    def check(self, value: Any, schema: Schema, path: str) -> list[FieldError]:
+    def check(self, value: Any, schema: Schema, path: str, old: Any = _NO_OLD) -> list[FieldError]:
+        """The errors of ``value``; none if it is identical to its correlated ``old`` value."""
+        if old is not _NO_OLD and identical(value, old):
+            return []  # ratcheted: whatever is wrong with it was stored already
+        return self._changed(value, schema, path, old)
+
+    def _changed(self, value: Any, schema: Schema, path: str, old: Any) -> list[FieldError]:
+        """The errors of a value known to differ from ``old`` (or to have none)."""
         errors = self._type(value, schema, path)
         if value is None:
             return errors + self._enum(value, schema, path)
-        errors += self._junctors(value, schema, path)
+        errors += self._junctors(value, schema, path, old)
         if isinstance(value, str):
             errors += self._string(value, schema, path)
             errors += self._format(value, schema, path)
         elif isinstance(value, int | float) and not isinstance(value, bool):
             errors += self._number(value, schema, path)
         elif isinstance(value, list):
-            errors += self._slice(value, schema, path)
+            errors += self._slice(value, schema, path, old)
         errors += self._enum(value, schema, path)
         if isinstance(value, dict):
-            errors += self._object(value, schema, path)
+            errors += self._object(value, schema, path, old)
         return errors
 
     def _type(self, value: Any, schema: Schema, path: str) -> list[FieldError]:
@@ -162,12 +182,14 @@ class _Validator:
         message = f"{path} in body must be of type {','.join(types)}: {go_quote(kind)}"
         return [type_invalid(self._f(path), kind, message)]
 
-    def _junctors(self, value: Any, schema: Schema, path: str) -> list[FieldError]:
+    def _junctors(self, value: Any, schema: Schema, path: str, old: Any) -> list[FieldError]:
+        # The alternatives see the same value, so the same old value (as kube's validators of
+        # the alternatives build their children with the node's ratcheting constructors).
         errors: list[FieldError] = []
         quoted = go_quote(path)
         any_of = schema.get("anyOf") or []
         if any_of:
-            results = [self.check(value, alt, path) for alt in any_of]
+            results = [self._changed(value, alt, path, old) for alt in any_of]
             if all(results):
                 errors.append(
                     invalid(self._f(""), "", f"{quoted} must validate at least one schema (anyOf)")
@@ -175,7 +197,7 @@ class _Validator:
                 errors += _fewest(results)
         one_of = schema.get("oneOf") or []
         if one_of:
-            results = [self.check(value, alt, path) for alt in one_of]
+            results = [self._changed(value, alt, path, old) for alt in one_of]
             passed = sum(1 for r in results if not r)
             if passed != 1:
                 found = "Found none valid" if passed == 0 else f"Found {passed} valid alternatives"
@@ -190,7 +212,7 @@ class _Validator:
                     errors += _fewest(results)
         all_of = schema.get("allOf") or []
         if all_of:
-            results = [self.check(value, part, path) for part in all_of]
+            results = [self._changed(value, part, path, old) for part in all_of]
             for result in results:
                 errors += result
             passed = sum(1 for r in results if not r)
@@ -202,7 +224,7 @@ class _Validator:
                     )
                 )
         negated = schema.get("not")
-        if isinstance(negated, Mapping) and not self.check(value, negated, path):
+        if isinstance(negated, Mapping) and not self._changed(value, negated, path, old):
             errors.append(invalid(self._f(""), "", f"{quoted} must not validate the schema (not)"))
         return errors
 
@@ -273,12 +295,13 @@ class _Validator:
                 errors.append(invalid(field, value, detail))
         return errors
 
-    def _slice(self, value: list[Any], schema: Schema, path: str) -> list[FieldError]:
+    def _slice(self, value: list[Any], schema: Schema, path: str, old: Any) -> list[FieldError]:
         errors: list[FieldError] = []
         items = schema.get("items")
         if isinstance(items, Mapping):
+            olds = _correlated_items(value, schema, old)
             for i, item in enumerate(value):
-                errors += self.check(item, items, f"{path}[{i}]")
+                errors += self.check(item, items, f"{path}[{i}]", olds[i] if olds else _NO_OLD)
         field = self._f(path)
         min_items = schema.get("minItems")
         if min_items is not None and len(value) < min_items:
@@ -306,7 +329,9 @@ class _Validator:
         shown = [a if isinstance(a, str) else go_json(a) for a in allowed]
         return [not_supported(self._f(path), value, shown)]
 
-    def _object(self, value: dict[str, Any], schema: Schema, path: str) -> list[FieldError]:
+    def _object(
+        self, value: dict[str, Any], schema: Schema, path: str, old: Any
+    ) -> list[FieldError]:
         field = self._f(path)
         count = len(value)
         min_props = schema.get("minProperties")
@@ -319,6 +344,7 @@ class _Validator:
         errors: list[FieldError] = []
         properties: Mapping[str, Schema] = schema.get("properties") or {}
         extra = schema.get("additionalProperties")
+        olds: Mapping[str, Any] = old if isinstance(old, dict) else {}
         if extra is False:
             for key in value:
                 if key not in properties:
@@ -327,14 +353,71 @@ class _Validator:
         elif isinstance(extra, Mapping):
             for key, item in value.items():
                 if key not in properties:
-                    errors += self.check(item, extra, f"{path}.{key}")
-        for name, sub in properties.items():
-            if name in value:
-                errors += self.check(value[name], sub, f"{path}.{name}" if path else name)
+                    errors += self.check(item, extra, f"{path}.{key}", olds.get(key, _NO_OLD))
+        errors += self._properties(value, properties, path, olds)
         for name in schema.get("required") or ():
             if name not in value:
                 errors.append(required(self._f(f"{path}.{name}")))
         return errors
+
+    def _properties(
+        self,
+        value: dict[str, Any],
+        properties: Mapping[str, Schema],
+        path: str,
+        olds: Mapping[str, Any],
+    ) -> list[FieldError]:
+        """The errors of the declared properties, in the schema's order."""
+        errors: list[FieldError] = []
+        for name, sub in properties.items():
+            if name in value:
+                previous = olds.get(name, _NO_OLD)
+                if not path and name in _TYPE_META:
+                    previous = _NO_OLD  # never ratcheted: the real server cannot see a change
+                child = f"{path}.{name}" if path else name
+                errors += self.check(value[name], sub, child, previous)
+        return errors
+
+
+def _map_key(item: Any, keys: list[str]) -> tuple[Any, ...] | None:
+    """An item's key in an ``x-kubernetes-list-type: map`` list, typed (``True`` is not ``1``).
+
+    None for an item that is not an object or lacks a key field, or whose key is not a scalar:
+    such items are not correlated (kube would key them by the fields' defaults; not correlating
+    only validates them as on create).
+    """
+    if not isinstance(item, dict):
+        return None
+    key: list[Any] = []
+    for name in keys:
+        part = item.get(name, _NO_OLD)
+        if part is _NO_OLD or isinstance(part, dict | list):
+            return None
+        key.append((type(part), part))
+    return tuple(key)
+
+
+def _correlated_items(value: list[Any], schema: Schema, old: Any) -> list[Any] | None:
+    """The old item each item of a changed list is correlated with (``_NO_OLD`` for none).
+
+    Only ``x-kubernetes-list-type: map`` lists correlate their items, by key, with the first old
+    item of the same key (``MapList.Get``); other lists, ``set`` included, only as a whole.
+    None when nothing is correlated.
+    """
+    if not isinstance(old, list) or not old or schema.get("x-kubernetes-list-type") != "map":
+        return None
+    keys = [str(k) for k in schema.get("x-kubernetes-list-map-keys") or ()]
+    if not keys:
+        return None
+    by_key: dict[tuple[Any, ...], Any] = {}
+    for item in old:
+        key = _map_key(item, keys)
+        if key is not None:
+            by_key.setdefault(key, item)
+    return [
+        _NO_OLD if (key := _map_key(item, keys)) is None else by_key.get(key, _NO_OLD)
+        for item in value
+    ]
 
 
 def _root_view(schema: Schema) -> Schema:
@@ -351,12 +434,22 @@ def _root_view(schema: Schema) -> Schema:
     return view
 
 
-def validate_object(obj: Mapping[str, Any], schema: Schema) -> list[FieldError]:
-    """Validate a whole custom resource: schema, embedded resources, list-type uniqueness."""
+def validate_object(
+    obj: Mapping[str, Any], schema: Schema, *, old: Mapping[str, Any] | None = None
+) -> list[FieldError]:
+    """Validate a whole custom resource: schema, embedded resources, list-type uniqueness.
+
+    Args:
+        obj: the object (pruned and defaulted).
+        schema: the version's ``openAPIV3Schema``.
+        old: on update, the stored object (at the same version). Schema errors in values
+            unchanged from it are ratcheted (not reported), and list-type errors are reported
+            only if the old object had none; embedded resources are checked as on create.
+    """
     view = _root_view(schema)
-    errors = _Validator().check(obj, view, "")
+    errors = _Validator().check(obj, view, "", _NO_OLD if old is None else old)
     errors += check_embedded_resources(obj, view)
-    errors += check_list_types(obj, view)
+    errors += check_list_types(obj, view) if old is None else check_list_types(obj, view, old=old)
     return errors
 
 

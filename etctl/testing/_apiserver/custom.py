@@ -3,9 +3,13 @@
 On every write the object goes through the version's ``openAPIV3Schema`` as the apiextensions
 server does it: unknown fields are pruned (and reported, so the request can warn or, with
 ``fieldValidation=Strict``, fail), defaults are applied, then the object is validated.
-``apiVersion``, ``kind`` and ``metadata`` are the server's business and never pruned by the
-schema. Field selectors accept ``metadata.name``, ``metadata.namespace`` (namespaced resources
-only) and the version's ``selectableFields``.
+``apiVersion``, ``kind`` and ``metadata`` are the server's business and never pruned by the schema.
+An update (of the resource or of its status) is validated against the stored object with
+``CRDValidationRatcheting`` (KEP-4008, on by default since Kubernetes 1.30): schema errors in
+values it leaves unchanged are not reported, so a status write is not refused for a spec that a
+later, stricter schema rejects, and is not slowed down by validating that spec again. Field
+selectors accept ``metadata.name``, ``metadata.namespace`` (namespaced resources only) and the
+version's ``selectableFields``.
 """
 
 from __future__ import annotations
@@ -131,7 +135,8 @@ class CustomResourceStrategy(Strategy):
         schema = self._schema(ctx.version)
         if schema is None:
             return []
-        causes = [Cause.of(error) for error in validate(dict(obj), schema)]
+        previous = None if old is None else dict(old)
+        causes = [Cause.of(error) for error in validate(dict(obj), schema, old=previous)]
         rules = self._rules.get(ctx.version)
         if rules is None:
             return causes

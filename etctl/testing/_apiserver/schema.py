@@ -6,14 +6,17 @@ it: the server first drops unknown fields (:func:`prune`), then applies defaults
 schema would make kube-apiserver reject the CRD itself.
 
 Fidelity: :func:`validate` follows ``k8s.io/kube-openapi/pkg/validation/validate`` and
-apiextensions' conversion of its results into field errors, so paths (``spec.list[2].name``),
-cause types and messages (``Invalid value: -1: spec.replicas in body should be greater than or
-equal to 0``) are the real server's (Kubernetes 1.31 wording), followed by the checks of embedded
-resources (``x-kubernetes-embedded-resource``) and of ``x-kubernetes-list-type`` set/map
-uniqueness. Known gaps, kept deliberately: ``x-kubernetes-validations`` (CEL) rules are not
-evaluated; the ``anyOf``/``oneOf`` failure details come from the alternative with the fewest
-errors (kube-openapi picks by an internal match count); embedded ``metadata`` is checked for
-name/generateName only; patterns use Python's ``re``, which accepts a superset of Go's RE2.
+apiextensions' conversion of its results into field errors, so paths (``spec.list[2].name``), cause
+types and messages (``Invalid value: -1: spec.replicas in body should be greater than or equal to
+0``) are the real server's (Kubernetes 1.31 wording), followed by the checks of embedded resources
+(``x-kubernetes-embedded-resource``) and of ``x-kubernetes-list-type`` set/map uniqueness. On
+update, validation ratchets as with ``CRDValidationRatcheting`` (on by default since Kubernetes
+1.30): errors in values unchanged from the stored object are not reported, and list-type errors are
+reported only if the stored object has none. Known gaps, kept deliberately:
+``x-kubernetes-validations`` (CEL) rules are not evaluated here (:mod:`.celrules` does); the
+``anyOf``/``oneOf`` failure details come from the alternative with the fewest errors (kube-openapi
+picks by an internal match count); embedded ``metadata`` is checked for name/generateName only;
+patterns use Python's ``re``, which accepts a superset of Go's RE2.
 
 Invariants: inputs are never mutated; :func:`prune` and :func:`apply_defaults` return new
 containers only where something changed and share the rest. The root object's ``apiVersion``,
@@ -41,15 +44,21 @@ __all__ = [
 ]
 
 
-def validate(obj: Mapping[str, Any], schema: Mapping[str, Any]) -> list[FieldError]:
+def validate(
+    obj: Mapping[str, Any],
+    schema: Mapping[str, Any],
+    *,
+    old: Mapping[str, Any] | None = None,
+) -> list[FieldError]:
     """Validate a custom resource against its version's ``openAPIV3Schema``.
 
     Args:
         obj: the custom resource (already pruned and defaulted).
         schema: the structural ``openAPIV3Schema``.
+        old: on update, the stored object at the same version, for ratcheting.
 
     Returns:
         The field errors, in the order kube-apiserver reports them (schema errors, then embedded
         resources, then list-type uniqueness); empty when the object is valid.
     """
-    return validate_object(obj, schema)
+    return validate_object(obj, schema, old=old)

@@ -275,6 +275,41 @@ async def test_crd_update_changes_what_is_served(api: Api, widgets: ApiServer) -
     assert table["rows"][0]["cells"] == ["w", "blue"]
 
 
+async def test_updates_ratchet_validation_of_what_they_leave_unchanged(
+    api: Api, widgets: ApiServer
+) -> None:
+    # CRDValidationRatcheting: the stored object breaks a schema made stricter after it was
+    # written; an update is refused only for the values it changes.
+    await api.create(WIDGETS, widget("w", color="red", replicas=1))
+    crd = (await api.get(f"{CRDS}/widgets.example.com")).body
+    spec_schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    spec_schema["properties"]["color"]["enum"] = ["blue"]
+    spec_schema["properties"]["replicas"].update(minimum=5, default=5)
+    assert (await api.put(f"{CRDS}/widgets.example.com", crd)).status == 200
+
+    status = await api.patch(f"{WIDGETS}/w/status", {"status": {"phase": "Running"}})
+    assert status.status == 200, status.body
+    assert status.body["status"] == {"phase": "Running"}
+    kept = await api.patch(f"{WIDGETS}/w", {"spec": {"size": "big"}})
+    assert kept.status == 200, kept.body
+    assert kept.body["spec"] == {"color": "red", "replicas": 1, "size": "big"}
+
+    changed = await api.patch(f"{WIDGETS}/w", {"spec": {"color": "green"}})
+    assert changed.status == 422
+    assert [c["field"] for c in changed.body["details"]["causes"]] == ["spec.color"]
+    retyped = await api.patch(f"{WIDGETS}/w", {"spec": {"replicas": True}})
+    assert retyped.status == 422
+    assert [(c["field"], c["reason"]) for c in retyped.body["details"]["causes"]] == [
+        ("spec.replicas", "FieldValueTypeInvalid")
+    ]
+    recreated = await api.post(WIDGETS, widget("v", color="red", replicas=1))
+    assert recreated.status == 422  # a create has nothing to ratchet against
+    assert {c["field"] for c in recreated.body["details"]["causes"]} == {
+        "spec.color",
+        "spec.replicas",
+    }
+
+
 async def test_crd_scope_is_immutable(api: Api, widgets: ApiServer) -> None:
     crd = (await api.get(f"{CRDS}/widgets.example.com")).body
     crd["spec"]["scope"] = "Cluster"
