@@ -23,6 +23,7 @@ __all__ = [
     "Element",
     "Path",
     "decode",
+    "decode_checked",
     "encode",
     "key_element",
     "path_sort_key",
@@ -132,18 +133,50 @@ def decode(fields_v1: Mapping[str, Any]) -> set[Path]:
     Raises:
         ValueError: a key is not a valid path element.
     """
+    return decode_checked(fields_v1)[0]
+
+
+def decode_checked(fields_v1: Mapping[str, Any]) -> tuple[set[Path], bool]:
+    """The field set a ``fieldsV1`` object encodes, and whether :func:`encode` gives it back.
+
+    The flag is true when ``encode`` of the set equals ``fields_v1`` exactly, key order
+    included (so both serialize to the same bytes): every node a ``dict``, its ``"."`` (valued
+    ``{}``, below the root, beside other members) first, then its elements in
+    :func:`path_sort_key` order, each spelled as :func:`encode` spells it, leaves ``{}``. What
+    the server encoded itself always is; a ``fieldsV1`` a client wrote may not be.
+
+    Raises:
+        ValueError: a key is not a valid path element.
+    """
     result: set[Path] = set()
+    canonical = type(fields_v1) is dict
 
     def walk(node: Mapping[str, Any], path: Path) -> None:
-        for text, child in node.items():
+        nonlocal canonical
+        previous: tuple[int, str] | None = None
+        for position, (text, child) in enumerate(node.items()):
             if text == ".":
                 result.add(path)
+                if canonical and not (
+                    position == 0 and path and len(node) > 1 and type(child) is dict and not child
+                ):
+                    canonical = False
                 continue
-            sub = (*path, _parse_element(text))
+            element = _parse_element(text)
+            sub = (*path, element)
+            if canonical:
+                key = _element_sort_key(element)
+                if (
+                    type(child) is not dict
+                    or key[1] != text
+                    or (previous is not None and key <= previous)
+                ):
+                    canonical = False
+                previous = key
             if not child:
                 result.add(sub)
             else:
                 walk(child, sub)
 
     walk(fields_v1, ())
-    return result
+    return result, canonical

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from etctl._apimachinery.jsonvalues import identical
 from etctl.testing._apiserver._fieldpath import Element, Path, key_element, value_element
 from etctl.testing._apiserver.patchmeta import UNKNOWN, FieldMeta, meta_for_kind
 
@@ -227,6 +228,13 @@ def _same(left: Any, right: Any) -> bool:
 
 
 def compare(old: Any, new: Any, shape: Shape, path: Path, cmp: Comparison) -> None:
+    """Record in ``cmp`` the paths below ``path`` that ``new`` added, modified or removed.
+
+    Identical subtrees (the same object, or equal with the same JSON types) have nothing to
+    record, so they are not walked: a status write leaves the spec as it was.
+    """
+    if isinstance(old, dict | list) and identical(old, new):
+        return
     if isinstance(old, dict) and isinstance(new, dict) and not shape.atomic_map:
         for key in {**old, **new}:
             sub = (*path, ("f", key))
@@ -237,20 +245,27 @@ def compare(old: Any, new: Any, shape: Shape, path: Path, cmp: Comparison) -> No
             else:
                 compare(old[key], new[key], shape.child(key), sub, cmp)
     elif isinstance(old, list) and isinstance(new, list) and shape.list_type != "atomic":
-        item_shape = shape.item()
-        before = {shape.element(x, i): x for i, x in enumerate(old)}
-        after = {shape.element(x, i): x for i, x in enumerate(new)}
-        for pe, item in after.items():
-            sub = (*path, pe)
-            if pe in before:
-                compare(before[pe], item, item_shape, sub, cmp)
-            else:
-                _mark(item, item_shape, sub, cmp.added)
-        for pe, item in before.items():
-            if pe not in after:
-                _mark(item, item_shape, (*path, pe), cmp.removed)
+        _compare_items(old, new, shape, path, cmp)
     elif not _same(old, new):
         cmp.modified.add(path)
+
+
+def _compare_items(
+    old: list[Any], new: list[Any], shape: Shape, path: Path, cmp: Comparison
+) -> None:
+    """:func:`compare` of two associative (or positional) lists, item by path element."""
+    item_shape = shape.item()
+    before = {shape.element(x, i): x for i, x in enumerate(old)}
+    after = {shape.element(x, i): x for i, x in enumerate(new)}
+    for pe, item in after.items():
+        sub = (*path, pe)
+        if pe in before:
+            compare(before[pe], item, item_shape, sub, cmp)
+        else:
+            _mark(item, item_shape, sub, cmp.added)
+    for pe, item in before.items():
+        if pe not in after:
+            _mark(item, item_shape, (*path, pe), cmp.removed)
 
 
 def remove(value: Any, path: Path) -> Any:

@@ -26,11 +26,17 @@ entries and the reset of status fields on the main resource (the server strips t
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from etctl.runtime import KubeObject
-from etctl.testing._apiserver._fieldpath import Path, decode, encode, path_sort_key, path_string
+from etctl.testing._apiserver._fieldpath import (
+    Path,
+    decode_checked,
+    encode,
+    path_sort_key,
+    path_string,
+)
 from etctl.testing._apiserver._patcherror import bad_request
 from etctl.testing._apiserver._ssamerge import (
     Comparison,
@@ -101,7 +107,13 @@ def _conflict_message(names: list[str], paths: list[str]) -> str:
 
 @dataclass
 class _Entry:
-    """One ``managedFields`` entry: a manager's fields under one operation."""
+    """One ``managedFields`` entry: a manager's fields under one operation.
+
+    ``raw`` is the stored entry it was decoded from, kept while it is exactly what
+    :meth:`encode` would produce (checked when decoding) and the entry has not changed since:
+    :meth:`encode` then returns it instead of encoding the field set again. Every change goes
+    through :meth:`lose` or :meth:`change`, which drop it.
+    """
 
     manager: str
     operation: str
@@ -109,6 +121,7 @@ class _Entry:
     time: str | None
     fields: set[Path]
     subresource: str = ""
+    raw: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
 
     @property
     def key(self) -> tuple[str, str, str, str]:
@@ -125,7 +138,26 @@ class _Entry:
             text += f" using {self.api_version}"
         return text
 
-    def encode(self) -> dict[str, Any]:
+    def lose(self, paths: set[Path]) -> None:
+        """Drop ``paths`` from the field set (another manager took them, or they went)."""
+        if not self.fields.isdisjoint(paths):
+            self.fields -= paths
+            self.raw = None
+
+    def change(self, fields: set[Path], *, time: str, api_version: str | None = None) -> None:
+        """Replace the field set and stamp the time (and apiVersion) of the entry."""
+        self.fields, self.time, self.raw = fields, time, None
+        if api_version is not None:
+            self.api_version = api_version
+
+    def encode(self) -> Mapping[str, Any]:
+        """The ``managedFields`` entry; the stored one itself when nothing changed.
+
+        Entries of committed objects are never mutated (copy on write), so the new object may
+        share it with the old one.
+        """
+        if self.raw is not None:
+            return self.raw
         entry: dict[str, Any] = {
             "manager": self.manager,
             "operation": self.operation,
@@ -147,20 +179,46 @@ def _decode_entries(obj: Mapping[str, Any] | None) -> list[_Entry]:
         if not isinstance(raw, Mapping) or raw.get("fieldsType", "FieldsV1") != "FieldsV1":
             continue
         try:
-            fields = decode(raw.get("fieldsV1") or {})
+            fields, canonical = decode_checked(raw.get("fieldsV1") or {})
         except (ValueError, TypeError):
             continue
-        entries.append(
-            _Entry(
-                manager=str(raw.get("manager") or ""),
-                operation=str(raw.get("operation") or "Update"),
-                api_version=str(raw.get("apiVersion") or ""),
-                time=raw.get("time"),
-                fields=fields,
-                subresource=str(raw.get("subresource") or ""),
-            )
+        entry = _Entry(
+            manager=str(raw.get("manager") or ""),
+            operation=str(raw.get("operation") or "Update"),
+            api_version=str(raw.get("apiVersion") or ""),
+            time=raw.get("time"),
+            fields=fields,
+            subresource=str(raw.get("subresource") or ""),
         )
+        if canonical and _encodes_as(entry, raw):
+            entry.raw = raw
+        entries.append(entry)
     return entries
+
+
+def _encodes_as(entry: _Entry, raw: Mapping[str, Any]) -> bool:
+    """Whether :meth:`_Entry.encode` gives ``raw`` back, ``fieldsV1`` aside (checked apart).
+
+    The same keys in the same order, and the same values of the same types, so that both
+    serialize to the same bytes.
+    """
+    keys = ["manager", "operation", "apiVersion"]
+    if entry.time is not None:
+        keys.append("time")
+    keys += ["fieldsType", "fieldsV1"]
+    if entry.subresource:
+        keys.append("subresource")
+    return (
+        type(raw) is dict
+        and list(raw) == keys
+        and type(raw["manager"]) is str
+        and raw["operation"] == entry.operation
+        and type(raw["apiVersion"]) is str
+        and (entry.time is None or type(entry.time) is str)
+        and raw["fieldsType"] == "FieldsV1"
+        and type(raw["fieldsV1"]) is dict
+        and (not entry.subresource or type(raw["subresource"]) is str)
+    )
 
 
 def _with_entries(obj: Mapping[str, Any], entries: list[_Entry]) -> KubeObject:
@@ -196,9 +254,10 @@ def _take_over(
     entries: list[_Entry], changes: Comparison, *, skip: tuple[str, str, str, str]
 ) -> None:
     """Other managers lose what the write changed or removed (forced ownership moves)."""
+    lost = changes.modified | changes.added | changes.removed
     for entry in entries:
         if entry.key != skip:
-            entry.fields -= changes.modified | changes.added | changes.removed
+            entry.lose(lost)
 
 
 def _update_entry(
@@ -214,8 +273,7 @@ def _update_entry(
         return
     updated = ((entry.fields - changes.removed) | owned) - _UNTRACKED
     if updated != entry.fields:
-        entry.fields = updated
-        entry.time = now
+        entry.change(updated, time=now)
 
 
 def record_update(
@@ -308,13 +366,14 @@ def server_side_apply(
             result = remove(result, path)
     changes = _changes(base, result, shape)
     _check_conflicts(others, changes, force=force)
+    lost = changes.modified | changes.added | changes.removed
     for entry in others:
-        entry.fields -= changes.modified | changes.added | changes.removed
+        entry.lose(lost)
     if mine is None:
         mine = _Entry(manager, "Apply", api_version, now, applying)
         others.append(mine)
     else:
-        mine.fields, mine.time, mine.api_version = applying, now, api_version
+        mine.change(applying, time=now, api_version=api_version)
         others.append(mine)
     return _with_entries(result, others)
 

@@ -1,13 +1,15 @@
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from etctl.testing._apiserver._fieldpath import Path, decode, encode
+from etctl.testing._apiserver._fieldpath import Path, decode, decode_checked, encode
+from etctl.testing._apiserver._ssamerge import Comparison, Shape, _mark, _same, compare, root_shape
 from etctl.testing._apiserver.apply import ApplyConflict, record_update, server_side_apply
 from etctl.testing._apiserver.patch import PatchError
 
@@ -397,3 +399,190 @@ def test_applying_twice_is_idempotent(data: dict[str, str]) -> None:
     once = server_side_apply(None, _cm(data), manager="m", force=False, kind="ConfigMap", now=T0)
     twice = server_side_apply(once, _cm(data), manager="m", force=False, kind="ConfigMap", now=T0)
     assert twice == once
+
+
+# -- managedFields are re-encoded only where they changed ------------------------------------
+
+
+def _scrambled(obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` with managedFields that decode the same but are not as the server encodes them.
+
+    Every entry then has to be encoded again: the output from it is the reference, what the
+    server produced before it kept unchanged entries as they were stored.
+    """
+
+    def reverse(node: dict[str, Any]) -> dict[str, Any]:
+        return {k: reverse(v) for k, v in reversed(node.items())}
+
+    out = copy.deepcopy(obj)
+    out["metadata"]["managedFields"] = [
+        {"fieldsV1": reverse(e["fieldsV1"]), **{k: v for k, v in e.items() if k != "fieldsV1"}}
+        for e in out["metadata"]["managedFields"]
+    ]
+    return out
+
+
+def _same_bytes(left: dict[str, Any], right: dict[str, Any]) -> bool:
+    return json.dumps(left) == json.dumps(right)
+
+
+def _write(old: dict[str, Any], step: Any) -> dict[str, Any]:
+    """One write, checked against the reference: same object, same bytes."""
+    result: dict[str, Any] = step(old)
+    reference = step(_scrambled(old))
+    assert _same_bytes(result, reference)
+    return result
+
+
+def _stored_entries(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """The managers whose entry in ``new`` is the very entry stored in ``old``."""
+    stored = [id(e) for e in old["metadata"]["managedFields"]]
+    return [e["manager"] for e in new["metadata"]["managedFields"] if id(e) in stored]
+
+
+def test_pod_writes_encode_managed_fields_as_before() -> None:
+    container = {"name": "c", "image": "i", "ports": [{"containerPort": 80, "protocol": "TCP"}]}
+    pod = record_update({}, _pod(container, labels={"a": "1"}), manager="kubectl", now=T0)
+
+    def status(old: dict[str, Any]) -> dict[str, Any]:
+        new = copy.deepcopy(old)
+        new["status"] = {
+            "phase": "Running",
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "containerStatuses": [{"name": "c", "ready": True, "restartCount": 0}],
+        }
+        return record_update(old, new, manager="kubelet", now=T1)
+
+    running = _write(pod, status)
+    assert _stored_entries(pod, running) == ["kubectl"]
+
+    def relabel(old: dict[str, Any]) -> dict[str, Any]:
+        new = copy.deepcopy(old)
+        new["metadata"]["labels"] = {"a": "2", "b": "1"}
+        new["status"]["conditions"][0]["status"] = "False"  # taken from kubelet
+        return record_update(old, new, manager="kubectl", now=T2)
+
+    relabelled = _write(running, relabel)
+    assert _stored_entries(running, relabelled) == []  # both changed
+
+    def apply(old: dict[str, Any]) -> dict[str, Any]:
+        config = _pod(dict(container, image="j"), labels={"a": "3"})
+        return server_side_apply(old, config, manager="ctrl", force=True, kind="Pod", now=T3)
+
+    applied = _write(relabelled, apply)
+    assert _managed(applied)[("ctrl", "Apply")]["f:metadata"] == {"f:labels": {"f:a": {}}}
+
+    def again(old: dict[str, Any]) -> dict[str, Any]:
+        new = copy.deepcopy(old)
+        new["status"]["phase"] = "Succeeded"  # kubelet owns it already: no entry changes
+        return record_update(old, new, manager="kubelet", now=T3)
+
+    assert _stored_entries(applied, _write(applied, again)) == ["ctrl", "kubelet", "kubectl"]
+
+
+def test_custom_resource_writes_encode_managed_fields_as_before() -> None:
+    config = {
+        "apiVersion": "example.com/v1",
+        "kind": "Job",
+        "metadata": {"name": "j"},
+        "spec": {"replicas": 2, "workers": [{"role": "ps", "index": 0, "image": "x"}]},
+    }
+    job = record_update({}, config, manager="user", now=T0, schema=_CR_SCHEMA)
+
+    def status(old: dict[str, Any]) -> dict[str, Any]:
+        new = copy.deepcopy(old)
+        new["status"] = {"phase": "Running", "active": 2}
+        return record_update(old, new, manager="op", now=T1, schema=_CR_SCHEMA)
+
+    running = _write(job, status)
+
+    def status_again(old: dict[str, Any]) -> dict[str, Any]:
+        new = copy.deepcopy(old)
+        new["status"]["active"] = 1
+        return record_update(old, new, manager="op", now=T2, schema=_CR_SCHEMA)
+
+    patched = _write(running, status_again)
+    assert _stored_entries(running, patched) == ["user", "op"]  # owned already: no change
+
+    def scale(old: dict[str, Any]) -> dict[str, Any]:
+        new = copy.deepcopy(old)
+        new["spec"]["replicas"] = 3
+        new["spec"]["workers"].append({"role": "worker", "index": 0, "image": "y"})
+        return record_update(old, new, manager="op", now=T2, schema=_CR_SCHEMA)
+
+    scaled = _write(patched, scale)
+    assert _stored_entries(patched, scaled) == []  # user lost .spec.replicas
+
+    def apply(old: dict[str, Any]) -> dict[str, Any]:
+        return server_side_apply(
+            old, config, manager="user", force=True, kind="Job", now=T3, schema=_CR_SCHEMA
+        )
+
+    _write(scaled, apply)
+
+
+def test_managed_fields_a_client_wrote_are_encoded_again() -> None:
+    cm = record_update({}, _cm({"a": "1", "b": "2"}), manager="m", now=T0)
+    stored = cm["metadata"]["managedFields"][0]
+    assert decode_checked(stored["fieldsV1"])[1]
+    odd = _scrambled(cm)
+    assert not decode_checked(odd["metadata"]["managedFields"][0]["fieldsV1"])[1]
+    new = copy.deepcopy(odd)
+    new["metadata"]["labels"] = {"l": "1"}
+    updated = record_update(odd, new, manager="other", now=T1)
+    assert _same_bytes(updated["metadata"]["managedFields"][0], stored)
+
+
+def _reference_compare(old: Any, new: Any, shape: Shape, path: Path, cmp: Comparison) -> None:
+    """:func:`compare` as it was, walking everything."""
+    if isinstance(old, dict) and isinstance(new, dict) and not shape.atomic_map:
+        for key in {**old, **new}:
+            sub = (*path, ("f", key))
+            if key not in new:
+                _mark(old[key], shape.child(key), sub, cmp.removed)
+            elif key not in old:
+                _mark(new[key], shape.child(key), sub, cmp.added)
+            else:
+                _reference_compare(old[key], new[key], shape.child(key), sub, cmp)
+    elif isinstance(old, list) and isinstance(new, list) and shape.list_type != "atomic":
+        item_shape = shape.item()
+        before = {shape.element(x, i): x for i, x in enumerate(old)}
+        after = {shape.element(x, i): x for i, x in enumerate(new)}
+        for pe, item in after.items():
+            if pe in before:
+                _reference_compare(before[pe], item, item_shape, (*path, pe), cmp)
+            else:
+                _mark(item, item_shape, (*path, pe), cmp.added)
+        for pe, item in before.items():
+            if pe not in after:
+                _mark(item, item_shape, (*path, pe), cmp.removed)
+    elif not _same(old, new):
+        cmp.modified.add(path)
+
+
+_LEAVES = st.none() | st.booleans() | st.integers(0, 2) | st.sampled_from([0.0, 1.0, "c"])
+_SPEC = st.recursive(
+    _LEAVES,
+    lambda inner: (
+        st.lists(
+            st.fixed_dictionaries(
+                {"role": st.sampled_from(["ps", "w"])},
+                optional={"index": st.integers(0, 1), "image": inner},
+            ),
+            max_size=3,
+        )
+        | st.dictionaries(st.sampled_from(["replicas", "workers", "tags", "x"]), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+
+
+@given(_SPEC, _SPEC, st.booleans())
+def test_compare_skips_only_what_has_nothing_to_record(old: Any, new: Any, share: bool) -> None:
+    if share and isinstance(old, dict) and isinstance(new, dict):
+        new = {**new, **{k: v for k, v in old.items() if k not in new}}  # shared subtrees
+    for shape in (root_shape("Job", _CR_SCHEMA), root_shape("Pod", None)):
+        got, expected = Comparison(), Comparison()
+        compare({"spec": old}, {"spec": new}, shape, (), got)
+        _reference_compare({"spec": old}, {"spec": new}, shape, (), expected)
+        assert got == expected
