@@ -186,13 +186,16 @@ class _Validator:
         # The alternatives see the same value, so the same old value (as kube's validators of
         # the alternatives build their children with the node's ratcheting constructors).
         errors: list[FieldError] = []
-        quoted = go_quote(path)
         any_of = schema.get("anyOf") or []
         if any_of:
             results = [self._changed(value, alt, path, old) for alt in any_of]
             if all(results):
                 errors.append(
-                    invalid(self._f(""), "", f"{quoted} must validate at least one schema (anyOf)")
+                    invalid(
+                        self._f(""),
+                        "",
+                        f"{go_quote(path)} must validate at least one schema (anyOf)",
+                    )
                 )
                 errors += _fewest(results)
         one_of = schema.get("oneOf") or []
@@ -205,7 +208,7 @@ class _Validator:
                     invalid(
                         self._f(""),
                         "",
-                        f"{quoted} must validate one and only one schema (oneOf). {found}",
+                        f"{go_quote(path)} must validate one and only one schema (oneOf). {found}",
                     )
                 )
                 if passed == 0:
@@ -220,12 +223,16 @@ class _Validator:
                 none = ". None validated" if passed == 0 else ""
                 errors.append(
                     invalid(
-                        self._f(""), "", f"{quoted} must validate all the schemas (allOf){none}"
+                        self._f(""),
+                        "",
+                        f"{go_quote(path)} must validate all the schemas (allOf){none}",
                     )
                 )
         negated = schema.get("not")
         if isinstance(negated, Mapping) and not self._changed(value, negated, path, old):
-            errors.append(invalid(self._f(""), "", f"{quoted} must not validate the schema (not)"))
+            errors.append(
+                invalid(self._f(""), "", f"{go_quote(path)} must not validate the schema (not)")
+            )
         return errors
 
     def _string(self, value: str, schema: Schema, path: str) -> list[FieldError]:

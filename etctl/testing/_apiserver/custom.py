@@ -28,8 +28,13 @@ __all__ = ["CustomResourceStrategy", "removed_fields"]
 
 
 def removed_fields(before: Any, after: Any, path: str = "") -> list[str]:
-    """Dotted paths present in ``before`` and missing from ``after`` (what pruning dropped)."""
+    """Dotted paths present in ``before`` and missing from ``after`` (what pruning dropped).
+
+    Pruning shares the subtrees it left alone, and the same object lacks nothing of itself.
+    """
     out: list[str] = []
+    if before is after:
+        return out
     if isinstance(before, Mapping) and isinstance(after, Mapping):
         for key, value in before.items():
             child = f"{path}.{key}" if path else str(key)
