@@ -142,7 +142,9 @@ def manager_options(settings: RunSettings) -> ManagerOptions:
 def job_settings(settings: RunSettings) -> JobSettings:
     """The operator-wide settings plugins read."""
     return JobSettings(
-        cluster_domain=settings.cluster_domain, gang_scheduler=settings.gang_scheduler
+        cluster_domain=settings.cluster_domain,
+        gang_scheduler=settings.gang_scheduler,
+        member_batch=settings.member_batch_period,
     )
 
 

@@ -17,7 +17,7 @@ import argparse
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import ConfigDict, ValidationError, model_validator
+from pydantic import ConfigDict, Field, ValidationError, model_validator
 
 from etctl.cli._option import Option, choice, declare, text
 from etctl.cli._values import (
@@ -27,6 +27,7 @@ from etctl.cli._values import (
     parse_list,
     parse_namespace,
     parse_object_name,
+    parse_period,
     parse_positive_int,
 )
 from etctl.cli._webhook_settings import WEBHOOK_OPTIONS, WebhookSettings
@@ -96,6 +97,8 @@ class RunSettings(WebhookSettings):
     """DNS suffix appended to service names in generated cluster specs (TF_CONFIG)."""
     gang_scheduler: Literal["", "volcano", "scheduler-plugins"] = ""
     """Batch scheduler whose PodGroups gang-schedule each job's pods; empty: none."""
+    member_batch_period: float = Field(default=0.5, ge=0)
+    """Seconds an elastic job's pod changes gather before its members are judged; 0: at once."""
     log_format: LogFormat = "json"
     """json for log shippers, console for people."""
     log_level: LogLevel = "info"
@@ -245,6 +248,13 @@ OPTIONS: tuple[Option, ...] = (
         "volcano or scheduler-plugins",
         metavar="NAME",
         default_help="none",
+    ),
+    declare(
+        "member_batch_period",
+        parse_period,
+        "how long changes of an elastic job's pods gather before its members are judged, so "
+        "workers that start or go together change the members once; 0 judges each at once",
+        metavar="DURATION",
     ),
     declare("log_format", choice("json", "console"), "json or console", metavar="FORMAT"),
     declare(

@@ -25,6 +25,7 @@ __all__ = [
     "parse_list",
     "parse_namespace",
     "parse_object_name",
+    "parse_period",
     "parse_port",
     "parse_positive_int",
 ]
@@ -52,6 +53,28 @@ def parse_duration(text: str) -> float:
     Raises:
         ValueError: not a duration, or not positive.
     """
+    seconds = _seconds(text)
+    if seconds <= 0:
+        msg = f"{text!r} must be a positive duration"
+        raise ValueError(msg)
+    return seconds
+
+
+def parse_period(text: str) -> float:
+    """Like :func:`parse_duration`, with 0 allowed (``0`` or ``0s``: off).
+
+    Raises:
+        ValueError: not a duration, or negative.
+    """
+    seconds = _seconds(text)
+    if seconds < 0:
+        msg = f"{text!r} must not be a negative duration"
+        raise ValueError(msg)
+    return seconds
+
+
+def _seconds(text: str) -> float:
+    """Seconds from a Go duration or a plain number, of any sign."""
     value = text.strip()
     seconds: float | None = None
     try:
@@ -67,9 +90,6 @@ def parse_duration(text: str) -> float:
             seconds = total
     if seconds is None or not math.isfinite(seconds):
         msg = f"{text!r} is not a duration; use for example 15s, 1m30s or 500ms"
-        raise ValueError(msg)
-    if seconds <= 0:
-        msg = f"{text!r} must be a positive duration"
         raise ValueError(msg)
     return seconds
 

@@ -69,6 +69,7 @@ class _Watch:
     predicates: tuple[Predicate, ...]
     label_selector: str | None = None
     field_selector: str | None = None
+    batch: float = 0.0
 
 
 class ControllerBuilder:
@@ -129,9 +130,14 @@ class ControllerBuilder:
         *predicates: Predicate,
         label_selector: str | None = None,
         field_selector: str | None = None,
+        batch: float = 0.0,
     ) -> Self:
-        """Watch ``res`` (what the selectors match) and enqueue each object's ``for_`` owner."""
-        self._watches.append(_Watch(res, None, predicates, label_selector, field_selector))
+        """Watch ``res`` (what the selectors match) and enqueue each object's ``for_`` owner.
+
+        ``batch``: as for :meth:`watches`.
+        """
+        self._check_batch(batch)
+        self._watches.append(_Watch(res, None, predicates, label_selector, field_selector, batch))
         return self
 
     def watches(
@@ -141,10 +147,26 @@ class ControllerBuilder:
         *predicates: Predicate,
         label_selector: str | None = None,
         field_selector: str | None = None,
+        batch: float = 0.0,
     ) -> Self:
-        """Watch ``res`` (what the selectors match) and enqueue what ``handler`` maps events to."""
-        self._watches.append(_Watch(res, handler, predicates, label_selector, field_selector))
+        """Watch ``res`` (what the selectors match) and enqueue what ``handler`` maps events to.
+
+        ``batch`` (seconds, 0 by default): each event's requests are queued that much later, and
+        the events meanwhile join them (the Kubernetes Job controller's pod update batch period):
+        a burst of changes to one key's objects, a job's pods starting together, is one reconcile
+        and one status write instead of one per change. An event that brings no news (an initial
+        list, a resync) is never held back.
+        """
+        self._check_batch(batch)
+        self._watches.append(
+            _Watch(res, handler, predicates, label_selector, field_selector, batch)
+        )
         return self
+
+    def _check_batch(self, batch: float) -> None:
+        if not batch >= 0:  # NaN too
+            msg = f"controller {self._name}: a watch's batch must be 0 or more seconds, got {batch}"
+            raise ConfigError(msg)
 
     def with_event_filter(self, *predicates: Predicate) -> Self:
         """Apply ``predicates`` to the events of every watch, before their own."""
@@ -239,6 +261,7 @@ class ControllerBuilder:
                 *self._filters,
                 *watch.predicates,
                 primary=watch is self._for,
+                batch=watch.batch,
             )
         self._built = True
         return controller

@@ -177,16 +177,23 @@ class Controller:
         handler: EventHandler,
         *predicates: Predicate,
         primary: bool = False,
+        batch: float = 0.0,
     ) -> None:
         """Enqueue the requests ``handler`` maps each ``source`` event to, if the predicates pass.
 
         Watches added before :meth:`run` are registered when it starts and waited for; a watch
         added while running is registered at once, without waiting for its replay. A ``primary``
         watch (of the kind the controller reconciles) queues new objects at low priority, behind
-        the follow-ups of objects in progress (see :mod:`etctl.runtime._handler`).
+        the follow-ups of objects in progress (see :mod:`etctl.runtime._handler`). With ``batch``
+        (seconds), an event's requests are queued that much later, joined by the events meanwhile.
         """
         adapter = EnqueueingHandler(
-            handler, self._queue, predicates, new_objects_low=primary, priority=self._priority
+            handler,
+            self._queue,
+            predicates,
+            new_objects_low=primary,
+            priority=self._priority,
+            batch=batch,
         )
         self._watches.append((source, adapter))
         if self._started:

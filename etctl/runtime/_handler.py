@@ -81,6 +81,10 @@ class Enqueuer(Protocol):
         """Queue ``item`` with ``priority`` (higher first)."""
         ...
 
+    def add_after(self, item: Request, delay: float, *, priority: int | None = None) -> None:
+        """Queue ``item`` after ``delay`` seconds; if it waits already, the earlier time wins."""
+        ...
+
 
 def _unique(requests: Iterable[Request]) -> list[Request]:
     return list(dict.fromkeys(requests))
@@ -207,9 +211,12 @@ class EnqueueingHandler:
             (see the module docstring).
         priority: the priority of each request of an event that brings news (0 for all when
             omitted); events that bring none are added at low priority whatever it says.
+        batch: seconds to hold the requests of an event that brings news before queueing them
+            (0: at once); the events meanwhile join the wait, since the queue keeps a waiting
+            key's earliest time, so a burst of them is one reconcile.
     """
 
-    __slots__ = ("_handler", "_new_objects_low", "_predicates", "_priority", "_queue")
+    __slots__ = ("_batch", "_handler", "_new_objects_low", "_predicates", "_priority", "_queue")
 
     def __init__(
         self,
@@ -219,7 +226,9 @@ class EnqueueingHandler:
         *,
         new_objects_low: bool = False,
         priority: PriorityFunc | None = None,
+        batch: float = 0.0,
     ) -> None:
+        self._batch = batch
         self._handler = handler
         self._queue = queue
         self._predicates = tuple(predicates)
@@ -253,6 +262,9 @@ class EnqueueingHandler:
 
     def _enqueue(self, requests: Iterable[Request], *, low: bool = False) -> None:
         """Add ``requests`` at low priority, or at the priority function's (0 without one)."""
+        if self._batch > 0 and not low:
+            self._enqueue_batched(requests)
+            return
         add = self._queue.add
         priority = self._priority
         if low or priority is None:
@@ -262,3 +274,11 @@ class EnqueueingHandler:
         else:
             for request in requests:
                 add(request, priority=priority(request))
+
+    def _enqueue_batched(self, requests: Iterable[Request]) -> None:
+        """Add ``requests`` once the batch period has passed (news only; see ``batch``)."""
+        add_after = self._queue.add_after
+        batch = self._batch
+        priority = self._priority
+        for request in requests:
+            add_after(request, batch, priority=0 if priority is None else priority(request))

@@ -238,6 +238,7 @@ async def operator_runs_unrefused(target: ClusterTarget, admin: Client, kubeconf
             leader_election_namespace=ns,
             metrics_bind_address="0",
             health_probe_bind_address="0",
+            member_batch_period=0,  # the fake clock never moves: a batch would never end
         )
         manager = build_manager(operator_client, settings, discover().plugins(), clock=FakeClock())
         async with run_manager(manager):
@@ -299,6 +300,7 @@ def settings_for(server: ApiServer, tmp_path: Path, **options: Any) -> RunSettin
         leader_election_namespace=NAMESPACE,
         metrics_bind_address="0",
         health_probe_bind_address="0",
+        member_batch_period=0,  # the fake clock never moves: a batch would never end
         **options,
     )
 

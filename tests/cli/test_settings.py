@@ -3,6 +3,7 @@ from pathlib import Path
 
 import pytest
 
+from etctl.cli._run import job_settings
 from etctl.cli._settings import (
     OPTIONS,
     RunSettings,
@@ -10,7 +11,7 @@ from etctl.cli._settings import (
     add_run_arguments,
     settings_from,
 )
-from etctl.common import DEFAULT_JOB_WORKERS
+from etctl.common import DEFAULT_JOB_WORKERS, JobSettings
 
 
 def parser() -> argparse.ArgumentParser:
@@ -39,6 +40,10 @@ def test_defaults() -> None:
     assert s.namespaces == ()
     assert s.log_format == "json"
     assert s.log_level == "info"
+    # The product batches an elastic job's member changes; the library's JobSettings does not.
+    assert s.member_batch_period == 0.5
+    assert job_settings(s).member_batch == 0.5
+    assert JobSettings().member_batch == 0.0
 
 
 def test_flags() -> None:
@@ -58,6 +63,7 @@ def test_flags() -> None:
         "--max-concurrent-reconciles=8",
         "--cluster-domain=cluster.local",
         "--gang-scheduler=volcano",
+        "--member-batch-period=250ms",
         "--log-format=console",
         "--log-level=DEBUG",
         "--kubeconfig=/tmp/kc",
@@ -72,6 +78,7 @@ def test_flags() -> None:
     assert (s.metrics_bind_address, s.health_probe_bind_address) == ("0", "127.0.0.1:0")
     assert s.max_concurrent_reconciles == 8
     assert (s.cluster_domain, s.gang_scheduler) == ("cluster.local", "volcano")
+    assert s.member_batch_period == 0.25
     assert (s.log_format, s.log_level) == ("console", "debug")
     assert (s.kubeconfig, s.context) == ("/tmp/kc", "dev")
 
@@ -123,6 +130,7 @@ def test_blank_environment_values_are_unset() -> None:
         (["--metrics-bind-address=8080"], "argument --metrics-bind-address"),
         (["--leader-elect-lease-duration=soon"], "argument --leader-elect-lease-duration"),
         (["--leader-elect=perhaps"], "argument --leader-elect"),
+        (["--member-batch-period=-1"], "argument --member-batch-period: '-1' must not be"),
         (["--namespace=Bad_NS"], "argument --namespace"),
         (["--no-such-flag"], "unrecognized arguments: --no-such-flag"),
     ],

@@ -7,6 +7,7 @@ from etctl.cli._values import (
     parse_list,
     parse_namespace,
     parse_object_name,
+    parse_period,
     parse_positive_int,
 )
 
@@ -52,6 +53,14 @@ def test_duration(text: str, seconds: float) -> None:
 def test_duration_rejects(text: str) -> None:
     with pytest.raises(ValueError, match="duration"):
         parse_duration(text)
+
+
+def test_a_period_may_be_zero_never_negative() -> None:
+    assert [parse_period(t) for t in ("0", "0s", "500ms", "1.5")] == [0.0, 0.0, 0.5, 1.5]
+    with pytest.raises(ValueError, match="must not be a negative duration"):
+        parse_period("-0.5")
+    with pytest.raises(ValueError, match="is not a duration"):
+        parse_period("soon")
 
 
 def test_positive_int() -> None:

@@ -268,6 +268,10 @@ def test_misuse_is_reported(client: Client, ns: str) -> None:
         manager.controller("nothing", reconciler).build()
     with pytest.raises(ConfigError, match="for_"):
         manager.controller("orphan-owns", reconciler).owns(SECRETS).build()
+    with pytest.raises(ConfigError, match="batch must be 0 or more seconds, got -1"):
+        builder.watches(SECRETS, EnqueueRequestsFromMapFunc(lambda _: []), batch=-1)
+    with pytest.raises(ConfigError, match="batch must be 0 or more seconds, got nan"):
+        builder.owns(SECRETS, batch=float("nan"))
     builder.build()
     with pytest.raises(ConfigError, match="built already"):
         builder.build()

@@ -1,4 +1,6 @@
-from collections.abc import Iterable
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Iterable
 
 from etctl.runtime import (
     CreateEvent,
@@ -232,3 +234,56 @@ async def test_a_priority_function_orders_keys_of_events_that_bring_news() -> No
     assert await drain(queue) == [Request("ns", "b"), Request("ns", "a"), Request("ns", "known")]
     source.resync("ns/b")
     assert queue.priority_of(Request("ns", "b")) == LOW_PRIORITY
+
+
+# -- batches
+
+
+@contextlib.asynccontextmanager
+async def batched(
+    handler: EventHandler, batch: float
+) -> AsyncIterator[tuple[FakeClock, FakeSource, WorkQueue[Request]]]:
+    """A source with ``known`` in its initial list, feeding a running queue through ``batch``."""
+    clock = FakeClock()
+    source = FakeSource(clock)
+    queue: WorkQueue[Request] = WorkQueue(clock=clock)
+    source.create(obj("known", "ns"))
+    source.add_handler(EnqueueingHandler(handler, queue, batch=batch))
+    async with asyncio.TaskGroup() as group:
+        group.create_task(queue.run(), name="queue-run")
+        try:
+            yield clock, source, queue
+        finally:
+            queue.shut_down()
+
+
+async def test_a_burst_of_news_is_one_request_once_the_batch_period_ends() -> None:
+    async with batched(EnqueueRequestForObject(), batch=1.0) as (clock, source, queue):
+        assert await drain(queue) == [Request("ns", "known")]  # a list is never held back
+        source.create(obj("new", "ns"))
+        await clock.advance(0.6)
+        source.update(obj("new", "ns", generation=2))
+        source.update(obj("known", "ns", generation=2))
+        assert len(queue) == 0
+        assert queue.waiting == 2
+        await clock.advance(0.4)  # the first event's period ends: it goes with its followers
+        assert await drain(queue) == [Request("ns", "new")]
+        await clock.advance(0.6)
+        assert await drain(queue) == [Request("ns", "known")]
+        assert queue.waiting == 0
+
+
+async def test_a_resync_is_never_held_back_by_a_batch() -> None:
+    async with batched(EnqueueRequestForObject(), batch=5.0) as (_, source, queue):
+        await drain(queue)
+        source.resync("ns/known")
+        assert await drain(queue) == [Request("ns", "known")]
+
+
+async def test_a_batched_event_of_a_key_still_queued_joins_it() -> None:
+    async with batched(EnqueueRequestForObject(), batch=1.0) as (clock, source, queue):
+        source.update(obj("known", "ns", generation=2))  # "known" is queued from the list
+        assert queue.waiting == 0
+        assert await drain(queue) == [Request("ns", "known")]
+        await clock.advance(1.0)
+        assert await drain(queue) == []

@@ -100,6 +100,7 @@ def setup_scaling(
             PODS,
             EnqueueRequestForOwner(jobs.group, jobs.kind, only_controller=True),
             label_selector=settings.child_selector,
+            batch=settings.member_batch,
         )
     )
     for res in (SCALEINS, SCALEOUTS):

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from etctl.common import SCALEIN, SCALEOUT, crd_manifest
+from etctl.common import SCALEIN, SCALEOUT, JobSettings, crd_manifest
 from etctl.common._scaling.wiring import setup_scaling
 from etctl.errors import NotFound
 from etctl.jobs.launcher import PUSHED_ANNOTATION, digest, hostfile
@@ -173,7 +173,9 @@ class Env:
 
 
 @asynccontextmanager
-async def controllers(env: Env, **plugin_options: Any) -> AsyncIterator[Manager]:
+async def controllers(
+    env: Env, *, settings: JobSettings | None = None, **plugin_options: Any
+) -> AsyncIterator[Manager]:
     """Run the scaling machinery in a Manager (an operator process, with its own cache)."""
     options = ManagerOptions(
         metrics_bind_address="0",
@@ -182,7 +184,7 @@ async def controllers(env: Env, **plugin_options: Any) -> AsyncIterator[Manager]
         cache=CacheOptions(namespaces=[env.ns]),
     )
     manager = Manager(env.cluster.client, options=options, clock=env.cluster.clock)
-    setup_scaling(manager, TrainingJobPlugin(**plugin_options))
+    setup_scaling(manager, TrainingJobPlugin(**plugin_options), settings=settings)
     async with run_manager(manager):
         env.managers.append(manager)
         try:
@@ -193,7 +195,11 @@ async def controllers(env: Env, **plugin_options: Any) -> AsyncIterator[Manager]
 
 @asynccontextmanager
 async def scaling_env(
-    tmp_path: Path, *, run: bool = True, **plugin_options: Any
+    tmp_path: Path,
+    *,
+    run: bool = True,
+    settings: JobSettings | None = None,
+    **plugin_options: Any,
 ) -> AsyncIterator[Env]:
     """An embedded server with the CRDs and, unless ``run`` is False, the controllers running."""
     crds = [crd_manifest(r) for r in (TRAININGJOB, SCALEIN, SCALEOUT)]
@@ -202,5 +208,5 @@ async def scaling_env(
         if not run:
             yield found
             return
-        async with controllers(found, **plugin_options):
+        async with controllers(found, settings=settings, **plugin_options):
             yield found

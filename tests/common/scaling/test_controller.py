@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from etctl.common import SCALEINS, SCALEOUTS
+from etctl.common import SCALEINS, SCALEOUTS, JobSettings
 from etctl.common._scaling.adoption import SELECTOR_INDEX, selector_index
 from etctl.common._scaling.controller import ScalingController
 from etctl.common._scaling.metrics import SCALE_OPERATIONS
@@ -60,6 +60,60 @@ async def test_a_new_job_gets_its_membership(tmp_path: Path) -> None:
         env.follow_targets(phase="Pending")
         env.set_phase(f"{W}1", "Running")
         await eventually(lambda: env.status().get("currentWorkers") == [f"{W}1"])
+
+
+def _member_writes(env: Env) -> int:
+    """The job status writes the server answered 2xx (one per change of the members here)."""
+    server = env.cluster.target.server
+    assert server is not None
+    found = server.requests.find(verb="patch", resource=TRAININGJOBS.plural, subresource="status")
+    return sum(1 for record in found if record.code < 300)
+
+
+@pytest.mark.etctl_hooks("the server's request log, which counts the status writes")
+async def test_workers_that_start_together_join_the_members_together(tmp_path: Path) -> None:
+    async with scaling_env(tmp_path, settings=JobSettings(member_batch=2.0)) as env:
+        env.create_job(replicas=4)
+        await eventually(lambda: len(env.status().get("targetWorkers", [])) == 4)
+        env.follow_targets(phase="Pending")
+        await env.idle()
+        before = _member_writes(env)
+        for index in range(3):  # three workers start one by one, within the batch period
+            env.set_phase(f"{W}{index}", "Running")
+            await env.idle()
+            await env.clock.advance(0.5)
+        await env.idle()
+        assert env.status().get("currentWorkers", []) == []  # the changes still gather
+        await env.clock.advance(0.5)  # the first change's period ends
+        three = [f"{W}0", f"{W}1", f"{W}2"]
+        await eventually(lambda: env.status().get("currentWorkers") == three)
+        await env.idle()
+        assert _member_writes(env) == before + 1
+        # A later start is a batch of its own: looked at once its period ends.
+        env.set_phase(f"{W}3", "Running")
+        await env.idle()
+        await env.clock.advance(1.9)
+        await env.idle()
+        assert env.status()["currentWorkers"] == three
+        await env.clock.advance(0.1)
+        await eventually(lambda: env.status()["currentWorkers"] == [*three, f"{W}3"])
+        await env.idle()
+        assert _member_writes(env) == before + 2
+
+
+async def test_without_a_batch_each_start_changes_the_members(tmp_path: Path) -> None:
+    async with scaling_env(tmp_path) as env:
+        env.create_job(replicas=3)
+        await eventually(lambda: len(env.status().get("targetWorkers", [])) == 3)
+        env.follow_targets(phase="Pending")
+        for index in range(3):
+            env.set_phase(f"{W}{index}", "Running")
+            expected = [f"{W}{i}" for i in range(index + 1)]
+
+            def joined(expected: list[str] = expected) -> bool:
+                return bool(env.status().get("currentWorkers") == expected)
+
+            await eventually(joined)
 
 
 async def test_scale_out_runs_step_by_step(tmp_path: Path) -> None:
