@@ -98,7 +98,7 @@ class RunSettings(WebhookSettings):
     gang_scheduler: Literal["", "volcano", "scheduler-plugins"] = ""
     """Batch scheduler whose PodGroups gang-schedule each job's pods; empty: none."""
     member_batch_period: float = Field(default=0.5, ge=0)
-    """Seconds an elastic job's pod changes gather before its members are judged; 0: at once."""
+    """Seconds an elastic job's and its pods' updates gather before its members are judged."""
     log_format: LogFormat = "json"
     """json for log shippers, console for people."""
     log_level: LogLevel = "info"
@@ -252,8 +252,8 @@ OPTIONS: tuple[Option, ...] = (
     declare(
         "member_batch_period",
         parse_period,
-        "how long changes of an elastic job's pods gather before its members are judged, so "
-        "workers that start or go together change the members once; 0 judges each at once",
+        "how long updates of an elastic job and its pods gather before its members are judged, "
+        "so workers that start or go together change the members once; 0 judges each at once",
         metavar="DURATION",
     ),
     declare("log_format", choice("json", "console"), "json or console", metavar="FORMAT"),

@@ -125,15 +125,17 @@ class JobSettings:
         burst: pods, and services, one reconcile of a job creates at most (the ReplicaSet
             controller's ``burstReplicas``); the created pods' events requeue the job for the
             rest, so a job of a huge size never holds a worker, and every other job, for long.
-        member_batch: seconds an elastic job's scaling controller lets changes of the job's
-            pods gather before it looks at them (the Kubernetes Job controller's pod update batch
-            period, applied to the members only): workers that start, or go, together join, or
-            leave, the members together, so a launcher sees one membership change instead of one
-            per pod (each change of Horovod's host list is a re-rendezvous of every worker), and
-            the job's status is written for them together. A failed member's replacement is decided
-            up to this much later. The job controller is not batched: restarts, conditions and
-            the creation of decided pods follow each change at once. 0 (the default, as
-            controller-runtime batches nothing): no batching; ``etctl run`` batches 0.5 s.
+        member_batch: seconds an elastic job's scaling controller lets changes of its pods and
+            updates of the job gather before it looks at them (the Kubernetes Job controller's
+            pod update batch period, applied to the members only; a new job is taken up at once):
+            workers that start, or go, together join, or leave, the members together, so a
+            launcher sees one membership change instead of one per pod (each change of Horovod's
+            host list is a re-rendezvous of every worker), and the job's status is written for
+            them together. A failed member's replacement, and a ``/scale`` request, are decided
+            up to this much later; a ScaleIn or ScaleOut at once. The job controller is not
+            batched: restarts, conditions and the creation of decided pods follow each change at
+            once. 0 (the default, as controller-runtime batches nothing): no batching; ``etctl
+            run`` batches 0.5 s.
     """
 
     operator_name: str = "etctl"

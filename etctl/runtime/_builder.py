@@ -70,6 +70,7 @@ class _Watch:
     label_selector: str | None = None
     field_selector: str | None = None
     batch: float = 0.0
+    batch_creations: bool = True
 
 
 class ControllerBuilder:
@@ -131,13 +132,16 @@ class ControllerBuilder:
         label_selector: str | None = None,
         field_selector: str | None = None,
         batch: float = 0.0,
+        batch_creations: bool = True,
     ) -> Self:
         """Watch ``res`` (what the selectors match) and enqueue each object's ``for_`` owner.
 
-        ``batch``: as for :meth:`watches`.
+        ``batch``, ``batch_creations``: as for :meth:`watches`.
         """
         self._check_batch(batch)
-        self._watches.append(_Watch(res, None, predicates, label_selector, field_selector, batch))
+        self._watches.append(
+            _Watch(res, None, predicates, label_selector, field_selector, batch, batch_creations)
+        )
         return self
 
     def watches(
@@ -148,18 +152,20 @@ class ControllerBuilder:
         label_selector: str | None = None,
         field_selector: str | None = None,
         batch: float = 0.0,
+        batch_creations: bool = True,
     ) -> Self:
         """Watch ``res`` (what the selectors match) and enqueue what ``handler`` maps events to.
 
-        ``batch`` (seconds, 0 by default): each event's requests are queued that much later, and
-        the events meanwhile join them (the Kubernetes Job controller's pod update batch period):
-        a burst of changes to one key's objects, a job's pods starting together, is one reconcile
-        and one status write instead of one per change. An event that brings no news (an initial
-        list, a resync) is never held back.
+        ``batch`` (seconds, 0 by default): the requests of each event are queued that much
+        later, and the events meanwhile join them (the Kubernetes Job controller's pod update
+        batch period): a burst of changes to one key's objects, a job's pods starting together,
+        is one reconcile and one status write instead of one per change. Initial lists and
+        resyncs are never held back; with ``batch_creations=False`` neither are creations (a
+        watch of the very objects the keys name, whose new ones must be taken up at once).
         """
         self._check_batch(batch)
         self._watches.append(
-            _Watch(res, handler, predicates, label_selector, field_selector, batch)
+            _Watch(res, handler, predicates, label_selector, field_selector, batch, batch_creations)
         )
         return self
 
@@ -262,6 +268,7 @@ class ControllerBuilder:
                 *watch.predicates,
                 primary=watch is self._for,
                 batch=watch.batch,
+                batch_creations=watch.batch_creations,
             )
         self._built = True
         return controller

@@ -178,6 +178,7 @@ class Controller:
         *predicates: Predicate,
         primary: bool = False,
         batch: float = 0.0,
+        batch_creations: bool = True,
     ) -> None:
         """Enqueue the requests ``handler`` maps each ``source`` event to, if the predicates pass.
 
@@ -185,7 +186,8 @@ class Controller:
         added while running is registered at once, without waiting for its replay. A ``primary``
         watch (of the kind the controller reconciles) queues new objects at low priority, behind
         the follow-ups of objects in progress (see :mod:`etctl.runtime._handler`). With ``batch``
-        (seconds), an event's requests are queued that much later, joined by the events meanwhile.
+        (seconds), an event's requests are queued that much later, joined by the events meanwhile
+        (creations too, unless ``batch_creations`` is False).
         """
         adapter = EnqueueingHandler(
             handler,
@@ -194,6 +196,7 @@ class Controller:
             new_objects_low=primary,
             priority=self._priority,
             batch=batch,
+            batch_creations=batch_creations,
         )
         self._watches.append((source, adapter))
         if self._started:

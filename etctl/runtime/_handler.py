@@ -214,9 +214,20 @@ class EnqueueingHandler:
         batch: seconds to hold the requests of an event that brings news before queueing them
             (0: at once); the events meanwhile join the wait, since the queue keeps a waiting
             key's earliest time, so a burst of them is one reconcile.
+        batch_creations: hold creations too (True by default, as the Kubernetes Job controller
+            holds its pods'); False for a watch whose new objects a controller must take up at
+            once (the very object its key names), holding only their updates and deletes.
     """
 
-    __slots__ = ("_batch", "_handler", "_new_objects_low", "_predicates", "_priority", "_queue")
+    __slots__ = (
+        "_batch",
+        "_batch_creations",
+        "_handler",
+        "_new_objects_low",
+        "_predicates",
+        "_priority",
+        "_queue",
+    )
 
     def __init__(
         self,
@@ -227,8 +238,10 @@ class EnqueueingHandler:
         new_objects_low: bool = False,
         priority: PriorityFunc | None = None,
         batch: float = 0.0,
+        batch_creations: bool = True,
     ) -> None:
         self._batch = batch
+        self._batch_creations = batch_creations
         self._handler = handler
         self._queue = queue
         self._predicates = tuple(predicates)
@@ -241,14 +254,15 @@ class EnqueueingHandler:
         predicates = self._predicates
         if not predicates or all(p.create(event) for p in predicates):
             low = is_in_initial_list or self._new_objects_low
-            self._enqueue(self._handler.create(event), low=low)
+            hold = not is_in_initial_list and self._batch_creations
+            self._enqueue(self._handler.create(event), low=low, hold=hold)
 
     def on_update(self, old: ObjectView, new: ObjectView) -> None:
         """Enqueue what the update (or resync) maps to, if every predicate passes it."""
         event = UpdateEvent(old, new)
         predicates = self._predicates
         if not predicates or all(p.update(event) for p in predicates):
-            self._enqueue(self._handler.update(event), low=event.is_resync)
+            self._enqueue(self._handler.update(event), low=event.is_resync, hold=True)
 
     def on_delete(self, obj: ObjectView | Tombstone) -> None:
         """Enqueue what the delete maps to, if every predicate passes it; tombstones unwrap."""
@@ -258,11 +272,16 @@ class EnqueueingHandler:
             event = DeleteEvent(obj)
         predicates = self._predicates
         if not predicates or all(p.delete(event) for p in predicates):
-            self._enqueue(self._handler.delete(event))
+            self._enqueue(self._handler.delete(event), hold=True)
 
-    def _enqueue(self, requests: Iterable[Request], *, low: bool = False) -> None:
-        """Add ``requests`` at low priority, or at the priority function's (0 without one)."""
-        if self._batch > 0 and not low:
+    def _enqueue(
+        self, requests: Iterable[Request], *, low: bool = False, hold: bool = False
+    ) -> None:
+        """Add ``requests`` at low priority, or at the priority function's (0 without one).
+
+        ``hold``: an event held for the batch period (unless it brings no news: ``low``).
+        """
+        if hold and self._batch > 0 and not low:
             self._enqueue_batched(requests)
             return
         add = self._queue.add
@@ -276,7 +295,7 @@ class EnqueueingHandler:
                 add(request, priority=priority(request))
 
     def _enqueue_batched(self, requests: Iterable[Request]) -> None:
-        """Add ``requests`` once the batch period has passed (news only; see ``batch``)."""
+        """Add ``requests`` once the batch period has passed (see ``batch``)."""
         add_after = self._queue.add_after
         batch = self._batch
         priority = self._priority

@@ -241,14 +241,14 @@ async def test_a_priority_function_orders_keys_of_events_that_bring_news() -> No
 
 @contextlib.asynccontextmanager
 async def batched(
-    handler: EventHandler, batch: float
+    handler: EventHandler, batch: float, *, creations: bool = True
 ) -> AsyncIterator[tuple[FakeClock, FakeSource, WorkQueue[Request]]]:
     """A source with ``known`` in its initial list, feeding a running queue through ``batch``."""
     clock = FakeClock()
     source = FakeSource(clock)
     queue: WorkQueue[Request] = WorkQueue(clock=clock)
     source.create(obj("known", "ns"))
-    source.add_handler(EnqueueingHandler(handler, queue, batch=batch))
+    source.add_handler(EnqueueingHandler(handler, queue, batch=batch, batch_creations=creations))
     async with asyncio.TaskGroup() as group:
         group.create_task(queue.run(), name="queue-run")
         try:
@@ -257,7 +257,7 @@ async def batched(
             queue.shut_down()
 
 
-async def test_a_burst_of_news_is_one_request_once_the_batch_period_ends() -> None:
+async def test_a_burst_of_changes_is_one_request_once_the_batch_period_ends() -> None:
     async with batched(EnqueueRequestForObject(), batch=1.0) as (clock, source, queue):
         assert await drain(queue) == [Request("ns", "known")]  # a list is never held back
         source.create(obj("new", "ns"))
@@ -266,11 +266,29 @@ async def test_a_burst_of_news_is_one_request_once_the_batch_period_ends() -> No
         source.update(obj("known", "ns", generation=2))
         assert len(queue) == 0
         assert queue.waiting == 2
-        await clock.advance(0.4)  # the first event's period ends: it goes with its followers
+        await clock.advance(0.4)  # the creation's period ends: it goes with its followers
         assert await drain(queue) == [Request("ns", "new")]
+        source.delete("ns/new")
         await clock.advance(0.6)
         assert await drain(queue) == [Request("ns", "known")]
+        await clock.advance(0.4)
+        assert await drain(queue) == [Request("ns", "new")]  # deletes are held as updates are
         assert queue.waiting == 0
+
+
+async def test_a_watch_may_take_up_creations_at_once_and_batch_the_rest() -> None:
+    async with batched(EnqueueRequestForObject(), batch=1.0, creations=False) as (
+        clock,
+        source,
+        queue,
+    ):
+        await drain(queue)
+        source.create(obj("new", "ns"))
+        assert await drain(queue) == [Request("ns", "new")]
+        source.update(obj("new", "ns", generation=2))
+        assert await drain(queue) == []
+        await clock.advance(1.0)
+        assert await drain(queue) == [Request("ns", "new")]
 
 
 async def test_a_resync_is_never_held_back_by_a_batch() -> None:

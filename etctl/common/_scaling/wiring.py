@@ -95,7 +95,12 @@ def setup_scaling(
         )
     builder = (
         manager.controller(f"{kind}-scaling", scaling)
-        .watches(jobs, EnqueueRequestForObject())
+        # A job's updates and its pods' changes gather for the member batch period (a new job
+        # is taken up at once): its pods start together, and the job controller's status writes
+        # in between would otherwise each have the members judged from a part of them.
+        .watches(
+            jobs, EnqueueRequestForObject(), batch=settings.member_batch, batch_creations=False
+        )
         .watches(
             PODS,
             EnqueueRequestForOwner(jobs.group, jobs.kind, only_controller=True),
