@@ -145,8 +145,9 @@ class WriteLedger:
     async def read(self, res: Resource, namespace: str, name: str) -> ObjectView | None:
         """The object, from the cache unless it is behind a write of it that was read back.
 
-        The status fields this ledger last wrote with :meth:`patch_own_status` show the values
-        written while the cache holds a version before that write
+        The status fields this ledger last wrote with :meth:`patch_own_status` (those it guarded
+        and those it set or removed) show the values written while the cache holds a version
+        before that write
         (:func:`~etctl.common._fieldguard.overlaid`).
 
         Raises:
@@ -294,9 +295,11 @@ class WriteLedger:
             written = self._remember(res, await read_back(self.client, res, obj, merge, exc))
         # This ledger's reconciles are the only writer of these fields: until the cache shows
         # them, its reads show what was written (two writers' overlapping writes of one object
-        # may reach the cache only through the watch).
+        # may reach the cache only through the watch). Every field the write set or removed, not
+        # only the guarded ones: a field written but not judged from (a phase, a kind's own
+        # field) read back as it was would be written again, a write that changes nothing.
         key = (res, objects.namespace(written), objects.name(written))
-        self._own[key] = (written, tuple(owned))
+        self._own[key] = (written, tuple(dict.fromkeys([*owned, *status])))
         return written
 
     async def patch_field(

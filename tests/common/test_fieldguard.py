@@ -135,6 +135,27 @@ async def test_a_change_of_an_owned_field_since_the_read_is_a_conflict(tmp_path:
             await ledger.patch_own_status(SIMPLEJOBS, fresh, {"restartCount": 6}, owned=MINE)
 
 
+async def test_reads_show_every_field_written_not_only_the_guarded_ones(tmp_path: Path) -> None:
+    async with cluster(tmp_path, SimpleJobPlugin(), raw=True) as env:
+        cache = FrozenCache()
+        ledger = WriteLedger(env.client, cache, clock=env.clock)
+        stale = await created(env, ledger, cache)  # the cache holds it as created, and keeps it
+        written = await ledger.patch_own_status(
+            SIMPLEJOBS, stale, {"restartCount": 1, "lastReconcileTime": STAMP}, owned=MINE
+        )
+        read = await ledger.read(SIMPLEJOBS, env.ns, "j")
+        assert read is not None
+        # The unguarded field too: read as it was, it would be written again for nothing.
+        assert read["status"] == {"restartCount": 1, "lastReconcileTime": STAMP}
+        removed = await ledger.patch_own_status(
+            SIMPLEJOBS, written, {"lastReconcileTime": None}, owned=MINE
+        )
+        assert "lastReconcileTime" not in removed["status"]
+        read = await ledger.read(SIMPLEJOBS, env.ns, "j")
+        assert read is not None
+        assert read["status"] == {"restartCount": 1}
+
+
 @pytest.mark.etctl_hooks("fault injection: a guarded status write's answer lost")
 async def test_a_retry_that_meets_its_own_lost_write_is_a_success(tmp_path: Path) -> None:
     async with cluster(tmp_path, SimpleJobPlugin()) as env:
