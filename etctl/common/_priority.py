@@ -8,10 +8,15 @@ queued:
 
 * :data:`RUNNING_PRIORITY` for a job whose ``Running`` condition is True (and that has not
   finished);
-* otherwise the number of its pods that run, as its status last counted them (``active`` over its
-  replica types), below :data:`RUNNING_PRIORITY`: a job close to running is served before one that
+* otherwise the number of its pods that run, below :data:`RUNNING_PRIORITY`: as its status last
+  counted them (``active`` over its replica types), or, when every pod it controls in the cache
+  runs, as many as there are, if that is more. A job close to running is served before one that
   is just starting, so a burst of jobs finishes one after another (each job's launcher starts
-  while the next ones' workers are created) instead of all together at the end;
+  while the next ones' workers are created) instead of all together at the end. The cache, not
+  only the status: the status is counted by the very controller whose queue this orders, so
+  during a burst a job whose pods all run would rank with the new jobs until that controller got
+  round to it; only a job whose pods *all* run, so that one status write reports it running
+  instead of one per pod that starts;
 * ``0`` for every other job (not started, suspended, finished, or not cached yet).
 
 Together with the runtime's own rules (a new job's first pass, initial lists and resyncs at low
@@ -24,7 +29,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from etctl.common._api import ConditionStatus, JobConditionType
-from etctl.runtime import CacheReader, ObjectView, PriorityFunc, Request, Resource
+from etctl.runtime import (
+    PODS,
+    CacheReader,
+    NotCachedError,
+    ObjectView,
+    PriorityFunc,
+    Request,
+    Resource,
+    objects,
+    podview,
+)
 
 __all__ = ["RUNNING_PRIORITY", "is_running", "progress_first", "running_pods"]
 
@@ -75,6 +90,23 @@ def progress_first(cache: CacheReader, jobs: Resource) -> PriorityFunc:
             return 0
         if JobConditionType.RUNNING.value in true:
             return RUNNING_PRIORITY
-        return min(running_pods(job), RUNNING_PRIORITY - 1)
+        running = max(running_pods(job), _running_children(cache, job))
+        return min(running, RUNNING_PRIORITY - 1)
 
     return priority
+
+
+def _running_children(cache: CacheReader, job: ObjectView) -> int:
+    """How many pods the job has in the cache if every one of them runs, else 0.
+
+    Only a job whose pods all run is raised (its next reconcile can report it running in one
+    status write); one whose pods are still starting keeps its place, so the controller does not
+    report each start on its own.
+    """
+    try:
+        pods = cache.controlled_by(PODS, objects.uid(job))
+    except NotCachedError:
+        return 0
+    if all(podview.phase(pod) == "Running" for pod in pods):
+        return len(pods)
+    return 0
