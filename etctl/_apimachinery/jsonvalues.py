@@ -22,15 +22,7 @@ def identical(left: Any, right: Any) -> bool:
     """
     if left is right:
         return True
-    kind = type(left)
-    if kind is not type(right) or left != right:
-        return False
-    if kind is dict:
-        # Same keys (``==`` held); the values must also agree in type.
-        return all(_typed_equal(value, right[key]) for key, value in left.items())
-    if kind is list:
-        return all(map(_typed_equal, left, right))
-    return True
+    return type(left) is type(right) and left == right and _typed_equal(left, right)
 
 
 def _typed_equal(left: Any, right: Any) -> bool:
