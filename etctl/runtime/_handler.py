@@ -26,6 +26,12 @@ of a source's initial list (or of a replay), or a resync (old and new share a
 workers come free, after the follow-ups of objects already in progress (their children's events,
 their own updates) instead of queueing those behind it. Everything else is added at priority 0.
 The queue's aging bounds how long low-priority work waits.
+
+**Batches** (the Kubernetes Job controller's pod update batch period): with ``batch`` seconds, an
+event that brings news is added with ``add_after`` instead, and the events for the same key that
+follow within the period join it (the queue keeps a waiting key's earliest time), so a burst of
+changes is one reconcile. Lists and resyncs are never held; creations are unless
+``batch_creations`` is False.
 """
 
 from __future__ import annotations
