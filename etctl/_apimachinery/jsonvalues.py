@@ -3,14 +3,18 @@
 kube-apiserver decodes a JSON number into an ``int64`` when it is written as an integer and into a
 ``float64`` otherwise, and ``reflect.DeepEqual`` tells those types (and booleans) apart; Python's
 ``==`` does not (``True == 1 == 1.0``). :func:`identical` is the comparison that decides whether a
-value is *unchanged* by a write, for CRD validation ratcheting and ownership tracking.
+value is *unchanged* by a write, for CRD validation ratcheting and ownership tracking, and
+:data:`NO_OLD` stands for the old value of one that has none.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["identical"]
+__all__ = ["NO_OLD", "identical"]
+
+NO_OLD: Any = object()
+"""A value with no old value correlated with it (validated, or compared, as on create)."""
 
 
 def identical(left: Any, right: Any) -> bool:

@@ -18,7 +18,7 @@ from typing import Any
 
 from etctl._apimachinery.fielderror import FieldError, duplicate, invalid, required
 from etctl._apimachinery.gofmt import go_json, go_v
-from etctl._apimachinery.jsonvalues import identical
+from etctl._apimachinery.jsonvalues import NO_OLD, identical
 from etctl._apimachinery.schemapath import Schema, child_path
 
 __all__ = ["check_embedded_resources", "check_list_types"]
@@ -147,11 +147,8 @@ def _list_map_errors(value: list[Any], schema: Schema, path: str) -> list[FieldE
     return [duplicate(f"{path}[{i}]", entries[i]) for i in _duplicates(entries)]
 
 
-_NO_OLD: Any = object()
-
-
 def _walk_list_types(
-    value: Any, schema: Schema | None, path: str, old: Any = _NO_OLD
+    value: Any, schema: Schema | None, path: str, old: Any = NO_OLD
 ) -> list[FieldError]:
     """The list-type errors of ``value``, less those of subtrees identical to ``old``'s.
 
@@ -159,7 +156,7 @@ def _walk_list_types(
     items are not correlated). An identical subtree has exactly the errors the old object has
     there, so it is not walked.
     """
-    if schema is None or (old is not _NO_OLD and identical(value, old)):
+    if schema is None or (old is not NO_OLD and identical(value, old)):
         return []
     errors: list[FieldError] = []
     if isinstance(value, dict):
@@ -167,7 +164,7 @@ def _walk_list_types(
         extra = schema.get("additionalProperties")
         olds: Mapping[str, Any] = old if isinstance(old, dict) else {}
         for key, item in value.items():
-            previous = olds.get(key, _NO_OLD)
+            previous = olds.get(key, NO_OLD)
             if isinstance(extra, Mapping):
                 errors += _walk_list_types(item, extra, f"{path}[{key}]", previous)
             if key in properties:
@@ -190,7 +187,9 @@ def check_embedded_resources(obj: Any, schema: Schema) -> list[FieldError]:
     return _walk_embedded(obj, schema, "")
 
 
-def check_list_types(obj: Any, schema: Schema, *, old: Any = _NO_OLD) -> list[FieldError]:
+def check_list_types(
+    obj: Any, schema: Schema, *, old: Mapping[str, Any] | None = None
+) -> list[FieldError]:
     """Errors of duplicate elements in set lists and duplicate keys in map lists.
 
     Given the ``old`` object of an update, the errors are reported only if ``old`` has none, as
@@ -198,7 +197,7 @@ def check_list_types(obj: Any, schema: Schema, *, old: Any = _NO_OLD) -> list[Fi
     the old object's errors there: none), so only those are walked, and ``old`` is walked only
     when there are errors to excuse.
     """
-    if old is _NO_OLD:
+    if old is None:
         return _walk_list_types(obj, schema, "")
     errors = _walk_list_types(obj, schema, "", old)
     if errors and _walk_list_types(old, schema, ""):

@@ -34,15 +34,13 @@ from etctl._apimachinery.fielderror import (
 )
 from etctl._apimachinery.formats import check_format, is_known_format
 from etctl._apimachinery.gofmt import go_json, go_quote, go_v
-from etctl._apimachinery.jsonvalues import identical
+from etctl._apimachinery.jsonvalues import NO_OLD, identical
 from etctl._apimachinery.resourcechecks import check_embedded_resources, check_list_types
 
 __all__ = ["validate_object", "validate_value"]
 
 Schema = Mapping[str, Any]
 _NIL_PATH = "<nil>"
-_NO_OLD: Any = object()
-"""The old value of a node that has none it can be correlated with (validated as on create)."""
 _TYPE_META = ("apiVersion", "kind")
 
 
@@ -137,9 +135,9 @@ class _Validator:
         name = name.removeprefix(".")
         return f"{self._root}.{name}" if self._root else name
 
-    def check(self, value: Any, schema: Schema, path: str, old: Any = _NO_OLD) -> list[FieldError]:
+    def check(self, value: Any, schema: Schema, path: str, old: Any = NO_OLD) -> list[FieldError]:
         """The errors of ``value``; none if it is identical to its correlated ``old`` value."""
-        if old is not _NO_OLD and identical(value, old):
+        if old is not NO_OLD and identical(value, old):
             return []  # ratcheted: whatever is wrong with it was stored already
         return self._changed(value, schema, path, old)
 
@@ -308,7 +306,7 @@ class _Validator:
         if isinstance(items, Mapping):
             olds = _correlated_items(value, schema, old)
             for i, item in enumerate(value):
-                errors += self.check(item, items, f"{path}[{i}]", olds[i] if olds else _NO_OLD)
+                errors += self.check(item, items, f"{path}[{i}]", olds[i] if olds else NO_OLD)
         field = self._f(path)
         min_items = schema.get("minItems")
         if min_items is not None and len(value) < min_items:
@@ -360,7 +358,7 @@ class _Validator:
         elif isinstance(extra, Mapping):
             for key, item in value.items():
                 if key not in properties:
-                    errors += self.check(item, extra, f"{path}.{key}", olds.get(key, _NO_OLD))
+                    errors += self.check(item, extra, f"{path}.{key}", olds.get(key, NO_OLD))
         errors += self._properties(value, properties, path, olds)
         for name in schema.get("required") or ():
             if name not in value:
@@ -378,9 +376,9 @@ class _Validator:
         errors: list[FieldError] = []
         for name, sub in properties.items():
             if name in value:
-                previous = olds.get(name, _NO_OLD)
+                previous = olds.get(name, NO_OLD)
                 if not path and name in _TYPE_META:
-                    previous = _NO_OLD  # never ratcheted: the real server cannot see a change
+                    previous = NO_OLD  # never ratcheted: the real server cannot see a change
                 child = f"{path}.{name}" if path else name
                 errors += self.check(value[name], sub, child, previous)
         return errors
@@ -397,15 +395,15 @@ def _map_key(item: Any, keys: list[str]) -> tuple[Any, ...] | None:
         return None
     key: list[Any] = []
     for name in keys:
-        part = item.get(name, _NO_OLD)
-        if part is _NO_OLD or isinstance(part, dict | list):
+        part = item.get(name, NO_OLD)
+        if part is NO_OLD or isinstance(part, dict | list):
             return None
         key.append((type(part), part))
     return tuple(key)
 
 
 def _correlated_items(value: list[Any], schema: Schema, old: Any) -> list[Any] | None:
-    """The old item each item of a changed list is correlated with (``_NO_OLD`` for none).
+    """The old item each item of a changed list is correlated with (``NO_OLD`` for none).
 
     Only ``x-kubernetes-list-type: map`` lists correlate their items, by key, with the first old
     item of the same key (``MapList.Get``); other lists, ``set`` included, only as a whole.
@@ -422,7 +420,7 @@ def _correlated_items(value: list[Any], schema: Schema, old: Any) -> list[Any] |
         if key is not None:
             by_key.setdefault(key, item)
     return [
-        _NO_OLD if (key := _map_key(item, keys)) is None else by_key.get(key, _NO_OLD)
+        NO_OLD if (key := _map_key(item, keys)) is None else by_key.get(key, NO_OLD)
         for item in value
     ]
 
@@ -454,9 +452,9 @@ def validate_object(
             only if the old object had none; embedded resources are checked as on create.
     """
     view = _root_view(schema)
-    errors = _Validator().check(obj, view, "", _NO_OLD if old is None else old)
+    errors = _Validator().check(obj, view, "", NO_OLD if old is None else old)
     errors += check_embedded_resources(obj, view)
-    errors += check_list_types(obj, view) if old is None else check_list_types(obj, view, old=old)
+    errors += check_list_types(obj, view, old=old)
     return errors
 
 
